@@ -1,0 +1,53 @@
+// Package gatewayapi translates a resource snapshot of Gateway API objects
+// into the IR and the status every object should have. Translate is a pure
+// function: no I/O, no clock, and the same snapshot always gives the same
+// result.
+package gatewayapi
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/resources"
+)
+
+// ControllerName is the GatewayClass spec.controllerName that marks a class
+// as ours.
+const ControllerName gwapiv1.GatewayController = "xds-controller.dev/gateway-controller"
+
+// Options tune a translation to its deployment. The zero value is valid.
+type Options struct {
+	// ControllerName overrides ControllerName when set.
+	ControllerName gwapiv1.GatewayController
+	// Scope names the proxy scope (Envoy fleet) that serves gw. Default:
+	// "gatewayclass/<class>" (the shared fleet of the class).
+	Scope func(gw *gwapiv1.Gateway) string
+	// BindPort maps a Gateway listener port to the port Envoy binds.
+	// Default: the listener's own port.
+	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
+}
+
+// Result is the output of one translation.
+type Result struct {
+	IR     *ir.IR
+	Status *Status
+}
+
+// Status is the status the translation computed for every object it owns
+// (GatewayClasses of ours, their Gateways, and the routes attached to
+// them). Conditions carry the object's generation as observedGeneration and
+// a zero lastTransitionTime: the status writer keeps the previous time when
+// a condition did not change.
+type Status struct {
+	GatewayClasses map[string]*gwapiv1.GatewayClassStatus
+	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
+	// HTTPRoutes hold only the parents entries for our controller.
+	HTTPRoutes map[types.NamespacedName]*gwapiv1.HTTPRouteStatus
+}
+
+// Translate computes the IR and the status for res. res must be sorted
+// (resources.Resources.Sort) and is not modified.
+func Translate(res *resources.Resources, opts Options) *Result {
+	panic("not implemented")
+}

@@ -1,0 +1,287 @@
+package ir
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+var errNotDurationString = errors.New("ir: duration must be a quoted Go duration string such as \"1.5s\"")
+
+// ValidationError is one broken invariant, located by a path through the IR
+// such as `gateway default/gw: listener default/gw/http: route httproute/...`.
+type ValidationError struct {
+	Path    string
+	Message string
+}
+
+func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
+
+// Validate checks the invariants the xDS translator relies on and returns
+// every violation joined with errors.Join (each a *ValidationError), or nil.
+//
+// The invariants: gateways sorted and unique, each with a scope; listener
+// names unique and ports 1-65535 within a scope; listeners that share an
+// address and port in one scope are compatible (all HTTP, or all
+// SNI-distinguished HTTPS/TLS, or one TCP, or one UDP); HTTPS listeners
+// carry certificates; every HTTP route has exactly one action (backends, a
+// redirect or a direct response); matches are well formed; every backend and
+// certificate name means one thing across the whole IR.
+func (x *IR) Validate() error {
+	v := &validator{
+		backends: map[string]*Backend{},
+		certs:    map[string]*Certificate{},
+	}
+	type bind struct {
+		scope, addr string
+		port        uint32
+		udp         bool
+	}
+	binds := map[bind][]*Listener{}
+	names := map[string]bool{}
+	for i, gw := range x.Gateways {
+		p := "gateway " + gw.Namespace + "/" + gw.Name
+		if gw.Namespace == "" || gw.Name == "" {
+			v.add(p, "namespace and name are required")
+		}
+		if gw.Scope == "" {
+			v.add(p, "scope is required")
+		}
+		if i > 0 {
+			prev := x.Gateways[i-1]
+			if prev.Namespace > gw.Namespace || (prev.Namespace == gw.Namespace && prev.Name >= gw.Name) {
+				v.add(p, "gateways must be sorted by namespace and name, without duplicates")
+			}
+		}
+		for _, l := range gw.Listeners {
+			lp := p + ": listener " + l.Name
+			key := gw.Scope + "\x00" + l.Name
+			if names[key] {
+				v.add(lp, "listener name is not unique in scope "+gw.Scope)
+			}
+			names[key] = true
+			v.listener(lp, l)
+			b := bind{scope: gw.Scope, addr: l.Address, port: l.Port, udp: l.Protocol == ProtocolUDP}
+			binds[b] = append(binds[b], l)
+		}
+	}
+	keys := make([]bind, 0, len(binds))
+	for b := range binds {
+		keys = append(keys, b)
+	}
+	slices.SortFunc(keys, func(a, b bind) int {
+		return cmp.Or(cmp.Compare(a.scope, b.scope), cmp.Compare(a.addr, b.addr), cmp.Compare(a.port, b.port), cmp.Compare(fmt.Sprint(a.udp), fmt.Sprint(b.udp)))
+	})
+	for _, b := range keys {
+		if err := compatible(binds[b]); err != "" {
+			v.add(fmt.Sprintf("scope %s: %s:%d", b.scope, b.addr, b.port), err)
+		}
+	}
+	return errors.Join(v.errs...)
+}
+
+type validator struct {
+	errs     []error
+	backends map[string]*Backend
+	certs    map[string]*Certificate
+}
+
+func (v *validator) add(path, msg string) {
+	v.errs = append(v.errs, &ValidationError{Path: path, Message: msg})
+}
+
+func (v *validator) listener(p string, l *Listener) {
+	if l.Name == "" {
+		v.add(p, "name is required")
+	}
+	if l.Port == 0 || l.Port > 65535 {
+		v.add(p, fmt.Sprintf("port %d is outside 1-65535", l.Port))
+	}
+	if _, err := netip.ParseAddr(l.Address); err != nil {
+		v.add(p, fmt.Sprintf("address %q is not an IP address", l.Address))
+	}
+	switch l.Protocol {
+	case ProtocolHTTP:
+		if l.TLS != nil {
+			v.add(p, "an HTTP listener has no TLS")
+		}
+	case ProtocolHTTPS:
+		if l.TLS == nil || l.TLS.Mode != TLSTerminate || len(l.TLS.Certificates) == 0 {
+			v.add(p, "an HTTPS listener terminates TLS with at least one certificate")
+		}
+	case ProtocolTLS:
+		if l.TLS == nil || l.TLS.Mode != TLSPassthrough {
+			v.add(p, "a TLS listener needs tls.mode Passthrough")
+		}
+	case ProtocolTCP, ProtocolUDP:
+		if len(l.L4Routes) > 1 {
+			v.add(p, "a TCP or UDP listener forwards to one route")
+		}
+	default:
+		v.add(p, fmt.Sprintf("unknown protocol %q", l.Protocol))
+	}
+	if l.TLS != nil {
+		for _, c := range l.TLS.Certificates {
+			v.certificate(p, c)
+		}
+	}
+	if len(l.HTTPRoutes) > 0 && l.Protocol != ProtocolHTTP && l.Protocol != ProtocolHTTPS {
+		v.add(p, "HTTP routes attach only to HTTP and HTTPS listeners")
+	}
+	if len(l.L4Routes) > 0 && (l.Protocol == ProtocolHTTP || l.Protocol == ProtocolHTTPS) {
+		v.add(p, "TLS, TCP and UDP routes do not attach to HTTP or HTTPS listeners")
+	}
+	routeNames := map[string]bool{}
+	for _, r := range l.HTTPRoutes {
+		rp := p + ": route " + r.Name
+		if routeNames[r.Name+"\x00"+r.Hostname] {
+			v.add(rp, "route name is not unique in its virtual host")
+		}
+		routeNames[r.Name+"\x00"+r.Hostname] = true
+		v.httpRoute(rp, r)
+	}
+	for _, r := range l.L4Routes {
+		rp := p + ": route " + r.Name
+		if len(r.Backends.Backends) == 0 {
+			v.add(rp, "a route needs at least one backend")
+		}
+		for _, b := range r.Backends.Backends {
+			v.backend(rp, b)
+		}
+	}
+}
+
+func (v *validator) certificate(p string, c *Certificate) {
+	if c == nil || c.Name == "" || len(c.CertificateChain) == 0 || len(c.PrivateKey) == 0 {
+		v.add(p, "a certificate needs a name, a chain and a key")
+		return
+	}
+	if prev, ok := v.certs[c.Name]; ok {
+		if !bytes.Equal(prev.CertificateChain, c.CertificateChain) || !bytes.Equal(prev.PrivateKey, c.PrivateKey) {
+			v.add(p, "certificate "+c.Name+" has two different contents")
+		}
+		return
+	}
+	v.certs[c.Name] = c
+}
+
+func (v *validator) httpRoute(p string, r *HTTPRoute) {
+	if r.Name == "" || r.Hostname == "" {
+		v.add(p, "name and hostname are required")
+	}
+	actions := 0
+	if r.Backends != nil {
+		actions++
+		if len(r.Backends.Backends) == 0 {
+			v.add(p, "a backend group needs at least one backend")
+		}
+		for _, b := range r.Backends.Backends {
+			v.backend(p, b)
+		}
+	}
+	if r.Filters.Redirect != nil {
+		actions++
+		switch r.Filters.Redirect.StatusCode {
+		case 301, 302, 303, 307, 308:
+		default:
+			v.add(p, fmt.Sprintf("redirect status %d is not 301, 302, 303, 307 or 308", r.Filters.Redirect.StatusCode))
+		}
+	}
+	if r.DirectResponse != nil {
+		actions++
+		if c := r.DirectResponse.StatusCode; c < 200 || c > 599 {
+			v.add(p, fmt.Sprintf("direct response status %d is outside 200-599", c))
+		}
+	}
+	if actions != 1 {
+		v.add(p, fmt.Sprintf("a route has exactly one of backends, redirect and direct response; this one has %d", actions))
+	}
+	if m := r.Match.Path; m != nil {
+		if m.Type != MatchRegex && !strings.HasPrefix(m.Value, "/") {
+			v.add(p, fmt.Sprintf("path %q must start with /", m.Value))
+		}
+		v.match(p, "path", *m)
+	}
+	for _, m := range r.Match.Headers {
+		v.match(p, "header", m)
+	}
+	for _, m := range r.Match.QueryParams {
+		v.match(p, "query parameter", m)
+	}
+	for _, m := range r.Filters.Mirrors {
+		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
+			v.add(p, "a mirror needs a backend and a percent within 0-100")
+			continue
+		}
+		v.backend(p, m.Backend)
+	}
+}
+
+func (v *validator) match(p, what string, m StringMatch) {
+	switch m.Type {
+	case MatchExact, MatchRegex:
+	case MatchPathPrefix:
+		if what != "path" {
+			v.add(p, what+" match cannot be PathPrefix")
+		}
+	default:
+		v.add(p, fmt.Sprintf("%s match type %q is unknown", what, m.Type))
+	}
+	if what != "path" && m.Name == "" {
+		v.add(p, what+" match needs a name")
+	}
+}
+
+func (v *validator) backend(p string, b *Backend) {
+	if b == nil || b.Name == "" {
+		v.add(p, "a backend needs a name")
+		return
+	}
+	if !b.Invalid {
+		for _, e := range b.Endpoints {
+			if e.Address == "" || e.Port == 0 || e.Port > 65535 {
+				v.add(p, fmt.Sprintf("backend %s: endpoint %q:%d is not an address and port", b.Name, e.Address, e.Port))
+			}
+		}
+	}
+	// A backend name is one Envoy cluster: every use must agree on what it
+	// is. Weight and backendRef-level filters belong to the use, not the
+	// cluster.
+	cluster := *b
+	cluster.Weight, cluster.RequestHeaders, cluster.ResponseHeaders = 0, nil, nil
+	if prev, ok := v.backends[b.Name]; ok {
+		if !reflect.DeepEqual(prev, &cluster) {
+			v.add(p, "backend "+b.Name+" is used with two different definitions")
+		}
+		return
+	}
+	v.backends[b.Name] = &cluster
+}
+
+// compatible says why listeners bound to one address and port cannot share
+// it, or returns "".
+func compatible(ls []*Listener) string {
+	if len(ls) < 2 {
+		return ""
+	}
+	first := ls[0].Protocol
+	sni := map[string]bool{}
+	for _, l := range ls {
+		switch {
+		case first == ProtocolHTTP && l.Protocol == ProtocolHTTP:
+		case (first == ProtocolHTTPS || first == ProtocolTLS) && (l.Protocol == ProtocolHTTPS || l.Protocol == ProtocolTLS):
+			if sni[l.Hostname] {
+				return fmt.Sprintf("two TLS listeners match the same server name %q", l.Hostname)
+			}
+			sni[l.Hostname] = true
+		default:
+			return fmt.Sprintf("listeners %s (%s) and %s (%s) cannot share a port", ls[0].Name, first, l.Name, l.Protocol)
+		}
+	}
+	return ""
+}

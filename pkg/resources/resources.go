@@ -1,0 +1,85 @@
+// Package resources defines the resource snapshot: the plain, read-only set
+// of Kubernetes objects one translation reads. Providers (the Kubernetes
+// watch, the file loader) fill it; the Gateway API translator
+// (pkg/gatewayapi) reads it and never changes it.
+package resources
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+)
+
+// Resources is one consistent snapshot of every object the translator
+// reads. Call Sort before handing it to the translator so that output does
+// not depend on the order objects arrived in.
+type Resources struct {
+	GatewayClasses  []*gwapiv1.GatewayClass
+	Gateways        []*gwapiv1.Gateway
+	HTTPRoutes      []*gwapiv1.HTTPRoute
+	ReferenceGrants []*gwapiv1.ReferenceGrant
+	Services        []*corev1.Service
+	EndpointSlices  []*discoveryv1.EndpointSlice
+	Secrets         []*corev1.Secret
+	ConfigMaps      []*corev1.ConfigMap
+	// Namespaces carry the labels that listener allowedRoutes selectors
+	// read. A namespace with no object here has no labels.
+	Namespaces []*corev1.Namespace
+}
+
+// Sort orders every list by namespace, then name.
+func (r *Resources) Sort() {
+	sortObjects(r.GatewayClasses)
+	sortObjects(r.Gateways)
+	sortObjects(r.HTTPRoutes)
+	sortObjects(r.ReferenceGrants)
+	sortObjects(r.Services)
+	sortObjects(r.EndpointSlices)
+	sortObjects(r.Secrets)
+	sortObjects(r.ConfigMaps)
+	sortObjects(r.Namespaces)
+}
+
+func sortObjects[T metav1.Object](objs []T) {
+	slices.SortStableFunc(objs, func(a, b T) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+}
+
+// Add appends obj to the list of its kind. It reports false, and adds
+// nothing, when the snapshot has no list for obj's type. A v1beta1
+// ReferenceGrant is stored as the v1 type (the two share one schema).
+func (r *Resources) Add(obj runtime.Object) bool {
+	switch o := obj.(type) {
+	case *gwapiv1.GatewayClass:
+		r.GatewayClasses = append(r.GatewayClasses, o)
+	case *gwapiv1.Gateway:
+		r.Gateways = append(r.Gateways, o)
+	case *gwapiv1.HTTPRoute:
+		r.HTTPRoutes = append(r.HTTPRoutes, o)
+	case *gwapiv1.ReferenceGrant:
+		r.ReferenceGrants = append(r.ReferenceGrants, o)
+	case *gwapiv1beta1.ReferenceGrant:
+		g := gwapiv1.ReferenceGrant(*o)
+		r.ReferenceGrants = append(r.ReferenceGrants, &g)
+	case *corev1.Service:
+		r.Services = append(r.Services, o)
+	case *discoveryv1.EndpointSlice:
+		r.EndpointSlices = append(r.EndpointSlices, o)
+	case *corev1.Secret:
+		r.Secrets = append(r.Secrets, o)
+	case *corev1.ConfigMap:
+		r.ConfigMaps = append(r.ConfigMaps, o)
+	case *corev1.Namespace:
+		r.Namespaces = append(r.Namespaces, o)
+	default:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,126 @@
+// Package translate runs the whole pure pipeline of xds-controller on one
+// resource snapshot: Gateway API -> IR and status (pkg/gatewayapi), IR
+// validation (pkg/ir), IR -> xDS (pkg/xdstranslator). The standalone mode,
+// the controller and the offline `translate` command all call Run, and it
+// renders both stages as YAML for golden tests and for people.
+package translate
+
+import (
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/yaml"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/resources"
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+)
+
+// Output is what one run of the pipeline produced.
+type Output struct {
+	// Result is the IR and the status of every object.
+	Result *gatewayapi.Result
+	// XDS is the xDS configuration per proxy scope.
+	XDS map[string]*xdstranslator.Resources
+}
+
+// Run translates res (sorted) with opts. It fails when the IR breaks an
+// invariant (a translator bug, reported with every violation) or the xDS
+// translation fails; status is still returned in Output.Result then.
+func Run(res *resources.Resources, opts gatewayapi.Options) (*Output, error) {
+	out := &Output{Result: gatewayapi.Translate(res, opts)}
+	if err := out.Result.IR.Validate(); err != nil {
+		return out, fmt.Errorf("invalid IR: %w", err)
+	}
+	x, err := xdstranslator.Translate(out.Result.IR)
+	if err != nil {
+		return out, fmt.Errorf("xDS translation: %w", err)
+	}
+	out.XDS = x
+	return out, nil
+}
+
+// MarshalIR renders the IR and the status as YAML: the top-level keys are
+// `ir` and `status`; status maps are keyed by "namespace/name" (a
+// GatewayClass by its name).
+func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
+	st := map[string]any{}
+	if r.Status != nil {
+		gcs := map[string]any{}
+		for k, v := range r.Status.GatewayClasses {
+			gcs[k] = v
+		}
+		gws := map[string]any{}
+		for k, v := range r.Status.Gateways {
+			gws[k.String()] = v
+		}
+		hrs := map[string]any{}
+		for k, v := range r.Status.HTTPRoutes {
+			hrs[k.String()] = v
+		}
+		st["gatewayClasses"], st["gateways"], st["httpRoutes"] = gcs, gws, hrs
+	}
+	return yaml.Marshal(map[string]any{"ir": r.IR, "status": st})
+}
+
+// MarshalXDS renders xDS resources as YAML in the proto3 JSON mapping of
+// Envoy's API: scope -> type (listeners, routes, clusters, endpoints,
+// secrets) -> list of resources. Secrets' private keys are printed as
+// "[redacted]" unless showSecrets is set.
+func MarshalXDS(x map[string]*xdstranslator.Resources, showSecrets bool) ([]byte, error) {
+	scopes := map[string]any{}
+	for scope, r := range x {
+		s := map[string]any{}
+		for _, kind := range []struct {
+			name string
+			list []types.Resource
+		}{
+			{"listeners", r.Listeners}, {"routes", r.Routes}, {"clusters", r.Clusters},
+			{"endpoints", r.Endpoints}, {"secrets", r.Secrets},
+		} {
+			if len(kind.list) == 0 {
+				continue
+			}
+			items := make([]any, 0, len(kind.list))
+			for _, res := range kind.list {
+				if kind.name == "secrets" && !showSecrets {
+					res = redact(res)
+				}
+				v, err := toMap(res)
+				if err != nil {
+					return nil, err
+				}
+				items = append(items, v)
+			}
+			s[kind.name] = items
+		}
+		scopes[scope] = s
+	}
+	return yaml.Marshal(map[string]any{"scopes": scopes})
+}
+
+func toMap(m proto.Message) (any, error) {
+	j, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := yaml.Unmarshal(j, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ScopeNames returns the scopes of x, sorted.
+func ScopeNames(x map[string]*xdstranslator.Resources) []string {
+	names := make([]string, 0, len(x))
+	for k := range x {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}

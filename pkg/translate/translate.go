@@ -31,8 +31,16 @@ type Output struct {
 // Run translates res (sorted) with opts. It fails when the IR breaks an
 // invariant (a translator bug, reported with every violation) or the xDS
 // translation fails; status is still returned in Output.Result then.
-func Run(res *resources.Resources, opts gatewayapi.Options) (*Output, error) {
-	out := &Output{Result: gatewayapi.Translate(res, opts)}
+//
+// A panic in a translator (a bug, never the input's fault) is returned as an
+// error, so that one bad object cannot crash a long-running caller.
+func Run(res *resources.Resources, opts gatewayapi.Options) (out *Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("translator panic (a bug; please report it with the input): %v", p)
+		}
+	}()
+	out = &Output{Result: gatewayapi.Translate(res, opts)}
 	if err := out.Result.IR.Validate(); err != nil {
 		return out, fmt.Errorf("invalid IR: %w", err)
 	}

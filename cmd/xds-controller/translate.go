@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/provider/file"
+	"github.com/xds-controller/xds-controller/pkg/translate"
+)
+
+func newTranslateCommand() *cobra.Command {
+	var path, output string
+	var showSecrets bool
+	cmd := &cobra.Command{
+		Use:   "translate -f PATH [--output ir|xds]",
+		Short: "Translate Gateway API YAML offline and print the IR and status, or the xDS resources",
+		Long: `Reads the same YAML as standalone mode and prints, as YAML, either the IR and
+the status of every object (--output ir) or the Envoy xDS resources per proxy
+scope (--output xds). Documents that cannot be loaded are reported on stderr;
+the rest is translated. Exits non-zero when any document failed to load.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, problems, err := file.Load(path)
+			if err != nil {
+				return err
+			}
+			for _, p := range problems {
+				fmt.Fprintln(cmd.ErrOrStderr(), "error:", p)
+			}
+			out, err := translate.Run(res, gatewayapi.Options{})
+			if err != nil {
+				return err
+			}
+			var b []byte
+			switch output {
+			case "ir":
+				b, err = translate.MarshalIR(out.Result)
+			case "xds":
+				b, err = translate.MarshalXDS(out.XDS, showSecrets)
+			default:
+				return fmt.Errorf("--output must be ir or xds, not %q", output)
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := cmd.OutOrStdout().Write(b); err != nil {
+				return err
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("%d document(s) could not be loaded", len(problems))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&path, "file", "f", "", "YAML file or folder (required)")
+	cmd.Flags().StringVarP(&output, "output", "o", "ir", "ir or xds")
+	cmd.Flags().BoolVar(&showSecrets, "show-secrets", false, "print private keys in xDS secrets")
+	_ = cmd.MarkFlagRequired("file")
+	return cmd
+}

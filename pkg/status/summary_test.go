@@ -1,0 +1,50 @@
+package status
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+)
+
+func TestSummary(t *testing.T) {
+	section := gwapiv1.SectionName("http")
+	st := &gatewayapi.Status{
+		Gateways: map[types.NamespacedName]*gwapiv1.GatewayStatus{
+			{Namespace: "default", Name: "gw"}: {
+				Conditions: []metav1.Condition{{Type: "Accepted", Status: "True", Reason: "Accepted", Message: "fine"}},
+				Listeners: []gwapiv1.ListenerStatus{{
+					Name:           "http",
+					AttachedRoutes: 2,
+					Conditions: []metav1.Condition{
+						{Type: "Conflicted", Status: "False", Reason: "NoConflicts", Message: "no conflicts"},
+						{Type: "ResolvedRefs", Status: "False", Reason: "InvalidCertificateRef", Message: "secret missing"},
+					},
+				}},
+			},
+		},
+		HTTPRoutes: map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{
+			{Namespace: "apps", Name: "r"}: {RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{{
+				ParentRef:  gwapiv1.ParentReference{Name: "gw", SectionName: &section},
+				Conditions: []metav1.Condition{{Type: "Accepted", Status: "False", Reason: "NotAllowedByListeners", Message: "namespace not allowed"}},
+			}}}},
+		},
+	}
+	got := Summary(st)
+	want := map[string]string{
+		"Gateway default/gw":               "Accepted=True(Accepted)",
+		"Gateway default/gw listener http": "attachedRoutes=2 Conflicted=False(NoConflicts) ResolvedRefs=False(InvalidCertificateRef) — ResolvedRefs: secret missing",
+		"HTTPRoute apps/r -> apps/gw/http": "Accepted=False(NotAllowedByListeners) — Accepted: namespace not allowed",
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d lines, want %d: %v", len(got), len(want), got)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s:\n got %q\nwant %q", k, got[k], w)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -224,7 +225,13 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 
 func (v *validator) match(p, what string, m StringMatch) {
 	switch m.Type {
-	case MatchExact, MatchRegex:
+	case MatchExact:
+	case MatchRegex:
+		// Go's regexp speaks RE2, the syntax Envoy compiles: an invalid
+		// expression here would make Envoy refuse the whole route table.
+		if _, err := regexp.Compile(m.Value); err != nil {
+			v.add(p, fmt.Sprintf("%s match %q is not an RE2 regular expression: %v", what, m.Value, err))
+		}
 	case MatchPathPrefix:
 		if what != "path" {
 			v.add(p, what+" match cannot be PathPrefix")

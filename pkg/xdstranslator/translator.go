@@ -1,11 +1,96 @@
 // Package xdstranslator renders the IR into Envoy xDS resources, one set per
 // proxy scope, ready for go-control-plane's snapshot cache. Translate is
 // pure: the same IR gives byte-identical resources, with deterministic names
-// and order.
+// and order, and every resource passes its ValidateAll.
+//
+// # Names: following one HTTPRoute into Envoy
+//
+//	IR                                     xDS
+//	Gateway.Scope                          the key of the returned map (one snapshot)
+//	Listener{Address, Port} (TCP-based)    Listener "listener/<address>/<port>"
+//	Listener{Address, Port} (UDP)          Listener "listener/<address>/<port>/udp"
+//	  HTTP listeners on that port          one filter chain "http", one HCM, RDS
+//	                                       RouteConfiguration "listener/<address>/<port>"
+//	  HTTPS listener <ns>/<gw>/<l>         filter chain "https/<ns>/<gw>/<l>" (SNI = hostname),
+//	                                       RouteConfiguration "listener/<address>/<port>/<ns>/<gw>/<l>"
+//	  TLS listener, route SNI <host>       filter chain "tls/<ns>/<gw>/<l>/<host>" ("*" without SNI)
+//	  TCP listener                         filter chain "tcp/<ns>/<gw>/<l>"
+//	HTTPRoute.Hostname                     VirtualHost named after the hostname, domains [hostname]
+//	                                       ("*" for every host); the route configuration sets
+//	                                       ignore_port_in_host_matching, so "Host: a.com:8080"
+//	                                       matches domain "a.com" while the header is kept
+//	HTTPRoute.Name                         Route.name "httproute/<ns>/<name>/rule/<i>/match/<j>"
+//	Backend.Name                           Cluster and ClusterLoadAssignment "service/<ns>/<name>/<port>"
+//	invalid Backend                        weighted cluster InvalidBackendCluster (never defined)
+//	Certificate.Name                       Secret "<ns>/<secret>" (SDS over ADS)
+//
+// So HTTPRoute default/web, rule 0, match 0, hostname a.com, attached to an
+// HTTP listener on port 8080 is: Listener "listener/0.0.0.0/8080" -> HCM ->
+// RouteConfiguration "listener/0.0.0.0/8080" -> VirtualHost "a.com" ->
+// Route "httproute/default/web/rule/0/match/0" -> Cluster
+// "service/default/web/80" -> ClusterLoadAssignment of the same name.
+//
+// # Choices
+//
+//   - Virtual hosts: a route configuration holds one virtual host per
+//     hostname. When several HTTP listeners share a port, a hostname's routes
+//     come only from the most specific listener whose hostname covers it
+//     (Gateway API listener precedence), and every listener hostname gets a
+//     virtual host, empty if need be, so a request for it never falls
+//     through to a less specific listener's routes. Virtual hosts are sorted
+//     exact names first, then wildcards longest first, then "*".
+//   - HTTP connection manager: use_remote_address, normalize_path,
+//     merge_slashes, path_with_escaped_slashes_action UNESCAPE_AND_REDIRECT
+//     (a path with %2F is redirected to its unescaped form, so routing and
+//     backends see the same path), codec AUTO (HTTP/1.1 and HTTP/2 incl.
+//     h2c), access log to stdout, router last. The CORS filter is added only
+//     when a route of the chain uses CORS.
+//   - Listeners: per_connection_buffer_limit_bytes 32 KiB (Envoy's edge
+//     recommendation), "::" with ipv4_compat so one listener serves both
+//     families, stat_prefix "port_<port>" ("<address>_<port>" for a
+//     specific address; "_udp" appended for UDP). HTTPS and TLS chains
+//     match transport_protocol "tls" (tls_inspector), so plain text on a
+//     TLS port is closed. When two TLS listeners or passthrough routes claim
+//     one server name, the most specific listener wins, then IR order.
+//   - PathPrefix "/foo" or "/foo/" is path_separated_prefix "/foo" (the
+//     Gateway API ignores a trailing slash); "/" is prefix "/".
+//   - Backends: one valid backend with weight is RouteAction.cluster;
+//     otherwise weighted_clusters, zero weights dropped, invalid backends
+//     pointing at InvalidBackendCluster with cluster_not_found_response_code
+//     500, so exactly their share gets 500. All weights zero, or only invalid
+//     backends: direct_response 500.
+//   - Timeouts: RouteAction.timeout is the Request timeout (0 disables);
+//     unset, Envoy's default (15s) applies unless BackendRequest is set, in
+//     which case the route timeout is BackendRequest x (retries + 1). A
+//     BackendRequest timeout is retry_policy.per_try_timeout.
+//   - Retries: retry_on "connect-failure,refused-stream" plus
+//     "retriable-status-codes" for the codes listed.
+//   - Clusters: EDS over ADS with a ClusterLoadAssignment when every endpoint
+//     is an IP address; STRICT_DNS with the endpoints inline (and no
+//     ClusterLoadAssignment) when one is a host name. Connect timeout 10s,
+//     round robin. HTTP/2 and h2c backends get explicit HTTP/2 protocol
+//     options. Backend TLS verifies the SNI (or the SubjectAltNames) against
+//     the inline CA bundle, or the system bundle at
+//     /etc/ssl/certs/ca-certificates.crt for well-known CAs.
+//   - UDP: udp_proxy with a matcher whose on_no_match routes to one cluster;
+//     udp_proxy cannot split by weight, so the first valid backend with a
+//     non-zero weight takes all datagrams.
+//   - An IR listener that yields no filter chain (a TCP, TLS or UDP listener
+//     without routes) yields nothing; when no chain is left for an address
+//     and port, there is no Envoy listener there.
+//   - Request header modifiers cannot touch pseudo-headers (":authority")
+//     or "host"; Envoy rejects such configuration, so they are dropped here
+//     (the Gateway API translator should refuse them with a status).
 package xdstranslator
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
@@ -21,7 +106,148 @@ type Resources struct {
 }
 
 // Translate renders x into xDS resources per scope (the IR Gateway Scope).
-// x must have passed ir.IR.Validate.
+// x must have passed ir.IR.Validate. It fails when a resource does not pass
+// go-control-plane's validation, naming the resource.
 func Translate(x *ir.IR) (map[string]*Resources, error) {
-	panic("not implemented")
+	if x == nil {
+		return map[string]*Resources{}, nil
+	}
+	scopes := map[string]*scopeBuilder{}
+	var order []string
+	for _, gw := range x.Gateways {
+		s, ok := scopes[gw.Scope]
+		if !ok {
+			s = newScopeBuilder()
+			scopes[gw.Scope] = s
+			order = append(order, gw.Scope)
+		}
+		for _, l := range gw.Listeners {
+			s.addListener(l)
+		}
+	}
+	out := make(map[string]*Resources, len(scopes))
+	for _, name := range order {
+		r, err := scopes[name].build()
+		if err != nil {
+			return nil, fmt.Errorf("scope %s: %w", name, err)
+		}
+		out[name] = r
+	}
+	return out, nil
+}
+
+// bindKey is one address and port that Envoy binds.
+type bindKey struct {
+	address string
+	port    uint32
+	udp     bool
+}
+
+// scopeBuilder collects the IR listeners of one scope and the clusters and
+// secrets they use.
+type scopeBuilder struct {
+	binds     map[bindKey][]*ir.Listener
+	bindOrder []bindKey
+	clusters  map[string]*ir.Backend
+	secrets   map[string]*ir.Certificate
+}
+
+func newScopeBuilder() *scopeBuilder {
+	return &scopeBuilder{
+		binds:    map[bindKey][]*ir.Listener{},
+		clusters: map[string]*ir.Backend{},
+		secrets:  map[string]*ir.Certificate{},
+	}
+}
+
+func (s *scopeBuilder) addListener(l *ir.Listener) {
+	k := bindKey{address: l.Address, port: l.Port, udp: l.Protocol == ir.ProtocolUDP}
+	if _, ok := s.binds[k]; !ok {
+		s.bindOrder = append(s.bindOrder, k)
+	}
+	s.binds[k] = append(s.binds[k], l)
+}
+
+// useBackend records the cluster a valid backend needs.
+func (s *scopeBuilder) useBackend(b *ir.Backend) {
+	if b == nil || b.Invalid {
+		return
+	}
+	if _, ok := s.clusters[b.Name]; !ok {
+		s.clusters[b.Name] = b
+	}
+}
+
+type validator interface {
+	proto.Message
+	ValidateAll() error
+}
+
+func (s *scopeBuilder) build() (*Resources, error) {
+	r := &Resources{}
+	for _, k := range s.bindOrder {
+		l, routes, err := s.listener(k, s.binds[k])
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", ListenerName(k.address, k.port, k.udp), err)
+		}
+		if l == nil {
+			continue
+		}
+		r.Listeners = append(r.Listeners, l)
+		for _, rc := range routes {
+			r.Routes = append(r.Routes, rc)
+		}
+	}
+	for _, name := range sortedKeys(s.clusters) {
+		c, cla := cluster(s.clusters[name])
+		r.Clusters = append(r.Clusters, c)
+		if cla != nil {
+			r.Endpoints = append(r.Endpoints, cla)
+		}
+	}
+	for _, name := range sortedKeys(s.secrets) {
+		r.Secrets = append(r.Secrets, secret(s.secrets[name]))
+	}
+	for _, list := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
+		slices.SortStableFunc(list, func(a, b types.Resource) int { return cmp.Compare(resourceName(a), resourceName(b)) })
+		for _, res := range list {
+			if v, ok := res.(validator); ok {
+				if err := v.ValidateAll(); err != nil {
+					return nil, fmt.Errorf("%s %q is invalid: %w", res.ProtoReflect().Descriptor().Name(), resourceName(res), err)
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+func resourceName(r types.Resource) string {
+	type named interface{ GetName() string }
+	type clusterNamed interface{ GetClusterName() string }
+	switch v := r.(type) {
+	case named:
+		return v.GetName()
+	case clusterNamed:
+		return v.GetClusterName()
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// toAny packs m deterministically.
+func toAny(m proto.Message) *anypb.Any {
+	a := &anypb.Any{}
+	if err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true}); err != nil {
+		// Marshalling a well-formed generated message cannot fail.
+		panic(fmt.Sprintf("xdstranslator: packing %T: %v", m, err))
+	}
+	return a
 }

@@ -1,0 +1,122 @@
+package xdstranslator
+
+import (
+	"net/netip"
+	"strings"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// connectTimeout bounds a TCP (and TLS) connection to an endpoint.
+const connectTimeout = 10 * time.Second
+
+// cluster renders a backend as a cluster and, when its endpoints are IP
+// addresses, the ClusterLoadAssignment served by EDS. A backend with a host
+// name among its endpoints is a STRICT_DNS cluster with the endpoints
+// inline, and no ClusterLoadAssignment.
+func cluster(b *ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
+	c := &clusterv3.Cluster{
+		Name:           b.Name,
+		ConnectTimeout: durationpb.New(connectTimeout),
+		LbPolicy:       clusterv3.Cluster_ROUND_ROBIN,
+	}
+	cla := loadAssignment(b)
+	dns := false
+	for _, e := range b.Endpoints {
+		if _, err := netip.ParseAddr(e.Address); err != nil {
+			dns = true
+			break
+		}
+	}
+	if dns {
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+		c.DnsLookupFamily = clusterv3.Cluster_V4_PREFERRED
+		c.LoadAssignment = cla
+		cla = nil
+	} else {
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
+		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource()}
+	}
+	http2 := b.Protocol == ir.AppProtocolHTTP2 || b.Protocol == ir.AppProtocolH2C
+	if http2 {
+		opts := &httpv3.HttpProtocolOptions{
+			UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+				ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}},
+			}},
+		}
+		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOpts: toAny(opts)}
+	}
+	if b.TLS != nil {
+		c.TransportSocket = upstreamTLS(b.TLS, http2)
+	}
+	return c, cla
+}
+
+func loadAssignment(b *ir.Backend) *endpointv3.ClusterLoadAssignment {
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: b.Name}
+	if len(b.Endpoints) == 0 {
+		return cla
+	}
+	loc := &endpointv3.LocalityLbEndpoints{LbEndpoints: make([]*endpointv3.LbEndpoint, 0, len(b.Endpoints))}
+	proto := corev3.SocketAddress_TCP
+	if b.Protocol == ir.AppProtocolUDP {
+		proto = corev3.SocketAddress_UDP
+	}
+	for _, e := range b.Endpoints {
+		addr := &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Protocol:      proto,
+			Address:       e.Address,
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: e.Port},
+		}}}
+		loc.LbEndpoints = append(loc.LbEndpoints, &endpointv3.LbEndpoint{
+			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: addr}},
+		})
+	}
+	cla.Endpoints = []*endpointv3.LocalityLbEndpoints{loc}
+	return cla
+}
+
+// upstreamTLS originates TLS to a backend and verifies its certificate
+// against the SubjectAltNames, or the SNI when there are none.
+func upstreamTLS(t *ir.BackendTLS, http2 bool) *corev3.TransportSocket {
+	vc := &tlsv3.CertificateValidationContext{}
+	if len(t.CACertificates) > 0 {
+		vc.TrustedCa = &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: t.CACertificates}}
+	} else {
+		vc.TrustedCa = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: wellKnownCABundle}}
+	}
+	names := t.SubjectAltNames
+	if len(names) == 0 && t.SNI != "" {
+		names = []string{t.SNI}
+	}
+	for _, n := range names {
+		typ := tlsv3.SubjectAltNameMatcher_DNS
+		if strings.Contains(n, "://") {
+			typ = tlsv3.SubjectAltNameMatcher_URI
+		}
+		vc.MatchTypedSubjectAltNames = append(vc.MatchTypedSubjectAltNames, &tlsv3.SubjectAltNameMatcher{
+			SanType: typ,
+			Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: n}},
+		})
+	}
+	ctx := &tlsv3.UpstreamTlsContext{
+		Sni: t.SNI,
+		CommonTlsContext: &tlsv3.CommonTlsContext{
+			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc},
+		},
+	}
+	if http2 {
+		ctx.CommonTlsContext.AlpnProtocols = []string{"h2"}
+	}
+	return &corev3.TransportSocket{Name: transportTLS, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: toAny(ctx)}}
+}

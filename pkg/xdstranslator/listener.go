@@ -1,0 +1,294 @@
+package xdstranslator
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// adsSource is the config source of every dynamic reference: ADS, v3.
+func adsSource() *corev3.ConfigSource {
+	return &corev3.ConfigSource{
+		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+		ResourceApiVersion:    corev3.ApiVersion_V3,
+	}
+}
+
+// listener renders the IR listeners bound to k as one Envoy listener and
+// its route configurations. It returns a nil listener when no filter chain
+// is left.
+func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
+	name := ListenerName(k.address, k.port, k.udp)
+	l := &listenerv3.Listener{
+		Name:                          name,
+		Address:                       socketAddress(k.address, k.port, k.udp),
+		StatPrefix:                    listenerStatPrefix(k),
+		PerConnectionBufferLimitBytes: wrapperspb.UInt32(32768),
+	}
+	var routes []*routev3.RouteConfiguration
+	switch ls[0].Protocol {
+	case ir.ProtocolHTTP:
+		rc, cors, err := s.routeConfig(name, ls)
+		if err != nil {
+			return nil, nil, err
+		}
+		routes = append(routes, rc)
+		l.FilterChains = []*listenerv3.FilterChain{{
+			Name:    "http",
+			Filters: []*listenerv3.Filter{s.hcmFilter(statPrefix("http", fmt.Sprint(k.port)), name, cors)},
+		}}
+	case ir.ProtocolHTTPS, ir.ProtocolTLS:
+		// More specific listeners first, so that a server name claimed by a
+		// specific listener is not taken by a route of a wildcard one.
+		ordered := slices.Clone(ls)
+		slices.SortStableFunc(ordered, func(a, b *ir.Listener) int { return compareHostSpecificity(a.Hostname, b.Hostname) })
+		used := map[string]bool{}
+		for _, il := range ordered {
+			if il.Protocol == ir.ProtocolHTTPS {
+				if used[il.Hostname] {
+					continue
+				}
+				used[il.Hostname] = true
+				rcName := HTTPSRouteConfigName(name, il.Name)
+				rc, cors, err := s.routeConfig(rcName, []*ir.Listener{il})
+				if err != nil {
+					return nil, nil, err
+				}
+				routes = append(routes, rc)
+				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+					Name:             "https/" + il.Name,
+					FilterChainMatch: tlsChainMatch(il.Hostname),
+					Filters:          []*listenerv3.Filter{s.hcmFilter(statPrefix("https", fmt.Sprint(k.port)), rcName, cors)},
+					TransportSocket:  s.downstreamTLS(il.TLS),
+				})
+				continue
+			}
+			for _, r := range il.L4Routes {
+				snis := r.Hostnames
+				if len(snis) == 0 {
+					snis = []string{il.Hostname}
+				}
+				for _, sni := range snis {
+					if used[sni] {
+						continue
+					}
+					used[sni] = true
+					label := sni
+					if label == "" {
+						label = "*"
+					}
+					l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+						Name:             "tls/" + il.Name + "/" + label,
+						FilterChainMatch: tlsChainMatch(sni),
+						Filters:          []*listenerv3.Filter{s.tcpProxyFilter(statPrefix("tls", fmt.Sprint(k.port)), &r.Backends)},
+					})
+				}
+			}
+		}
+		if len(l.FilterChains) > 0 {
+			l.ListenerFilters = []*listenerv3.ListenerFilter{{
+				Name:       filterTLSInspect,
+				ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(&tlsinspectorv3.TlsInspector{})},
+			}}
+		}
+	case ir.ProtocolTCP:
+		il := ls[0]
+		if len(il.L4Routes) > 0 {
+			l.FilterChains = []*listenerv3.FilterChain{{
+				Name:    "tcp/" + il.Name,
+				Filters: []*listenerv3.Filter{s.tcpProxyFilter(statPrefix("tcp", fmt.Sprint(k.port)), &il.L4Routes[0].Backends)},
+			}}
+		}
+	case ir.ProtocolUDP:
+		il := ls[0]
+		if len(il.L4Routes) == 0 {
+			return nil, nil, nil
+		}
+		l.UdpListenerConfig = &listenerv3.UdpListenerConfig{}
+		l.ListenerFilters = []*listenerv3.ListenerFilter{s.udpProxyFilter(statPrefix("udp", fmt.Sprint(k.port)), &il.L4Routes[0].Backends)}
+		l.PerConnectionBufferLimitBytes = nil
+		return l, nil, nil
+	default:
+		return nil, nil, fmt.Errorf("unknown protocol %q", ls[0].Protocol)
+	}
+	if len(l.FilterChains) == 0 {
+		return nil, nil, nil
+	}
+	return l, routes, nil
+}
+
+func socketAddress(addr string, port uint32, udp bool) *corev3.Address {
+	proto := corev3.SocketAddress_TCP
+	if udp {
+		proto = corev3.SocketAddress_UDP
+	}
+	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+		Protocol:      proto,
+		Address:       addr,
+		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
+		// "::" also accepts IPv4 connections, so one listener serves a
+		// dual-stack pod.
+		Ipv4Compat: addr == "::",
+	}}}
+}
+
+// tlsChainMatch matches TLS connections, by SNI when hostname is set.
+func tlsChainMatch(hostname string) *listenerv3.FilterChainMatch {
+	m := &listenerv3.FilterChainMatch{TransportProtocol: "tls"}
+	if hostname != "" {
+		m.ServerNames = []string{hostname}
+	}
+	return m
+}
+
+// compareHostSpecificity orders hostnames most specific first: exact names,
+// then wildcards with the longest suffix first, then "" and "*" (every
+// host); ties by name.
+func compareHostSpecificity(a, b string) int {
+	rank := func(h string) int {
+		switch {
+		case h == "" || h == "*":
+			return 2
+		case strings.HasPrefix(h, "*"):
+			return 1
+		}
+		return 0
+	}
+	return cmp.Or(cmp.Compare(rank(a), rank(b)), -cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
+}
+
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, cors bool) *listenerv3.Filter {
+	var filters []*hcmv3.HttpFilter
+	if cors {
+		filters = append(filters, &hcmv3.HttpFilter{
+			Name:       filterCORS,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
+		})
+	}
+	filters = append(filters, &hcmv3.HttpFilter{
+		Name:       filterRouter,
+		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&routerv3.Router{})},
+	})
+	h := &hcmv3.HttpConnectionManager{
+		CodecType:  hcmv3.HttpConnectionManager_AUTO,
+		StatPrefix: stat,
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			ConfigSource:    adsSource(),
+			RouteConfigName: routeConfig,
+		}},
+		HttpFilters:                  filters,
+		UseRemoteAddress:             wrapperspb.Bool(true),
+		NormalizePath:                wrapperspb.Bool(true),
+		MergeSlashes:                 true,
+		PathWithEscapedSlashesAction: hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT,
+		AccessLog:                    []*accesslogv3.AccessLog{stdoutAccessLog()},
+	}
+	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
+}
+
+func stdoutAccessLog() *accesslogv3.AccessLog {
+	return &accesslogv3.AccessLog{
+		Name:       accessLogStdout,
+		ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: toAny(&streamv3.StdoutAccessLog{})},
+	}
+}
+
+// downstreamTLS terminates TLS with the listener's certificates, fetched
+// by SDS over ADS.
+func (s *scopeBuilder) downstreamTLS(t *ir.ListenerTLS) *corev3.TransportSocket {
+	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		AlpnProtocols: []string{"h2", "http/1.1"},
+	}}
+	if t != nil {
+		for _, c := range t.Certificates {
+			if _, ok := s.secrets[c.Name]; !ok {
+				s.secrets[c.Name] = c
+			}
+			ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = append(ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs,
+				&tlsv3.SdsSecretConfig{Name: c.Name, SdsConfig: adsSource()})
+		}
+	}
+	return &corev3.TransportSocket{Name: transportTLS, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: toAny(ctx)}}
+}
+
+// l4Target is where a TCP, TLS or UDP route sends its traffic: one cluster,
+// or weighted clusters.
+func (s *scopeBuilder) l4Target(g *ir.BackendGroup) (cluster string, weighted []*ir.Backend) {
+	for _, b := range g.Backends {
+		if b.Weight == 0 {
+			continue
+		}
+		s.useBackend(b)
+		weighted = append(weighted, b)
+	}
+	switch {
+	case len(weighted) == 0:
+		return InvalidBackendCluster, nil
+	case len(weighted) == 1:
+		return clusterOf(weighted[0]), nil
+	}
+	return "", weighted
+}
+
+func clusterOf(b *ir.Backend) string {
+	if b.Invalid {
+		return InvalidBackendCluster
+	}
+	return b.Name
+}
+
+func (s *scopeBuilder) tcpProxyFilter(stat string, g *ir.BackendGroup) *listenerv3.Filter {
+	p := &tcpproxyv3.TcpProxy{StatPrefix: stat}
+	cluster, weighted := s.l4Target(g)
+	if weighted == nil {
+		p.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: cluster}
+	} else {
+		wc := &tcpproxyv3.TcpProxy_WeightedCluster{}
+		for _, b := range weighted {
+			wc.Clusters = append(wc.Clusters, &tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{Name: clusterOf(b), Weight: b.Weight})
+		}
+		p.ClusterSpecifier = &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: wc}
+	}
+	return &listenerv3.Filter{Name: filterTCPProxy, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(p)}}
+}
+
+func (s *scopeBuilder) udpProxyFilter(stat string, g *ir.BackendGroup) *listenerv3.ListenerFilter {
+	cluster, weighted := s.l4Target(g)
+	if weighted != nil {
+		// udp_proxy routes to one cluster: the first valid backend wins.
+		cluster = InvalidBackendCluster
+		for _, b := range weighted {
+			if !b.Invalid {
+				cluster = b.Name
+				break
+			}
+		}
+	}
+	p := &udpproxyv3.UdpProxyConfig{
+		StatPrefix: stat,
+		RouteSpecifier: &udpproxyv3.UdpProxyConfig_Matcher{Matcher: &xdsmatcherv3.Matcher{
+			OnNoMatch: &xdsmatcherv3.Matcher_OnMatch{OnMatch: &xdsmatcherv3.Matcher_OnMatch_Action{
+				Action: typedExtension(udpRouteAction, &udpproxyv3.Route{Cluster: cluster}),
+			}},
+		}},
+	}
+	return &listenerv3.ListenerFilter{Name: filterUDPProxy, ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(p)}}
+}

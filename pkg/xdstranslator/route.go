@@ -1,0 +1,450 @@
+package xdstranslator
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// routeConfig renders the HTTP routes of the listeners ls (that share one
+// HTTP connection manager) as the route configuration name. It reports
+// whether a route uses CORS, so that the CORS filter joins the chain.
+func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener) (*routev3.RouteConfiguration, bool, error) {
+	// A request for host H is served by the most specific listener whose
+	// hostname covers H: only that listener's routes go into H's virtual
+	// host.
+	bySpecificity := ls
+	if len(ls) > 1 {
+		bySpecificity = slices.Clone(ls)
+		slices.SortStableFunc(bySpecificity, func(a, b *ir.Listener) int { return compareHostSpecificity(a.Hostname, b.Hostname) })
+	}
+	owner := func(host string) *ir.Listener {
+		for _, l := range bySpecificity {
+			if covers(l.Hostname, host) {
+				return l
+			}
+		}
+		return nil
+	}
+	vhosts := map[string]*routev3.VirtualHost{}
+	var order []string
+	vhost := func(host string) *routev3.VirtualHost {
+		v, ok := vhosts[host]
+		if !ok {
+			v = &routev3.VirtualHost{Name: host, Domains: []string{host}}
+			vhosts[host] = v
+			order = append(order, host)
+		}
+		return v
+	}
+	usesCORS := false
+	for _, l := range ls {
+		if h := strings.ToLower(l.Hostname); h != "" && owner(h) == l {
+			vhost(h)
+		}
+		for _, r := range l.HTTPRoutes {
+			host := strings.ToLower(r.Hostname)
+			if len(ls) > 1 && owner(host) != l {
+				continue
+			}
+			route, cors, err := s.route(r)
+			if err != nil {
+				return nil, false, fmt.Errorf("route %s: %w", r.Name, err)
+			}
+			usesCORS = usesCORS || cors
+			v := vhost(host)
+			v.Routes = append(v.Routes, route)
+		}
+	}
+	slices.SortFunc(order, compareHostSpecificity)
+	rc := &routev3.RouteConfiguration{
+		Name:                     name,
+		IgnorePortInHostMatching: true,
+		VirtualHosts:             make([]*routev3.VirtualHost, 0, len(order)),
+	}
+	for _, h := range order {
+		rc.VirtualHosts = append(rc.VirtualHosts, vhosts[h])
+	}
+	return rc, usesCORS, nil
+}
+
+// covers says whether a listener with hostname listener accepts requests
+// for host (a name, a "*." wildcard or "*").
+func covers(listener, host string) bool {
+	switch {
+	case listener == "" || listener == host:
+		return true
+	case strings.HasPrefix(listener, "*."):
+		return len(host) > len(listener)-1 && strings.HasSuffix(host, listener[1:])
+	}
+	return false
+}
+
+// route renders one IR HTTP route.
+func (s *scopeBuilder) route(r *ir.HTTPRoute) (*routev3.Route, bool, error) {
+	out := &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match)}
+	f := &r.Filters
+	if h := f.RequestHeaders; h != nil {
+		out.RequestHeadersToAdd, out.RequestHeadersToRemove = headerMods(h, true)
+	}
+	if h := f.ResponseHeaders; h != nil {
+		out.ResponseHeadersToAdd, out.ResponseHeadersToRemove = headerMods(h, false)
+	}
+	cors := false
+	switch {
+	case r.DirectResponse != nil:
+		out.Action = directResponse(r.DirectResponse)
+	case f.Redirect != nil:
+		rd, err := redirect(f.Redirect, r.Match.Path)
+		if err != nil {
+			return nil, false, err
+		}
+		out.Action = &routev3.Route_Redirect{Redirect: rd}
+	case r.Backends != nil:
+		ra, direct, err := s.routeAction(r)
+		if err != nil {
+			return nil, false, err
+		}
+		if direct != nil {
+			out.Action = directResponse(direct)
+			break
+		}
+		out.Action = &routev3.Route_Route{Route: ra}
+		if f.CORS != nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{filterCORS: toAny(corsPolicy(f.CORS))}
+			cors = true
+		}
+	default:
+		return nil, false, fmt.Errorf("the route has no action")
+	}
+	return out, cors, nil
+}
+
+func routeMatch(m *ir.HTTPMatch) *routev3.RouteMatch {
+	out := &routev3.RouteMatch{}
+	switch p := m.Path; {
+	case p == nil:
+		out.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: "/"}
+	case p.Type == ir.MatchExact:
+		out.PathSpecifier = &routev3.RouteMatch_Path{Path: p.Value}
+	case p.Type == ir.MatchRegex:
+		out.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: p.Value}}
+	default: // PathPrefix; a trailing slash is ignored.
+		if v := strings.TrimRight(p.Value, "/"); v != "" {
+			out.PathSpecifier = &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: v}
+		} else {
+			out.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: "/"}
+		}
+	}
+	if m.Method != "" {
+		out.Headers = append(out.Headers, headerMatcher(ir.StringMatch{Name: ":method", Type: ir.MatchExact, Value: m.Method}))
+	}
+	for _, h := range m.Headers {
+		out.Headers = append(out.Headers, headerMatcher(h))
+	}
+	for _, q := range m.QueryParams {
+		out.QueryParameters = append(out.QueryParameters, &routev3.QueryParameterMatcher{
+			Name:                         q.Name,
+			QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: stringMatcher(q)},
+		})
+	}
+	return out
+}
+
+func headerMatcher(m ir.StringMatch) *routev3.HeaderMatcher {
+	return &routev3.HeaderMatcher{
+		Name:                 strings.ToLower(m.Name),
+		HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: stringMatcher(m)},
+	}
+}
+
+func stringMatcher(m ir.StringMatch) *matcherv3.StringMatcher {
+	if m.Type == ir.MatchRegex {
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: m.Value}}}
+	}
+	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: m.Value}}
+}
+
+// modifiable says whether Envoy lets a header modifier touch name.
+func modifiable(name string) bool {
+	n := strings.ToLower(name)
+	return n != "" && !strings.HasPrefix(n, ":") && n != "host"
+}
+
+// headerMods renders a header modifier: Set overwrites, Add appends.
+func headerMods(h *ir.HeaderModifier, request bool) ([]*corev3.HeaderValueOption, []string) {
+	var add []*corev3.HeaderValueOption
+	for _, kv := range h.Set {
+		if request && !modifiable(kv.Name) {
+			continue
+		}
+		add = append(add, &corev3.HeaderValueOption{
+			Header:       &corev3.HeaderValue{Key: kv.Name, Value: kv.Value},
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+		})
+	}
+	for _, kv := range h.Add {
+		if request && !modifiable(kv.Name) {
+			continue
+		}
+		add = append(add, &corev3.HeaderValueOption{
+			Header:       &corev3.HeaderValue{Key: kv.Name, Value: kv.Value},
+			AppendAction: corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD,
+		})
+	}
+	var remove []string
+	for _, n := range h.Remove {
+		if modifiable(n) {
+			remove = append(remove, n)
+		}
+	}
+	return add, remove
+}
+
+func directResponse(d *ir.DirectResponse) *routev3.Route_DirectResponse {
+	a := &routev3.DirectResponseAction{Status: d.StatusCode}
+	if d.Body != "" {
+		a.Body = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: d.Body}}
+	}
+	return &routev3.Route_DirectResponse{DirectResponse: a}
+}
+
+var redirectCodes = map[uint32]routev3.RedirectAction_RedirectResponseCode{
+	301: routev3.RedirectAction_MOVED_PERMANENTLY,
+	302: routev3.RedirectAction_FOUND,
+	303: routev3.RedirectAction_SEE_OTHER,
+	307: routev3.RedirectAction_TEMPORARY_REDIRECT,
+	308: routev3.RedirectAction_PERMANENT_REDIRECT,
+}
+
+// redirect renders a RequestRedirect filter. Without a port, a scheme
+// change redirects to the scheme's well-known port (Envoy leaves a default
+// port out of Location), and no scheme keeps the request's port.
+func redirect(r *ir.Redirect, match *ir.StringMatch) (*routev3.RedirectAction, error) {
+	code, ok := redirectCodes[r.StatusCode]
+	if !ok {
+		return nil, fmt.Errorf("redirect status %d is not 301, 302, 303, 307 or 308", r.StatusCode)
+	}
+	a := &routev3.RedirectAction{ResponseCode: code, HostRedirect: r.Hostname}
+	if r.Scheme != "" {
+		a.SchemeRewriteSpecifier = &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: strings.ToLower(r.Scheme)}
+	}
+	switch {
+	case r.Port != 0:
+		a.PortRedirect = r.Port
+	case strings.EqualFold(r.Scheme, "http"):
+		a.PortRedirect = 80
+	case strings.EqualFold(r.Scheme, "https"):
+		a.PortRedirect = 443
+	}
+	if p := r.Path; p != nil {
+		switch p.Type {
+		case ir.ReplaceFullPath:
+			a.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: p.Value}
+		case ir.ReplacePrefixMatch:
+			prefix, re, err := prefixReplacement(match, p.Value)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case re != nil:
+				a.PathRewriteSpecifier = &routev3.RedirectAction_RegexRewrite{RegexRewrite: re}
+			case prefix != "":
+				a.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: prefix}
+			}
+		default:
+			return nil, fmt.Errorf("unknown path modifier %q", p.Type)
+		}
+	}
+	return a, nil
+}
+
+// prefixReplacement replaces the prefix that match matched with repl,
+// keeping the path's remaining segments: with match "/foo", "/foo/x"
+// becomes repl+"/x" and "/foo" becomes repl. Envoy's prefix_rewrite swaps
+// the matched characters, which is right except when the prefix or the
+// replacement is "/", where a regex avoids "//x" and "barx". It returns
+// ("", nil) when nothing changes.
+func prefixReplacement(match *ir.StringMatch, repl string) (string, *matcherv3.RegexMatchAndSubstitute, error) {
+	if match == nil || match.Type != ir.MatchPathPrefix {
+		return "", nil, fmt.Errorf("ReplacePrefixMatch needs a PathPrefix match")
+	}
+	p := strings.TrimRight(match.Value, "/")
+	r := strings.TrimRight(repl, "/")
+	switch {
+	case p == "" && r == "":
+		return "", nil, nil
+	case p == "":
+		return r + "/", nil, nil
+	case r == "":
+		return "", &matcherv3.RegexMatchAndSubstitute{
+			Pattern:      &matcherv3.RegexMatcher{Regex: "^" + regexp.QuoteMeta(p) + "/*"},
+			Substitution: "/",
+		}, nil
+	}
+	return r, nil, nil
+}
+
+// routeAction forwards to the route's backends. It returns a direct
+// response instead when no request can reach a valid backend.
+func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.DirectResponse, error) {
+	ra := &routev3.RouteAction{}
+	var live []*ir.Backend
+	valid := 0
+	for _, b := range r.Backends.Backends {
+		if b.Weight == 0 {
+			continue
+		}
+		live = append(live, b)
+		if !b.Invalid {
+			valid++
+			s.useBackend(b)
+		}
+	}
+	if valid == 0 {
+		return nil, &ir.DirectResponse{StatusCode: 500}, nil
+	}
+	if len(live) == 1 && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil {
+		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: live[0].Name}
+	} else {
+		wc := &routev3.WeightedCluster{}
+		for _, b := range live {
+			cw := &routev3.WeightedCluster_ClusterWeight{Name: clusterOf(b), Weight: wrapperspb.UInt32(b.Weight)}
+			if b.Invalid {
+				ra.ClusterNotFoundResponseCode = routev3.RouteAction_INTERNAL_SERVER_ERROR
+			} else {
+				if h := b.RequestHeaders; h != nil {
+					cw.RequestHeadersToAdd, cw.RequestHeadersToRemove = headerMods(h, true)
+				}
+				if h := b.ResponseHeaders; h != nil {
+					cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove = headerMods(h, false)
+				}
+			}
+			wc.Clusters = append(wc.Clusters, cw)
+		}
+		ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
+	}
+	if u := r.Filters.URLRewrite; u != nil {
+		if u.Hostname != "" {
+			ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: u.Hostname}
+		}
+		if p := u.Path; p != nil {
+			switch p.Type {
+			case ir.ReplaceFullPath:
+				ra.RegexRewrite = &matcherv3.RegexMatchAndSubstitute{
+					Pattern:      &matcherv3.RegexMatcher{Regex: "^/.*$"},
+					Substitution: p.Value,
+				}
+			case ir.ReplacePrefixMatch:
+				prefix, re, err := prefixReplacement(r.Match.Path, p.Value)
+				if err != nil {
+					return nil, nil, err
+				}
+				ra.PrefixRewrite, ra.RegexRewrite = prefix, re
+			default:
+				return nil, nil, fmt.Errorf("unknown path modifier %q", p.Type)
+			}
+		}
+	}
+	for _, m := range r.Filters.Mirrors {
+		if m.Backend == nil || m.Backend.Invalid || m.Percent <= 0 {
+			continue
+		}
+		s.useBackend(m.Backend)
+		mp := &routev3.RouteAction_RequestMirrorPolicy{Cluster: m.Backend.Name}
+		if m.Percent < 100 {
+			mp.RuntimeFraction = &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{
+				Numerator:   uint32(math.Round(m.Percent * 10000)),
+				Denominator: typev3.FractionalPercent_MILLION,
+			}}
+		}
+		ra.RequestMirrorPolicies = append(ra.RequestMirrorPolicies, mp)
+	}
+	timeoutsAndRetries(ra, r.Timeouts, r.Retry)
+	return ra, nil, nil
+}
+
+func timeoutsAndRetries(ra *routev3.RouteAction, t *ir.Timeouts, retry *ir.Retry) {
+	var perTry time.Duration
+	if t != nil {
+		if t.Request != nil {
+			ra.Timeout = durationpb.New(t.Request.Duration)
+		}
+		if t.BackendRequest != nil {
+			perTry = t.BackendRequest.Duration
+		}
+	}
+	if retry == nil && perTry <= 0 {
+		return
+	}
+	rp := &routev3.RetryPolicy{NumRetries: wrapperspb.UInt32(0)}
+	if retry != nil {
+		rp.NumRetries = wrapperspb.UInt32(retry.Attempts)
+		rp.RetryOn = "connect-failure,refused-stream"
+		if len(retry.Codes) > 0 {
+			rp.RetryOn += ",retriable-status-codes"
+			rp.RetriableStatusCodes = slices.Clone(retry.Codes)
+		}
+		if retry.Backoff != nil && retry.Backoff.Duration > 0 {
+			rp.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: durationpb.New(retry.Backoff.Duration)}
+		}
+	}
+	if perTry > 0 {
+		rp.PerTryTimeout = durationpb.New(perTry)
+		if ra.Timeout == nil {
+			ra.Timeout = durationpb.New(perTry * time.Duration(rp.NumRetries.GetValue()+1))
+		}
+	}
+	ra.RetryPolicy = rp
+}
+
+// corsPolicy renders a CORS filter. The origin "*" matches every origin; a
+// "*" inside an origin ("https://*.example.com") matches one or more
+// characters other than "/".
+func corsPolicy(c *ir.CORS) *corsv3.CorsPolicy {
+	p := &corsv3.CorsPolicy{
+		AllowMethods:  strings.Join(c.AllowMethods, ","),
+		AllowHeaders:  strings.Join(c.AllowHeaders, ","),
+		ExposeHeaders: strings.Join(c.ExposeHeaders, ","),
+	}
+	for _, o := range c.AllowOrigins {
+		if !strings.Contains(o, "*") {
+			p.AllowOriginStringMatch = append(p.AllowOriginStringMatch, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: o}})
+			continue
+		}
+		re := ".*"
+		if o != "*" {
+			re = strings.ReplaceAll(regexp.QuoteMeta(o), `\*`, "[^/]+")
+		}
+		p.AllowOriginStringMatch = append(p.AllowOriginStringMatch, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: re}}})
+	}
+	if c.AllowCredentials {
+		p.AllowCredentials = wrapperspb.Bool(true)
+	}
+	if c.MaxAge != nil {
+		p.MaxAge = strconv.FormatInt(int64(c.MaxAge.Duration/time.Second), 10)
+	}
+	return p
+}
+
+// typedExtension wraps m for an xDS matcher action.
+func typedExtension(name string, m proto.Message) *xdscorev3.TypedExtensionConfig {
+	return &xdscorev3.TypedExtensionConfig{Name: name, TypedConfig: toAny(m)}
+}

@@ -47,7 +47,24 @@ type Status struct {
 }
 
 // Translate computes the IR and the status for res. res must be sorted
-// (resources.Resources.Sort) and is not modified.
+// (resources.Resources.Sort) and is not modified. A nil res translates as
+// an empty snapshot.
+//
+// The steps, each in its own file:
+//   - gatewayclass.go: which GatewayClasses are ours (spec.controllerName);
+//   - gateway.go, listeners.go, conflicts.go, certificates.go: the Gateways
+//     of those classes, their addresses and listeners (protocol, conflicts,
+//     TLS certificates, allowedRoutes);
+//   - httproute.go, rules.go, filters.go, backends.go: HTTPRoutes attached
+//     to those Gateways, their rules, filters and backendRefs;
+//   - precedence.go: the order of the routes of each listener.
 func Translate(res *resources.Resources, opts Options) *Result {
-	panic("not implemented")
+	if res == nil {
+		res = &resources.Resources{}
+	}
+	t := newTranslator(res, opts)
+	t.translateGatewayClasses()
+	t.translateGateways()
+	t.translateHTTPRoutes()
+	return t.result()
 }

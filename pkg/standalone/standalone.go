@@ -97,13 +97,22 @@ func Run(ctx context.Context, cfg Config) error {
 	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}}
 	r.reload(ctx)
 
-	var wg sync.WaitGroup
+	// The xDS server stops after Envoy, so that Envoy never sees its
+	// control plane vanish while it is still running.
+	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServer()
+	var wg, envoyDone sync.WaitGroup
 	errc := make(chan error, 1)
 	wg.Go(func() {
-		if err := srv.Serve(ctx, lis, creds.serverTLS); err != nil {
+		if err := srv.Serve(srvCtx, lis, creds.serverTLS); err != nil {
 			errc <- err
 			cancel()
 		}
+	})
+	wg.Go(func() {
+		<-ctx.Done()
+		envoyDone.Wait()
+		stopServer()
 	})
 	if cfg.EnvoyPath != "" {
 		bootPath, err := r.writeBootstrap(creds, lis.Addr().(*net.TCPAddr))
@@ -115,7 +124,7 @@ func Run(ctx context.Context, cfg Config) error {
 		args := []string{"-c", bootPath, "--disable-hot-restart", "--drain-time-s", "1", "--log-level", "warn"}
 		logPath := filepath.Join(cfg.StateDir, "envoy.log")
 		fmt.Fprintf(cfg.Out, "Envoy: %s (admin http://127.0.0.1:%d, log %s)\n", cfg.EnvoyPath, cfg.AdminPort, logPath)
-		wg.Go(func() { supervise(ctx, cfg.Log, cfg.EnvoyPath, args, logPath, nil) })
+		envoyDone.Go(func() { supervise(ctx, cfg.Log, cfg.EnvoyPath, args, logPath, nil) })
 	}
 	wg.Go(func() {
 		if err := r.watch(ctx); err != nil {

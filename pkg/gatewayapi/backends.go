@@ -1,0 +1,209 @@
+package gatewayapi
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// maxWeight is the largest backendRef weight the Gateway API allows.
+const maxWeight = 1000000
+
+// backendRefs resolves a rule's backendRefs into a weighted group. Each
+// invalid ref stays in the group, marked Invalid with its weight, so that
+// its share of requests is answered with 500 (HTTPRouteRule backendRefs).
+// It returns nil when there are no refs or none resolves: the rule then
+// answers 500 as a whole. Weight defaults to 1.
+func (rc *ruleContext) backendRefs(refs []gwapiv1.HTTPBackendRef) *ir.BackendGroup {
+	group := &ir.BackendGroup{}
+	valid := 0
+	for k, ref := range refs {
+		w := deref(ref.Weight, 1)
+		w = min(max(w, 0), maxWeight)
+		b, p := rc.t.resolveBackend(rc.route.Namespace, ref.BackendObjectReference)
+		if p != nil {
+			rc.refProblem(gwapiv1.RouteConditionReason(p.reason), "backendRef %d: %s", k, p.msg)
+			b = &ir.Backend{
+				Name:    fmt.Sprintf("invalid/httproute/%s/%s/rule/%d/backend/%d", rc.route.Namespace, rc.route.Name, rc.index, k),
+				Invalid: true,
+			}
+		}
+		b.Weight = uint32(w)
+		if !b.Invalid && rc.backendFilters(k, ref.Filters, b) {
+			// An ExtensionRef filter on the backendRef cannot be resolved:
+			// the requests it would process get 500.
+			b = &ir.Backend{
+				Name:    fmt.Sprintf("invalid/httproute/%s/%s/rule/%d/backend/%d", rc.route.Namespace, rc.route.Name, rc.index, k),
+				Weight:  uint32(w),
+				Invalid: true,
+			}
+		}
+		if !b.Invalid {
+			valid++
+		}
+		group.Backends = append(group.Backends, b)
+	}
+	if valid == 0 {
+		return nil
+	}
+	return group
+}
+
+// backendFilters applies HTTPBackendRef filters to b: Request- and
+// ResponseHeaderModifier are supported; ExtensionRef is a reference that
+// cannot be resolved (reported, and true is returned); other types are
+// UnsupportedValue.
+func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir.Backend) (extRef bool) {
+	for i, f := range fs {
+		switch {
+		case f.Type == gwapiv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil && b.RequestHeaders == nil:
+			b.RequestHeaders = rc.headerModifier(i, f.RequestHeaderModifier)
+		case f.Type == gwapiv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil && b.ResponseHeaders == nil:
+			b.ResponseHeaders = rc.headerModifier(i, f.ResponseHeaderModifier)
+		case f.Type == gwapiv1.HTTPRouteFilterExtensionRef:
+			rc.refProblem(gwapiv1.RouteReasonInvalidKind, "backendRef %d: filter %d: ExtensionRef is not a filter kind xds-controller supports; its share answers 500", k, i)
+			extRef = true
+		default:
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "backendRef %d: filter %d: %q is not supported on a backendRef (or is repeated, or lacks its field)", k, i, f.Type)
+		}
+	}
+	return extRef
+}
+
+// resolveBackend resolves a BackendObjectReference made by a route in
+// routeNS to a Service port and its endpoints. Only core Services are
+// supported (else InvalidKind); a Service in another namespace needs a
+// ReferenceGrant from HTTPRoutes of routeNS (else RefNotPermitted); the
+// Service must exist and the port must be one of its ports (else
+// BackendNotFound).
+func (t *translator) resolveBackend(routeNS string, ref gwapiv1.BackendObjectReference) (*ir.Backend, *problem) {
+	group := deref(ref.Group, "")
+	kind := deref(ref.Kind, "Service")
+	ns := string(deref(ref.Namespace, gwapiv1.Namespace(routeNS)))
+	name := ns + "/" + string(ref.Name)
+	if group != "" || kind != "Service" {
+		return nil, &problem{string(gwapiv1.RouteReasonInvalidKind), fmt.Sprintf("%s %s is not a core Service", groupKind(group, kind), name)}
+	}
+	if ns != routeNS && !t.grantAllows(gwapiv1.GroupName, "HTTPRoute", routeNS, "", "Service", ns, string(ref.Name)) {
+		return nil, &problem{string(gwapiv1.RouteReasonRefNotPermitted),
+			fmt.Sprintf("Service %s: no ReferenceGrant in namespace %s allows HTTPRoutes of namespace %s to use it", name, ns, routeNS)}
+	}
+	svc := t.services[nn(ns, string(ref.Name))]
+	if svc == nil {
+		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s not found", name)}
+	}
+	if ref.Port == nil {
+		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s: backendRef port is required", name)}
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == *ref.Port && cmp.Or(svc.Spec.Ports[i].Protocol, corev1.ProtocolTCP) == corev1.ProtocolTCP {
+			sp = &svc.Spec.Ports[i]
+			break
+		}
+	}
+	if sp == nil {
+		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s has no TCP port %d", name, *ref.Port)}
+	}
+	return &ir.Backend{
+		Name:      fmt.Sprintf("service/%s/%s/%d", ns, ref.Name, *ref.Port),
+		Protocol:  appProtocol(sp.AppProtocol),
+		Endpoints: t.endpoints(svc, sp),
+	}, nil
+}
+
+// appProtocol maps a Service port appProtocol to the protocol Envoy
+// speaks to the backend: kubernetes.io/h2c is HTTP/2 without TLS, "http2"
+// and "grpc" are HTTP/2, anything else (none, http, kubernetes.io/ws) is
+// HTTP/1.1.
+func appProtocol(p *string) ir.AppProtocol {
+	switch deref(p, "") {
+	case "kubernetes.io/h2c":
+		return ir.AppProtocolH2C
+	case "http2", "grpc":
+		return ir.AppProtocolHTTP2
+	}
+	return ir.AppProtocolHTTP1
+}
+
+// endpoints lists the ready endpoints of a Service port, sorted by address
+// then port, without duplicates.
+//
+// They come from the EndpointSlices labelled kubernetes.io/service-name in
+// the Service's namespace: endpoints whose conditions.ready is unset or
+// true, at the slice port whose name equals the Service port's name. A
+// hand-written slice without such a port falls back to a numeric
+// targetPort (or the port itself when targetPort is unset). FQDN slices
+// are skipped.
+//
+// When the snapshot holds no EndpointSlice at all for the Service (the
+// usual standalone input is a Service alone), the Service's own
+// spec.clusterIP at the Service port is the one endpoint, as kube-proxy
+// would route it; a headless Service (clusterIP None) then has none.
+func (t *translator) endpoints(svc *corev1.Service, sp *corev1.ServicePort) []ir.Endpoint {
+	slices_ := t.slices[nn(svc.Namespace, svc.Name)]
+	var out []ir.Endpoint
+	if len(slices_) == 0 {
+		ip := svc.Spec.ClusterIP
+		if addr, err := netip.ParseAddr(ip); err == nil && ip != corev1.ClusterIPNone {
+			out = append(out, ir.Endpoint{Address: addr.String(), Port: uint32(sp.Port)})
+		}
+		return out
+	}
+	for _, es := range slices_ {
+		if es.AddressType == discoveryv1.AddressTypeFQDN {
+			continue
+		}
+		port := slicePort(es, sp)
+		if port == 0 {
+			continue
+		}
+		for _, ep := range es.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				addr, err := netip.ParseAddr(a)
+				if err != nil {
+					continue
+				}
+				out = append(out, ir.Endpoint{Address: addr.String(), Port: port})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b ir.Endpoint) int {
+		return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
+	})
+	return slices.Compact(out)
+}
+
+// slicePort is the port of an EndpointSlice that serves the Service port
+// sp, or 0.
+func slicePort(es *discoveryv1.EndpointSlice, sp *corev1.ServicePort) uint32 {
+	for _, p := range es.Ports {
+		if deref(p.Name, "") == sp.Name && p.Port != nil && *p.Port > 0 && *p.Port <= 65535 {
+			return uint32(*p.Port)
+		}
+	}
+	if len(es.Ports) > 0 {
+		return 0
+	}
+	if sp.TargetPort.Type == intstr.Int && sp.TargetPort.IntVal > 0 && sp.TargetPort.IntVal <= 65535 {
+		return uint32(sp.TargetPort.IntVal)
+	}
+	if sp.TargetPort.IntVal == 0 && sp.TargetPort.StrVal == "" && sp.Port > 0 {
+		return uint32(sp.Port)
+	}
+	return 0
+}
+
+func durationSeconds(s int32) time.Duration { return time.Duration(s) * time.Second }

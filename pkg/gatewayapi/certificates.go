@@ -1,0 +1,89 @@
+package gatewayapi
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// listenerTLS resolves an HTTPS listener's tls (Gateway listener
+// tls.mode and tls.certificateRefs). Mode must be Terminate (the default).
+// Every certificateRef must name a core Secret of type kubernetes.io/tls
+// whose tls.crt and tls.key form a valid key pair; a Secret in another
+// namespace needs a ReferenceGrant from Gateways of the listener's
+// namespace. Any bad ref sets ResolvedRefs=False (reason
+// InvalidCertificateRef, or RefNotPermitted for a missing grant) and keeps
+// the listener from being programmed.
+func (t *translator) listenerTLS(l *listenerState) {
+	cfg := l.spec.TLS
+	if cfg == nil || len(cfg.CertificateRefs) == 0 {
+		l.certProblem = &problem{string(gwapiv1.ListenerReasonInvalidCertificateRef), "an HTTPS listener needs tls.certificateRefs"}
+		return
+	}
+	if mode := deref(cfg.Mode, gwapiv1.TLSModeTerminate); mode != gwapiv1.TLSModeTerminate {
+		l.notAccepted = &problem{string(gwapiv1.ListenerReasonUnsupportedValue),
+			fmt.Sprintf("tls.mode %q is not valid for protocol HTTPS, which terminates TLS", mode)}
+		return
+	}
+	var certs []*ir.Certificate
+	var first *problem
+	var msgs []string
+	for _, ref := range cfg.CertificateRefs {
+		c, p := t.certificate(l.gw.obj.Namespace, ref)
+		if p != nil {
+			if first == nil {
+				first = p
+			}
+			msgs = append(msgs, p.msg)
+			continue
+		}
+		certs = append(certs, c)
+	}
+	if first != nil {
+		l.certProblem = &problem{first.reason, joinMessages(msgs)}
+		return
+	}
+	l.tls = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: certs}
+}
+
+// certificate resolves one certificateRef of a listener of a Gateway in
+// namespace gwNS.
+func (t *translator) certificate(gwNS string, ref gwapiv1.SecretObjectReference) (*ir.Certificate, *problem) {
+	group := deref(ref.Group, "")
+	kind := deref(ref.Kind, "Secret")
+	ns := string(deref(ref.Namespace, gwapiv1.Namespace(gwNS)))
+	name := ns + "/" + string(ref.Name)
+	invalid := func(format string, a ...any) (*ir.Certificate, *problem) {
+		return nil, &problem{string(gwapiv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf(format, a...)}
+	}
+	if group != "" || kind != "Secret" {
+		return invalid("certificateRef %s: %s is not a core Secret", name, groupKind(group, kind))
+	}
+	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, "Gateway", gwNS, "", "Secret", ns, string(ref.Name)) {
+		return nil, &problem{string(gwapiv1.ListenerReasonRefNotPermitted),
+			fmt.Sprintf("certificateRef %s: no ReferenceGrant in namespace %s allows Gateways of namespace %s to use it", name, ns, gwNS)}
+	}
+	s := t.secrets[nn(ns, string(ref.Name))]
+	if s == nil {
+		return invalid("certificateRef %s: Secret not found", name)
+	}
+	if s.Type != corev1.SecretTypeTLS {
+		return invalid("certificateRef %s: Secret type is %q, not %q", name, s.Type, corev1.SecretTypeTLS)
+	}
+	chain, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+	if _, err := tls.X509KeyPair(chain, key); err != nil {
+		return invalid("certificateRef %s: tls.crt and tls.key are not a valid PEM key pair: %v", name, err)
+	}
+	return &ir.Certificate{Name: name, CertificateChain: chain, PrivateKey: key}, nil
+}
+
+func groupKind[G, K ~string](group G, kind K) string {
+	if group == "" {
+		return "core/" + string(kind)
+	}
+	return string(group) + "/" + string(kind)
+}

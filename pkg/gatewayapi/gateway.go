@@ -1,0 +1,256 @@
+package gatewayapi
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// defaultAddress is the address Envoy binds when a Gateway requests none.
+const defaultAddress = "0.0.0.0"
+
+// gatewayState is one Gateway of ours during translation.
+type gatewayState struct {
+	obj   *gwapiv1.Gateway
+	nn    types.NamespacedName
+	scope string
+	// address is the IP address every listener binds (spec.addresses).
+	address string
+	// refused, when set, is why the Gateway is not accepted
+	// (Accepted=False with this reason).
+	refused   *problem
+	listeners []*listenerState
+}
+
+func (g *gatewayState) accepted() bool {
+	if g.refused != nil {
+		return false
+	}
+	// A Gateway whose listeners are all not accepted has no listener left
+	// to serve (Gateway spec.listeners, "Handling indistinct Listeners").
+	for _, l := range g.listeners {
+		if l.accepted() {
+			return true
+		}
+	}
+	return false
+}
+
+// translateGateways reads every Gateway whose spec.gatewayClassName names
+// one of our classes: its addresses, its listeners, the conflicts among
+// them, and the ports it shares with older Gateways of the same scope.
+func (t *translator) translateGateways() {
+	for _, gw := range t.res.Gateways {
+		if gw == nil {
+			continue
+		}
+		if _, ok := t.classes[string(gw.Spec.GatewayClassName)]; !ok {
+			continue
+		}
+		if t.gatewayIndex[nn(gw.Namespace, gw.Name)] != nil {
+			continue // a duplicate object: the first one wins
+		}
+		gs := &gatewayState{obj: gw, nn: nn(gw.Namespace, gw.Name), scope: t.scope(gw)}
+		gs.address, gs.refused = gatewayAddress(gw.Spec.Addresses)
+		for i := range gw.Spec.Listeners {
+			gs.listeners = append(gs.listeners, t.newListener(gs, &gw.Spec.Listeners[i]))
+		}
+		markDuplicateNames(gs.listeners)
+		detectConflicts(gs.listeners)
+		detectOverlappingTLS(gs.listeners)
+		t.gateways = append(t.gateways, gs)
+		t.gatewayIndex[gs.nn] = gs
+	}
+	// The snapshot is sorted already; sorting again keeps the IR valid
+	// (Gateways sorted by namespace/name) for callers that forgot.
+	slices.SortStableFunc(t.gateways, func(a, b *gatewayState) int {
+		return cmp.Or(cmp.Compare(a.nn.Namespace, b.nn.Namespace), cmp.Compare(a.nn.Name, b.nn.Name))
+	})
+	t.claimPorts()
+}
+
+// scope is the proxy scope that serves gw: Options.Scope, else the shared
+// fleet of its class.
+func (t *translator) scope(gw *gwapiv1.Gateway) string {
+	if t.opts.Scope != nil {
+		if s := t.opts.Scope(gw); s != "" {
+			return s
+		}
+	}
+	return "gatewayclass/" + string(gw.Spec.GatewayClassName)
+}
+
+// bindPort is the port Envoy binds for a listener port: Options.BindPort,
+// else the port itself. 0 means the port cannot be bound.
+func (t *translator) bindPort(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32 {
+	if port < 1 || port > 65535 {
+		return 0
+	}
+	if t.opts.BindPort != nil {
+		p := t.opts.BindPort(gw, port)
+		if p > 65535 {
+			return 0
+		}
+		return p
+	}
+	return uint32(port)
+}
+
+// gatewayAddress reads spec.addresses. This issue supports one address of
+// type IPAddress (the default type), which becomes the address every
+// listener binds; without one, listeners bind 0.0.0.0. An empty IPAddress
+// value asks the implementation to pick, and we pick 0.0.0.0. Other types
+// (Hostname, NamedAddress, domain-prefixed) and a second address are
+// refused with Accepted=False reason UnsupportedAddress; an IPAddress that
+// does not parse is refused with reason Invalid.
+func gatewayAddress(addrs []gwapiv1.GatewaySpecAddress) (string, *problem) {
+	var ips []string
+	for _, a := range addrs {
+		typ := deref(a.Type, gwapiv1.IPAddressType)
+		if typ != gwapiv1.IPAddressType {
+			return "", &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
+				fmt.Sprintf("address type %q is not supported; only IPAddress is", typ)}
+		}
+		if a.Value == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Value)
+		if err != nil || ip.Zone() != "" {
+			return "", &problem{string(gwapiv1.GatewayReasonInvalid),
+				fmt.Sprintf("address %q is not an IP address", a.Value)}
+		}
+		if s := ip.String(); !slices.Contains(ips, s) {
+			ips = append(ips, s)
+		}
+	}
+	switch len(ips) {
+	case 0:
+		return defaultAddress, nil
+	case 1:
+		return ips[0], nil
+	default:
+		return "", &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
+			fmt.Sprintf("a Gateway binds one IP address; %d were requested (%s)", len(ips), strings.Join(ips, ", "))}
+	}
+}
+
+// claimPorts gives every address and port of a scope to the oldest Gateway
+// (creationTimestamp, then namespace/name) whose listener binds it: a
+// listener of a younger Gateway that would bind a port already taken gets
+// Accepted=False reason PortUnavailable. A wildcard address (0.0.0.0, ::)
+// overlaps every address of the same family, as it does for the kernel.
+// Listeners that are not programmed for other reasons claim nothing.
+func (t *translator) claimPorts() {
+	order := slices.Clone(t.gateways)
+	slices.SortStableFunc(order, func(a, b *gatewayState) int {
+		return cmp.Or(compareTime(a.obj.CreationTimestamp, b.obj.CreationTimestamp),
+			cmp.Compare(a.nn.Namespace, b.nn.Namespace), cmp.Compare(a.nn.Name, b.nn.Name))
+	})
+	type claim struct {
+		addr  netip.Addr
+		owner *gatewayState
+	}
+	claims := map[string][]claim{} // scope + port -> claims
+	for _, gs := range order {
+		if gs.refused != nil {
+			continue
+		}
+		addr, _ := netip.ParseAddr(gs.address)
+		var mine []string
+		for _, l := range gs.listeners {
+			if !l.programmable() {
+				continue
+			}
+			key := fmt.Sprintf("%s\x00%d\x00%v", gs.scope, l.bindPort, l.protocol == "UDP")
+			for _, c := range claims[key] {
+				if c.owner != gs && addrOverlap(c.addr, addr) {
+					l.notAccepted = &problem{string(gwapiv1.ListenerReasonPortUnavailable),
+						fmt.Sprintf("port %d on %s is already bound by Gateway %s, which is older", l.bindPort, gs.address, c.owner.nn)}
+					break
+				}
+			}
+			if l.notAccepted == nil {
+				mine = append(mine, key)
+			}
+		}
+		for _, key := range mine {
+			claims[key] = append(claims[key], claim{addr: addr, owner: gs})
+		}
+	}
+}
+
+func addrOverlap(a, b netip.Addr) bool {
+	if a == b {
+		return true
+	}
+	if a.Is4() != b.Is4() {
+		return false
+	}
+	return a.IsUnspecified() || b.IsUnspecified()
+}
+
+func compareTime(a, b metav1.Time) int {
+	return a.Time.Compare(b.Time)
+}
+
+// buildStatus renders the Gateway's status: conditions Accepted and
+// Programmed, and one entry per spec listener.
+//
+// Accepted: False with the refusal reason (addresses); False reason
+// ListenersNotValid when no listener is accepted; True reason
+// ListenersNotValid when some listener is not accepted or not programmed;
+// else True reason Accepted. Programmed: True when accepted with at least
+// one programmed listener (a later issue gates it on Envoy ACKs), else
+// False reason Invalid.
+func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
+	gen := g.obj.Generation
+	st := &gwapiv1.GatewayStatus{}
+	var bad, programmed []string
+	for _, l := range g.listeners {
+		if l.duplicate {
+			continue
+		}
+		if l.programmed() {
+			programmed = append(programmed, l.name)
+		} else {
+			bad = append(bad, l.name)
+		}
+	}
+	switch {
+	case g.refused != nil:
+		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionAccepted, false, g.refused.reason, g.refused.msg, gen))
+		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, "the Gateway is not accepted", gen))
+	case !g.accepted():
+		msg := "no listener is accepted"
+		if len(g.listeners) == 0 {
+			msg = "the Gateway has no listeners"
+		}
+		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionAccepted, false, gwapiv1.GatewayReasonListenersNotValid, msg, gen))
+		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, msg, gen))
+	default:
+		if len(bad) > 0 {
+			setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionAccepted, true, gwapiv1.GatewayReasonListenersNotValid,
+				"listeners not valid: "+strings.Join(bad, ", ")+"; see the listener conditions", gen))
+		} else {
+			setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionAccepted, true, gwapiv1.GatewayReasonAccepted, "Gateway is accepted", gen))
+		}
+		if len(programmed) > 0 {
+			setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionProgrammed, true, gwapiv1.GatewayReasonProgrammed,
+				"listeners programmed: "+strings.Join(programmed, ", "), gen))
+		} else {
+			setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, "no listener can be programmed", gen))
+		}
+	}
+	for _, l := range g.listeners {
+		if !l.duplicate {
+			st.Listeners = append(st.Listeners, l.buildStatus())
+		}
+	}
+	return st
+}

@@ -1,0 +1,25 @@
+package gatewayapi
+
+import (
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// translateGatewayClasses finds the GatewayClasses whose spec.controllerName
+// is ours and accepts them: status Accepted=True reason Accepted. Classes of
+// other controllers get no status entry at all (their controller owns it).
+//
+// Not done yet: spec.parametersRef is not read (our parameters CRD comes
+// later), and the optional SupportedVersion condition is not set, since it
+// needs the installed CRDs' bundle version, which the snapshot lacks.
+func (t *translator) translateGatewayClasses() {
+	for _, gc := range t.res.GatewayClasses {
+		if gc == nil || gc.Spec.ControllerName != t.controller {
+			continue
+		}
+		t.classes[gc.Name] = gc
+		st := &gwapiv1.GatewayClassStatus{}
+		setCondition(&st.Conditions, condition(gwapiv1.GatewayClassConditionStatusAccepted, true,
+			gwapiv1.GatewayClassReasonAccepted, "GatewayClass is accepted by "+string(t.controller), gc.Generation))
+		t.status.GatewayClasses[gc.Name] = st
+	}
+}

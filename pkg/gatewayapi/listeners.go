@@ -1,0 +1,253 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// listenerState is one Gateway listener during translation.
+type listenerState struct {
+	gw   *gatewayState
+	spec *gwapiv1.Listener
+	name string
+	// hostname is spec.hostname, "" for none.
+	hostname string
+	protocol ir.Protocol
+	bindPort uint32
+
+	// supportedKinds are the route kinds that may attach (status
+	// supportedKinds): allowedRoutes.kinds minus the unsupported ones, or
+	// the protocol's default kinds.
+	supportedKinds []gwapiv1.RouteGroupKind
+	// from and selector are allowedRoutes.namespaces.
+	from     gwapiv1.FromNamespaces
+	selector labels.Selector
+
+	// duplicate marks a second listener of the same name: it gets neither
+	// status (listener status is a map keyed by name) nor configuration.
+	duplicate bool
+	// notAccepted: Accepted=False with this reason (unsupported protocol,
+	// port unavailable, unsupported value).
+	notAccepted *problem
+	// conflict: Conflicted=True, and Accepted=False and Programmed=False
+	// with the same reason (ProtocolConflict, HostnameConflict).
+	conflict *problem
+	// certProblem: ResolvedRefs=False for certificateRefs; the listener
+	// is not programmed.
+	certProblem *problem
+	// kindsProblem: ResolvedRefs=False reason InvalidRouteKinds; the
+	// listener still serves the valid kinds.
+	kindsProblem *problem
+	// overlappingTLS: OverlappingTLSConfig=True reason OverlappingHostnames.
+	overlappingTLS bool
+
+	tls *ir.ListenerTLS
+
+	// attached counts the routes attached with Accepted=True.
+	attached int32
+	// routes are the IR routes of this listener, sorted at the end.
+	routes []*routeEntry
+	// routeSeen keeps a route from attaching twice (two parentRefs that
+	// both select this listener).
+	routeSeen map[types.NamespacedName]bool
+}
+
+// httpRouteKind is the one route kind HTTP and HTTPS listeners support.
+var httpRouteKind = gwapiv1.RouteGroupKind{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: "HTTPRoute"}
+
+// protocolKinds are the route kinds each supported listener protocol
+// accepts. TLS, TCP and UDP listeners are recognised but not supported yet:
+// adding them here (with TLSRoute, TCPRoute, UDPRoute) is how they slot in.
+var protocolKinds = map[gwapiv1.ProtocolType][]gwapiv1.RouteGroupKind{
+	gwapiv1.HTTPProtocolType:  {httpRouteKind},
+	gwapiv1.HTTPSProtocolType: {httpRouteKind},
+}
+
+// newListener validates one spec listener: protocol (Gateway listener
+// protocol), port, allowedRoutes kinds and namespaces, and for HTTPS its TLS
+// certificates. Conflicts with other listeners are found afterwards.
+func (t *translator) newListener(gs *gatewayState, spec *gwapiv1.Listener) *listenerState {
+	l := &listenerState{
+		gw:        gs,
+		spec:      spec,
+		name:      string(spec.Name),
+		hostname:  strings.ToLower(string(deref(spec.Hostname, ""))),
+		protocol:  ir.Protocol(spec.Protocol),
+		bindPort:  t.bindPort(gs.obj, spec.Port),
+		routeSeen: map[types.NamespacedName]bool{},
+		from:      gwapiv1.NamespacesFromSame,
+	}
+	kinds, ok := protocolKinds[spec.Protocol]
+	if !ok {
+		l.supportedKinds = []gwapiv1.RouteGroupKind{}
+		l.notAccepted = &problem{string(gwapiv1.ListenerReasonUnsupportedProtocol),
+			fmt.Sprintf("protocol %q is not supported (supported: HTTP, HTTPS)", spec.Protocol)}
+		return l
+	}
+	if l.bindPort == 0 {
+		l.notAccepted = &problem{string(gwapiv1.ListenerReasonPortUnavailable), fmt.Sprintf("port %d cannot be bound", spec.Port)}
+	}
+	l.supportedKinds, l.kindsProblem = allowedKinds(spec.AllowedRoutes, kinds)
+	if p := l.readNamespaces(spec.AllowedRoutes); p != nil && l.notAccepted == nil {
+		l.notAccepted = p
+	}
+	if spec.Protocol == gwapiv1.HTTPSProtocolType {
+		t.listenerTLS(l)
+	}
+	return l
+}
+
+// allowedKinds reads allowedRoutes.kinds against the kinds the protocol
+// supports. Unsupported kinds are dropped and reported (ResolvedRefs=False
+// reason InvalidRouteKinds); an empty list means the protocol's kinds.
+func allowedKinds(ar *gwapiv1.AllowedRoutes, supported []gwapiv1.RouteGroupKind) ([]gwapiv1.RouteGroupKind, *problem) {
+	if ar == nil || len(ar.Kinds) == 0 {
+		return supported, nil
+	}
+	out := []gwapiv1.RouteGroupKind{}
+	var bad []string
+	for _, k := range ar.Kinds {
+		group := deref(k.Group, gwapiv1.GroupName)
+		found := false
+		for _, s := range supported {
+			if *s.Group == group && s.Kind == k.Kind {
+				found = true
+			}
+		}
+		if !found {
+			bad = append(bad, fmt.Sprintf("%s/%s", group, k.Kind))
+			continue
+		}
+		dup := false
+		for _, o := range out {
+			if *o.Group == group && o.Kind == k.Kind {
+				dup = true
+			}
+		}
+		if !dup {
+			out = append(out, gwapiv1.RouteGroupKind{Group: ptr(group), Kind: k.Kind})
+		}
+	}
+	if len(bad) == 0 {
+		return out, nil
+	}
+	return out, &problem{string(gwapiv1.ListenerReasonInvalidRouteKinds),
+		"route kinds not supported by this listener: " + strings.Join(bad, ", ")}
+}
+
+// readNamespaces reads allowedRoutes.namespaces: From defaults to Same; a
+// Selector is matched against Namespace labels. An invalid selector or an
+// unknown From value makes the listener not accepted (UnsupportedValue).
+func (l *listenerState) readNamespaces(ar *gwapiv1.AllowedRoutes) *problem {
+	if ar == nil || ar.Namespaces == nil {
+		return nil
+	}
+	l.from = deref(ar.Namespaces.From, gwapiv1.NamespacesFromSame)
+	switch l.from {
+	case gwapiv1.NamespacesFromSame, gwapiv1.NamespacesFromAll, gwapiv1.NamespacesFromNone:
+	case gwapiv1.NamespacesFromSelector:
+		sel, err := metav1.LabelSelectorAsSelector(ar.Namespaces.Selector)
+		if err != nil {
+			l.selector = labels.Nothing()
+			return &problem{string(gwapiv1.ListenerReasonUnsupportedValue), "allowedRoutes.namespaces.selector is invalid: " + err.Error()}
+		}
+		l.selector = sel
+	default:
+		from := l.from
+		l.from = gwapiv1.NamespacesFromNone
+		return &problem{string(gwapiv1.ListenerReasonUnsupportedValue), fmt.Sprintf("allowedRoutes.namespaces.from %q is not supported", from)}
+	}
+	return nil
+}
+
+// accepted says whether the listener has Accepted=True.
+func (l *listenerState) accepted() bool {
+	return !l.duplicate && l.notAccepted == nil && l.conflict == nil
+}
+
+// programmable says whether the listener would be programmed, before
+// ports are shared out among Gateways.
+func (l *listenerState) programmable() bool {
+	return l.accepted() && l.certProblem == nil
+}
+
+// programmed says whether the listener goes into the IR.
+func (l *listenerState) programmed() bool {
+	return l.programmable() && l.gw.refused == nil
+}
+
+// buildStatus renders the listener status: supportedKinds, attachedRoutes,
+// and conditions Accepted, Programmed, ResolvedRefs, Conflicted (and
+// OverlappingTLSConfig when true; it is never set False).
+func (l *listenerState) buildStatus() gwapiv1.ListenerStatus {
+	gen := l.gw.obj.Generation
+	st := gwapiv1.ListenerStatus{
+		Name:           l.spec.Name,
+		SupportedKinds: l.supportedKinds,
+		AttachedRoutes: l.attached,
+		Conditions:     []metav1.Condition{},
+	}
+	add := func(c metav1.Condition) { setCondition(&st.Conditions, c) }
+	switch {
+	case l.conflict != nil:
+		add(condition(gwapiv1.ListenerConditionAccepted, false, l.conflict.reason, l.conflict.msg, gen))
+		add(condition(gwapiv1.ListenerConditionProgrammed, false, l.conflict.reason, l.conflict.msg, gen))
+	case l.notAccepted != nil:
+		add(condition(gwapiv1.ListenerConditionAccepted, false, l.notAccepted.reason, l.notAccepted.msg, gen))
+		add(condition(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, l.notAccepted.msg, gen))
+	default:
+		add(condition(gwapiv1.ListenerConditionAccepted, true, gwapiv1.ListenerReasonAccepted, "listener is accepted", gen))
+		switch {
+		case l.certProblem != nil:
+			add(condition(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, "invalid certificateRefs: "+l.certProblem.msg, gen))
+		case l.gw.refused != nil:
+			add(condition(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, "the Gateway is not accepted", gen))
+		default:
+			add(condition(gwapiv1.ListenerConditionProgrammed, true, gwapiv1.ListenerReasonProgrammed, "listener is programmed", gen))
+		}
+	}
+	switch {
+	case l.certProblem != nil:
+		msg := l.certProblem.msg
+		if l.kindsProblem != nil {
+			msg = joinMessages([]string{msg, l.kindsProblem.msg})
+		}
+		add(condition(gwapiv1.ListenerConditionResolvedRefs, false, l.certProblem.reason, msg, gen))
+	case l.kindsProblem != nil:
+		add(condition(gwapiv1.ListenerConditionResolvedRefs, false, l.kindsProblem.reason, l.kindsProblem.msg, gen))
+	default:
+		add(condition(gwapiv1.ListenerConditionResolvedRefs, true, gwapiv1.ListenerReasonResolvedRefs, "all references resolved", gen))
+	}
+	if l.conflict != nil {
+		add(condition(gwapiv1.ListenerConditionConflicted, true, l.conflict.reason, l.conflict.msg, gen))
+	} else {
+		add(condition(gwapiv1.ListenerConditionConflicted, false, gwapiv1.ListenerReasonNoConflicts, "no conflicts", gen))
+	}
+	if l.overlappingTLS {
+		add(condition(gwapiv1.ListenerConditionOverlappingTLSConfig, true, gwapiv1.ListenerReasonOverlappingHostnames,
+			"another HTTPS listener on this port has an overlapping hostname; HTTP/2 connection coalescing may send requests to the wrong listener", gen))
+	}
+	return st
+}
+
+// irListener is the IR listener of a programmed listener, without routes.
+func (l *listenerState) irListener() *ir.Listener {
+	return &ir.Listener{
+		Name:        l.gw.nn.Namespace + "/" + l.gw.nn.Name + "/" + l.name,
+		Protocol:    l.protocol,
+		Address:     l.gw.address,
+		Port:        l.bindPort,
+		GatewayPort: uint32(l.spec.Port),
+		Hostname:    l.hostname,
+		TLS:         l.tls,
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -53,8 +53,9 @@ func sortObjects[T metav1.Object](objs []T) {
 }
 
 // Add appends obj to the list of its kind. It reports false, and adds
-// nothing, when the snapshot has no list for obj's type. A v1beta1
-// ReferenceGrant is stored as the v1 type (the two share one schema).
+// nothing, when the snapshot has no list for obj's type. v1beta1
+// GatewayClass, Gateway, HTTPRoute and ReferenceGrant objects are stored as
+// the v1 type (the versions share one schema).
 func (r *Resources) Add(obj runtime.Object) bool {
 	switch o := obj.(type) {
 	case *gwapiv1.GatewayClass:
@@ -65,9 +66,19 @@ func (r *Resources) Add(obj runtime.Object) bool {
 		r.HTTPRoutes = append(r.HTTPRoutes, o)
 	case *gwapiv1.ReferenceGrant:
 		r.ReferenceGrants = append(r.ReferenceGrants, o)
+	// v1beta1 kinds share the v1 schema: store them as v1.
 	case *gwapiv1beta1.ReferenceGrant:
 		g := gwapiv1.ReferenceGrant(*o)
 		r.ReferenceGrants = append(r.ReferenceGrants, &g)
+	case *gwapiv1beta1.GatewayClass:
+		g := gwapiv1.GatewayClass(*o)
+		r.GatewayClasses = append(r.GatewayClasses, &g)
+	case *gwapiv1beta1.Gateway:
+		g := gwapiv1.Gateway(*o)
+		r.Gateways = append(r.Gateways, &g)
+	case *gwapiv1beta1.HTTPRoute:
+		h := gwapiv1.HTTPRoute(*o)
+		r.HTTPRoutes = append(r.HTTPRoutes, &h)
 	case *corev1.Service:
 		r.Services = append(r.Services, o)
 	case *discoveryv1.EndpointSlice:

@@ -3,9 +3,12 @@ package standalone
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -42,6 +45,10 @@ func runOnce(ctx context.Context, envoyPath string, args []string, logPath strin
 		return err
 	}
 	defer logf.Close()
+	var offset int64
+	if st, err := logf.Stat(); err == nil {
+		offset = st.Size()
+	}
 	cmd := exec.Command(envoyPath, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Envoy dies with us even if we are killed without a chance to stop it.
@@ -59,6 +66,9 @@ func runOnce(ctx context.Context, envoyPath string, args []string, logPath strin
 		if err == nil {
 			err = errors.New("exited with status 0")
 		}
+		if last := lastLine(logPath, offset); last != "" {
+			err = fmt.Errorf("%w: %s", err, last)
+		}
 		return err
 	case <-ctx.Done():
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -70,4 +80,24 @@ func runOnce(ctx context.Context, envoyPath string, args []string, logPath strin
 		}
 		return ctx.Err()
 	}
+}
+
+// lastLine returns the last non-empty line Envoy wrote to its log after
+// offset (bytes), at most 500 bytes of it: the reason it stopped, as a rule.
+func lastLine(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<20))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if len(last) > 500 {
+		last = last[:500]
+	}
+	return last
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,6 +83,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if _, err := os.Stat(cfg.ConfigPath); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if cfg.EnvoyPath != "" {
+		if st, err := os.Stat(cfg.EnvoyPath); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("envoy: %s is not an executable file", cfg.EnvoyPath)
+		}
+	}
 	creds, err := issueCredentials(cfg)
 	if err != nil {
 		return err
@@ -94,7 +100,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 
 	srv := xdsserver.New(cfg.Log)
-	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}}
+	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}, loader: &file.Loader{}}
 	r.reload(ctx)
 
 	// The xDS server stops after Envoy, so that Envoy never sees its
@@ -141,6 +147,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 type runner struct {
+	loader    *file.Loader
 	cfg       Config
 	srv       *xdsserver.Server
 	lastLines map[string]string
@@ -149,16 +156,20 @@ type runner struct {
 // reload reads the config, translates it and publishes the result. Status
 // lines and load errors that changed since the last reload are printed.
 func (r *runner) reload(ctx context.Context) {
-	res, problems, err := file.Load(r.cfg.ConfigPath)
+	loaded, err := r.loader.Load(r.cfg.ConfigPath)
 	if err != nil {
-		r.print("config", "error: "+err.Error())
+		r.print("config", "error: "+err.Error()+" (the last configuration keeps serving)")
 		return
 	}
+	r.print("config", "ok")
 	lines := map[string]string{}
-	for _, p := range problems {
+	for _, p := range loaded.Problems {
 		lines["load "+p.File+" "+p.Object] = "error: " + p.Err.Error()
 	}
-	out, err := translate.Run(res, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }})
+	for f, keys := range loaded.Kept {
+		lines["load "+f] = "has errors; serving the last good version of " + strings.Join(keys, ", ")
+	}
+	out, err := translate.Run(loaded.Resources, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }})
 	if out != nil && out.Result != nil {
 		for k, v := range status.Summary(out.Result.Status) {
 			lines[k] = v
@@ -210,9 +221,12 @@ func (r *runner) watch(ctx context.Context) error {
 		return err
 	}
 	defer w.Close()
-	if err := addWatches(w, r.cfg.ConfigPath); err != nil {
+	// The parent folder is watched too, so that a config folder that is
+	// deleted and created again is picked up.
+	if err := w.Add(filepath.Dir(filepath.Clean(r.cfg.ConfigPath))); err != nil {
 		return err
 	}
+	_ = addWatches(w, r.cfg.ConfigPath)
 	var timer <-chan time.Time
 	for {
 		select {
@@ -232,6 +246,9 @@ func (r *runner) watch(ctx context.Context) error {
 			r.cfg.Log.Warn("file watch", "error", err)
 		case <-timer:
 			timer = nil
+			// Watches are idempotent: re-adding picks up folders that
+			// were created or replaced since the last read.
+			_ = addWatches(w, r.cfg.ConfigPath)
 			r.reload(ctx)
 		}
 	}
@@ -325,8 +342,10 @@ func (r *runner) writeBootstrap(c *credentials, addr *net.TCPAddr) (string, erro
 		KeyFile:       c.envoyKey,
 		CAFile:        c.caFile,
 		AdminPort:     r.cfg.AdminPort,
-		ReadinessPort: r.cfg.ReadinessPort,
-		Delta:         true,
+		// Standalone Envoy is a local process: readiness on loopback only.
+		ReadinessAddress: "127.0.0.1",
+		ReadinessPort:    r.cfg.ReadinessPort,
+		Delta:            true,
 	})
 	if err != nil {
 		return "", err

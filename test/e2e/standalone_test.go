@@ -72,6 +72,7 @@ kind: Gateway
 metadata: {name: gw, namespace: default}
 spec:
   gatewayClassName: e2e
+  addresses: [{type: IPAddress, value: 127.0.0.1}]
   listeners:
   - {name: http, protocol: HTTP, port: {{.GatewayPort}}}
 {{range .Backends}}---
@@ -300,6 +301,39 @@ func TestStandaloneFollowsEdits(t *testing.T) {
 	if code, body := f.get("b.example.com", "/api/x"); code != 200 || !strings.HasPrefix(body, "beta") {
 		t.Errorf("after a bad file, b.example.com/api/x = %d %q, want 200 beta", code, body)
 	}
+
+	// A half-finished edit that breaks a document keeps the file's last
+	// good objects serving.
+	routes := filepath.Join(f.dir, "routes.yaml")
+	good, _ := os.ReadFile(routes)
+	broken := strings.Replace(string(good), "hostnames: [a.example.com]", "hostnames: [a.example.com", 1)
+	if err := os.WriteFile(routes, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(f.out.String(), "serving the last good version of HTTPRoute default/by-host") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, body := f.get("a.example.com", "/"); code != 200 || !strings.HasPrefix(body, "beta") {
+		t.Errorf("during a broken edit, a.example.com/ = %d %q, want the last good route (200 beta)", code, body)
+	}
+
+	// The whole folder deleted and created again is picked up.
+	gw, _ := os.ReadFile(filepath.Join(f.dir, "gateway.yaml"))
+	if err := os.RemoveAll(f.dir); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := os.Mkdir(f.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "gateway.yaml"), gw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.vals["HostABackend"] = "alpha"
+	render(t, routes, routesYAML, f.vals)
+	took = f.await("a.example.com", "/", 200, "alpha /")
+	t.Logf("re-created folder served after %s", took.Round(time.Millisecond))
 }
 
 func TestStandaloneRestartsEnvoy(t *testing.T) {

@@ -8,11 +8,9 @@
 package file
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -58,14 +56,15 @@ var decoder = func() runtime.Decoder {
 // Load reads path, a YAML file or a folder whose *.yaml, *.yml and *.json
 // files (recursively, in lexical order) are read. It returns the sorted
 // snapshot of every object that could be decoded, and one LoadError per
-// document that could not. The error is non-nil only when path itself
-// cannot be read.
+// document that could not. An object defined in two documents is taken from
+// the first (in file order) and the second is reported. The error is
+// non-nil only when path itself cannot be read.
 func Load(path string) (*resources.Resources, []*LoadError, error) {
 	files, err := Files(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &resources.Resources{}
+	var all []fileObjects
 	var problems []*LoadError
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -73,19 +72,59 @@ func Load(path string) (*resources.Resources, []*LoadError, error) {
 			problems = append(problems, &LoadError{File: f, Object: "file", Err: err})
 			continue
 		}
-		problems = append(problems, Decode(f, data, res)...)
+		objs, errs := decodeFile(f, data)
+		all = append(all, fileObjects{file: f, objects: objs, failed: len(errs) > 0})
+		problems = append(problems, errs...)
 	}
-	res.Sort()
-	return res, problems, nil
+	res, dups := merge(all)
+	return res, append(problems, dups...), nil
 }
 
-// Files lists the YAML and JSON files Load reads for path, sorted.
+// Object is one decoded object and its identity.
+type Object struct {
+	// Key is "Kind namespace/name" (or "Kind name" for cluster-scoped kinds).
+	Key string
+	Obj runtime.Object
+}
+
+type fileObjects struct {
+	file    string
+	objects []Object
+	failed  bool
+}
+
+// merge builds the sorted snapshot from the objects of every file, first
+// definition of a key wins.
+func merge(files []fileObjects) (*resources.Resources, []*LoadError) {
+	res := &resources.Resources{}
+	seen := map[string]string{}
+	var problems []*LoadError
+	for _, f := range files {
+		for _, o := range f.objects {
+			if first, dup := seen[o.Key]; dup {
+				problems = append(problems, &LoadError{File: f.file, Object: o.Key, Err: fmt.Errorf("also defined in %s; this definition is ignored", first)})
+				continue
+			}
+			seen[o.Key] = f.file
+			res.Add(o.Obj)
+		}
+	}
+	res.Sort()
+	return res, problems
+}
+
+// Files lists the regular YAML and JSON files Load reads for path, sorted.
+// Hidden files and folders (names starting with ".") are skipped, and so is
+// anything that is not a regular file (a named pipe would block reading).
 func Files(path string) ([]string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file", path)
+		}
 		return []string{path}, nil
 	}
 	var files []string
@@ -99,11 +138,12 @@ func Files(path string) ([]string, error) {
 			}
 			return nil
 		}
+		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
 		switch filepath.Ext(p) {
 		case ".yaml", ".yml", ".json":
-			if !strings.HasPrefix(d.Name(), ".") {
-				files = append(files, p)
-			}
+			files = append(files, p)
 		}
 		return nil
 	})
@@ -114,46 +154,75 @@ func Files(path string) ([]string, error) {
 // Decode adds every object in data, one or more YAML documents read from
 // file, to res, and returns a LoadError for each document it could not use.
 func Decode(file string, data []byte, res *resources.Resources) []*LoadError {
-	var problems []*LoadError
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for n := 1; ; n++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			problems = append(problems, &LoadError{File: file, Object: fmt.Sprintf("document %d", n), Err: err})
-			break
-		}
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-			continue
-		}
-		if err := decodeOne(doc, res); err != nil {
-			problems = append(problems, &LoadError{File: file, Object: describe(doc, n), Err: err})
-		}
+	objs, problems := decodeFile(file, data)
+	for _, o := range objs {
+		res.Add(o.Obj)
 	}
 	return problems
 }
 
-func decodeOne(doc []byte, res *resources.Resources) error {
+// decodeFile decodes every document of one file.
+func decodeFile(file string, data []byte) ([]Object, []*LoadError) {
+	var objs []Object
+	var problems []*LoadError
+	for n, doc := range splitDocuments(data) {
+		if len(bytes.TrimSpace(stripComments(doc.text))) == 0 {
+			continue
+		}
+		o, err := decodeOne(doc.text)
+		if err != nil {
+			problems = append(problems, &LoadError{File: file, Object: describe(doc.text, n+1, doc.line), Err: err})
+			continue
+		}
+		objs = append(objs, o)
+	}
+	return objs, problems
+}
+
+type document struct {
+	text []byte
+	// line is the 1-based line of the file where the document starts.
+	line int
+}
+
+// splitDocuments splits a YAML stream at "---" separator lines.
+func splitDocuments(data []byte) []document {
+	var docs []document
+	cur := document{line: 1}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for i, line := range lines {
+		t := bytes.TrimRight(line, " \t\r\n")
+		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) || bytes.HasPrefix(t, []byte("---\t")) {
+			docs = append(docs, cur)
+			cur = document{line: i + 2}
+			continue
+		}
+		cur.text = append(cur.text, line...)
+	}
+	return append(docs, cur)
+}
+
+func decodeOne(doc []byte) (Object, error) {
 	obj, gvk, err := decoder.Decode(doc, nil, nil)
 	if err != nil {
-		return err
+		return Object{}, err
 	}
 	m, ok := obj.(metav1.Object)
 	if !ok {
-		return fmt.Errorf("%s is not an object with metadata", gvk.Kind)
+		return Object{}, fmt.Errorf("%s is not an object with metadata", gvk.Kind)
 	}
 	if m.GetName() == "" {
-		return errors.New("metadata.name is required")
+		return Object{}, errors.New("metadata.name is required")
 	}
+	key := gvk.Kind + " " + m.GetName()
 	switch obj.(type) {
-	case *gwapiv1.GatewayClass, *corev1.Namespace:
+	case *gwapiv1.GatewayClass, *gwapiv1beta1.GatewayClass, *corev1.Namespace:
 		m.SetNamespace("")
 	default:
 		if m.GetNamespace() == "" {
 			m.SetNamespace(metav1.NamespaceDefault)
 		}
+		key = gvk.Kind + " " + m.GetNamespace() + "/" + m.GetName()
 	}
 	if m.GetGeneration() == 0 {
 		m.SetGeneration(1)
@@ -168,15 +237,15 @@ func decodeOne(doc []byte, res *resources.Resources) error {
 		}
 		s.StringData = nil
 	}
-	if !res.Add(obj) {
-		return fmt.Errorf("kind %s (%s) is not read by xds-controller", gvk.Kind, gvk.GroupVersion())
+	if !(&resources.Resources{}).Add(obj) {
+		return Object{}, fmt.Errorf("kind %s (%s) is not read by xds-controller", gvk.Kind, gvk.GroupVersion())
 	}
-	return nil
+	return Object{Key: key, Obj: obj}, nil
 }
 
 // describe names a document for an error: "Kind namespace/name" as far as
-// the document says, else "document N".
-func describe(doc []byte, n int) string {
+// the document says, else "document N (line L)".
+func describe(doc []byte, n, line int) string {
 	var meta struct {
 		Kind     string `json:"kind"`
 		Metadata struct {
@@ -185,7 +254,7 @@ func describe(doc []byte, n int) string {
 		} `json:"metadata"`
 	}
 	if err := utilyaml.Unmarshal(doc, &meta); err != nil || meta.Kind == "" {
-		return fmt.Sprintf("document %d", n)
+		return fmt.Sprintf("document %d (line %d)", n, line)
 	}
 	name := meta.Metadata.Name
 	if meta.Metadata.Namespace != "" {

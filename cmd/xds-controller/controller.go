@@ -1,0 +1,63 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
+)
+
+func newControllerCommand() *cobra.Command {
+	cfg := kubernetes.Config{}
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the Kubernetes controller: watch Gateway API objects, serve xDS, write status",
+		Long: `Watches GatewayClasses of controllerName xds-controller.dev/gateway-controller,
+their Gateways and HTTPRoutes and what they reference, translates them, serves
+the result over xDS (mutual TLS; the CA is kept in the Secret xds-controller-ca
+of --namespace, created when missing) and writes status conditions.
+
+Every replica serves xDS; with --leader-elect only the elected leader writes
+status and infrastructure (Lease xds-controller.dev in --namespace).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var rc *rest.Config
+			var err error
+			if kubeconfig != "" {
+				rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+			} else {
+				rc, err = ctrlconfig.GetConfig()
+			}
+			if err != nil {
+				return fmt.Errorf("kubernetes client configuration: %w", err)
+			}
+			cfg.RestConfig = rc
+			cfg.Log = slog.Default()
+			c, err := kubernetes.New(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return c.Start(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	f.StringVar(&cfg.Namespace, "namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), kubernetes.DefaultNamespace), "the controller's namespace (CA Secret, leader Lease, shared fleets)")
+	f.StringVar(&cfg.XDSAddress, "xds-address", kubernetes.DefaultXDSAddress, "address of the xDS server (mutual TLS)")
+	f.StringVar(&cfg.MetricsAddress, "metrics-address", ":8080", `address of /metrics ("0" disables)`)
+	f.StringVar(&cfg.HealthAddress, "health-address", ":8081", `address of /healthz and /readyz ("0" disables)`)
+	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect a leader among replicas; only the leader writes status and infrastructure")
+	f.StringVar(&cfg.TrustDomain, "trust-domain", kubernetes.DefaultTrustDomain, "SPIFFE trust domain of the xDS channel")
+	f.DurationVar(&cfg.Debounce, "debounce", kubernetes.DefaultDebounce, "quiet time after a change before translating")
+	f.DurationVar(&cfg.MaxDebounce, "max-debounce", kubernetes.DefaultMaxDebounce, "longest wait before translating while changes keep coming")
+	f.StringVar(&cfg.ServiceAccount, "service-account", kubernetes.DefaultServiceAccount, "the controller's ServiceAccount (names the xDS server identity)")
+	return cmd
+}

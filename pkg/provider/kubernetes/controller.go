@@ -1,0 +1,360 @@
+package kubernetes
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/rand"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/status"
+	"github.com/xds-controller/xds-controller/pkg/xdsserver"
+)
+
+// Defaults.
+const (
+	DefaultNamespace        = "xds-controller-system"
+	DefaultServiceAccount   = "xds-controller"
+	DefaultLeaderElectionID = "xds-controller.dev"
+	DefaultXDSAddress       = ":18000"
+	DefaultTrustDomain      = "cluster.local"
+	DefaultDebounce         = 100 * time.Millisecond
+	DefaultMaxDebounce      = time.Second
+)
+
+// Config is what `xds-controller serve controller` takes.
+type Config struct {
+	// RestConfig reaches the API server.
+	RestConfig *rest.Config
+	// Namespace is the controller's own namespace: the CA Secret, the
+	// leader election Lease and the shared fleets live there.
+	Namespace string
+	// ServiceAccount is the controller's; it names the xDS server's SPIFFE
+	// ID and DNS names. Default "xds-controller".
+	ServiceAccount string
+	// XDSAddress is where the xDS server listens (default ":18000").
+	XDSAddress string
+	// MetricsAddress and HealthAddress serve /metrics and /healthz,
+	// /readyz; "0" or "" disables them.
+	MetricsAddress string
+	HealthAddress  string
+	// LeaderElect enables leader election; without it this replica always
+	// leads (one replica only!).
+	LeaderElect bool
+	// LeaderElectionID names the Lease (default "xds-controller.dev").
+	LeaderElectionID string
+	// LeaderIdentity is this replica's name in the Lease (default
+	// hostname_random).
+	LeaderIdentity string
+	// LeaseDuration, RenewDeadline, RetryPeriod: controller-runtime's
+	// defaults (15s, 10s, 2s) when zero.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// TrustDomain of the xDS channel's SPIFFE IDs (default cluster.local).
+	TrustDomain string
+	// Debounce is the quiet time after a change before a translation;
+	// MaxDebounce bounds the wait while changes keep coming.
+	Debounce, MaxDebounce time.Duration
+	// ControllerName is ours (default gatewayapi.ControllerName).
+	ControllerName gwapiv1.GatewayController
+	// StatusQPS and StatusBurst limit status writes (defaults 20, 50).
+	StatusQPS   float32
+	StatusBurst int
+	// GracefulShutdownTimeout bounds the shutdown (default 30s).
+	GracefulShutdownTimeout time.Duration
+	// AddToScheme registers the types of Hooks.Watches.
+	AddToScheme func(*runtime.Scheme) error
+	// Hooks plug in pkg/infra.
+	Hooks Hooks
+	// Log receives operational messages (default slog.Default()).
+	Log *slog.Logger
+}
+
+func (c *Config) defaults() error {
+	if c.RestConfig == nil {
+		return errors.New("no Kubernetes client configuration")
+	}
+	c.Namespace = cmp.Or(c.Namespace, os.Getenv("POD_NAMESPACE"), DefaultNamespace)
+	c.ServiceAccount = cmp.Or(c.ServiceAccount, DefaultServiceAccount)
+	c.XDSAddress = cmp.Or(c.XDSAddress, DefaultXDSAddress)
+	c.LeaderElectionID = cmp.Or(c.LeaderElectionID, DefaultLeaderElectionID)
+	if c.LeaderIdentity == "" {
+		host, _ := os.Hostname()
+		c.LeaderIdentity = cmp.Or(host, "xds-controller") + "_" + rand.String(8)
+	}
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, 15*time.Second)
+	c.RenewDeadline = cmp.Or(c.RenewDeadline, 10*time.Second)
+	c.RetryPeriod = cmp.Or(c.RetryPeriod, 2*time.Second)
+	c.TrustDomain = cmp.Or(c.TrustDomain, DefaultTrustDomain)
+	c.Debounce = cmp.Or(c.Debounce, DefaultDebounce)
+	c.MaxDebounce = max(cmp.Or(c.MaxDebounce, DefaultMaxDebounce), c.Debounce)
+	c.ControllerName = cmp.Or(c.ControllerName, gatewayapi.ControllerName)
+	c.GracefulShutdownTimeout = cmp.Or(c.GracefulShutdownTimeout, 30*time.Second)
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return nil
+}
+
+// setLoggerOnce sets controller-runtime's global logger (client-go's
+// reflectors log through it) from the first replica's logger.
+var setLoggerOnce sync.Once
+
+// Controller is one replica of the controller.
+type Controller struct {
+	cfg    Config
+	mgr    manager.Manager
+	srv    *xdsserver.Server
+	writer *status.Writer
+	leader *leadership
+	ident  *Identity
+	pipe   *pipeline
+	xdsLis net.Listener
+}
+
+// Scheme returns the scheme the controller reads with: client-go's types
+// and Gateway API v1 and v1beta1.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwapiv1.Install, gwapiv1beta1.Install} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// New sets up a replica: it reads (or creates) the CA Secret, issues the
+// xDS server certificate, binds the xDS listener and builds the manager.
+// Nothing runs until Start.
+func New(ctx context.Context, cfg Config) (*Controller, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AddToScheme != nil {
+		if err := cfg.AddToScheme(scheme); err != nil {
+			return nil, err
+		}
+	}
+	direct, err := client.New(cfg.RestConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	ident, err := LoadOrCreateIdentity(ctx, direct, cfg.Namespace, cfg.ServiceAccount, cfg.TrustDomain)
+	if err != nil {
+		return nil, err
+	}
+
+	setLoggerOnce.Do(func() { ctrllog.SetLogger(logr.FromSlogHandler(cfg.Log.Handler())) })
+	leader := &leadership{}
+	opts := manager.Options{
+		Scheme:                  scheme,
+		Logger:                  logr.FromSlogHandler(cfg.Log.Handler()),
+		Metrics:                 metricsserver.Options{BindAddress: cmp.Or(cfg.MetricsAddress, "0")},
+		HealthProbeBindAddress:  cmp.Or(cfg.HealthAddress, "0"),
+		GracefulShutdownTimeout: &cfg.GracefulShutdownTimeout,
+		Cache:                   cacheOptions(),
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Never cache full Secrets or ConfigMaps, whoever reads them.
+			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+		}},
+	}
+	if cfg.LeaderElect {
+		lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, cfg.Namespace, cfg.LeaderElectionID,
+			resourcelock.ResourceLockConfig{Identity: cfg.LeaderIdentity}, cfg.RestConfig, cfg.RenewDeadline)
+		if err != nil {
+			return nil, fmt.Errorf("leader election lock: %w", err)
+		}
+		leader.guard = &leaseGuard{Interface: lock, valid: cfg.RenewDeadline}
+		opts.LeaderElection = true
+		opts.LeaderElectionID = cfg.LeaderElectionID
+		opts.LeaderElectionNamespace = cfg.Namespace
+		opts.LeaderElectionResourceLockInterface = leader.guard
+		opts.LeaderElectionReleaseOnCancel = true
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &cfg.LeaseDuration, &cfg.RenewDeadline, &cfg.RetryPeriod
+	}
+	mgr, err := manager.New(cfg.RestConfig, opts)
+	if err != nil {
+		return nil, err
+	}
+
+	srv := xdsserver.New(cfg.Log)
+	writer := status.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), status.Options{
+		ControllerName: cfg.ControllerName,
+		Leading:        leader.Leading,
+		QPS:            cfg.StatusQPS,
+		Burst:          cfg.StatusBurst,
+		Log:            cfg.Log,
+	})
+	c := &Controller{cfg: cfg, mgr: mgr, srv: srv, writer: writer, leader: leader, ident: ident}
+	c.pipe = &pipeline{
+		cfg:     &c.cfg,
+		log:     cfg.Log,
+		cache:   mgr.GetCache(),
+		srv:     srv,
+		writer:  writer,
+		leader:  leader,
+		ident:   ident,
+		secrets: newSecretCache(mgr.GetCache(), mgr.GetAPIReader()),
+		kick:    make(chan struct{}, 1),
+	}
+	if cfg.Hooks.Provisioner != nil {
+		c.pipe.prov = newProvisionLoop(cfg.Hooks.Provisioner, leader, cfg.Log)
+	}
+
+	c.xdsLis, err = net.Listen("tcp", cfg.XDSAddress)
+	if err != nil {
+		return nil, fmt.Errorf("xDS listener: %w", err)
+	}
+	runnables := []manager.Runnable{
+		c.pipe,
+		// Every replica serves xDS (see the package comment).
+		manager.RunnableFunc(func(ctx context.Context) error {
+			return srv.Serve(ctx, c.xdsLis, ident.ServerTLS())
+		}),
+		// The status writer runs everywhere, and writes only while leading.
+		manager.RunnableFunc(writer.Run),
+		&leaderRunnable{l: leader, onStart: func() {
+			cfg.Log.Info("leading: writing status and infrastructure", "identity", cfg.LeaderIdentity)
+			writer.Resync()
+			if c.pipe.prov != nil {
+				c.pipe.prov.again()
+			}
+		}},
+	}
+	for _, r := range runnables {
+		if err := mgr.Add(r); err != nil {
+			c.xdsLis.Close()
+			return nil, err
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("translated", func(*http.Request) error {
+		if !c.pipe.synced.Load() {
+			return errors.New("no translation yet")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// cacheOptions limit the informer caches to what we act on (see the
+// package comment).
+func cacheOptions() cache.Options {
+	hasService, _ := labels.NewRequirement(discoveryv1.LabelServiceName, selection.Exists, nil)
+	return cache.Options{
+		DefaultTransform: stripObject,
+		ByObject: map[client.Object]cache.ByObject{
+			&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*hasService)},
+			&corev1.Secret{}:             {Transform: stripToIdentity},
+			&corev1.ConfigMap{}:          {Transform: stripToIdentity},
+		},
+	}
+}
+
+// lastApplied is kubectl's annotation, often the size of the object itself.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// stripObject drops what no one reads from cached objects: managed fields
+// and kubectl's last-applied annotation.
+func stripObject(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a[lastApplied] != "" {
+			a = maps.Clone(a)
+			delete(a, lastApplied)
+			m.SetAnnotations(a)
+		}
+	}
+	return obj, nil
+}
+
+// stripToIdentity keeps only what identifies an object and its version
+// (Secrets and ConfigMaps are cached as metadata only).
+func stripToIdentity(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+		m.SetAnnotations(nil)
+		m.SetLabels(nil)
+		m.SetOwnerReferences(nil)
+		m.SetFinalizers(nil)
+	}
+	return obj, nil
+}
+
+// Start runs the replica until ctx ends (or it loses the lead, which ends
+// the process's manager with an error, as controller-runtime does).
+func (c *Controller) Start(ctx context.Context) error {
+	c.cfg.Log.Info("controller starting", "namespace", c.cfg.Namespace, "xds", c.xdsLis.Addr().String(),
+		"leaderElection", c.cfg.LeaderElect, "identity", c.cfg.LeaderIdentity, "serverID", c.ident.ServerID.String())
+	return c.mgr.Start(ctx)
+}
+
+// XDSAddr is the xDS listener's address.
+func (c *Controller) XDSAddr() net.Addr { return c.xdsLis.Addr() }
+
+// XDS is the replica's xDS server.
+func (c *Controller) XDS() *xdsserver.Server { return c.srv }
+
+// Identity is the replica's CA and server certificate.
+func (c *Controller) Identity() *Identity { return c.ident }
+
+// Leading reports whether this replica leads now.
+func (c *Controller) Leading() bool { return c.leader.Leading() }
+
+// Stats are counters for tests and debugging.
+type Stats struct {
+	// Runs is the number of completed pipeline runs; Failed those that
+	// kept the previous configuration.
+	Runs, Failed int64
+	// StatusWrites is the number of status writes sent.
+	StatusWrites int64
+	// CachedSecrets is the number of referenced Secrets held in full;
+	// SecretGets the uncached Secret reads so far.
+	CachedSecrets int
+	SecretGets    int64
+}
+
+// Stats returns the replica's counters.
+func (c *Controller) Stats() Stats {
+	n, gets := c.pipe.secrets.stats()
+	return Stats{
+		Runs: c.pipe.runs.Load(), Failed: c.pipe.failed.Load(),
+		StatusWrites:  c.writer.Writes(),
+		CachedSecrets: n, SecretGets: gets,
+	}
+}

@@ -1,0 +1,59 @@
+// Package kubernetes is the controller mode of xds-controller: a
+// controller-runtime manager that watches the Gateway API objects and what
+// they reference, turns its caches into a resources.Resources snapshot,
+// translates it with the same pure pipeline as standalone mode
+// (translate.Run), publishes the xDS output of every proxy scope whose
+// output changed, hands the desired status to pkg/status, and the desired
+// infrastructure to the provisioner hook (pkg/infra).
+//
+// # Pipeline
+//
+// Every watch event (after filtering: a status-only change of one of our
+// objects only asks the status writer to re-check that object, which puts
+// back our status if someone else changed it; a Secret or ConfigMap event
+// counts only when one of our Gateways references it; a Namespace event
+// only when its labels change) kicks a debouncer: the pipeline runs after Debounce of quiet, and at least every
+// MaxDebounce while events keep coming. One run lists the caches (sorted),
+// translates, publishes changed scopes to the xDS server and removes scopes
+// that vanished, then updates the status writer and the provisioner. A
+// failed translation is logged and changes nothing that is served: the last
+// good configuration stays published.
+//
+// # Caches
+//
+// Gateway API objects, Services and EndpointSlices (only those labelled
+// kubernetes.io/service-name) are cached in full, without managedFields.
+// Secrets and ConfigMaps are watched as metadata only (PartialObjectMetadata
+// with labels and annotations dropped), so a cluster with 30,000 Secrets
+// costs a few MB, not the Secrets' data: the Secrets that our Gateways'
+// listeners reference are read with an uncached GET, and kept in a small map
+// keyed by namespace/name and refreshed only when the metadata cache shows a
+// newer resourceVersion. The manager's client never caches Secrets or
+// ConfigMaps (a typed Get goes to the API server), so no other code path
+// can start a full Secret informer by accident. Namespaces are watched as
+// metadata too (only their labels matter).
+//
+// # Leader election, and why every replica serves xDS
+//
+// Every replica watches, translates and serves xDS on its own: the
+// translation is a pure function of the watched objects, so all replicas
+// publish the same snapshots (the version is a content hash, identical
+// across replicas and restarts). Envoy may therefore connect to any replica
+// behind the xDS Service, an Envoy never depends on which replica leads, and
+// a leader change or a replica restart does not disconnect or reconfigure
+// any proxy: xDS capacity scales with replicas, and losing the leader costs
+// no data-plane availability. The alternative (only the leader serves)
+// would make every leader change a reconnect storm for the whole fleet and
+// leave Envoys without a control plane until the new leader's caches sync.
+//
+// Only writes to the API server are the leader's: status (pkg/status) and
+// infrastructure (the provisioner). The leader is elected with
+// controller-runtime's leader election on the Lease "xds-controller.dev" in
+// the controller's namespace. The lock is wrapped (leaseGuard) so that we
+// know when our last successful renewal started: Leading() is true only
+// while the leader runnable runs and that renewal is younger than the renew
+// deadline, and it is checked right before every single write. A replica
+// that loses the lead stops writing at once, even before controller-runtime
+// notices and exits the process. When a replica becomes leader, the status
+// writer re-checks every object and the provisioner runs.
+package kubernetes

@@ -1,0 +1,181 @@
+package kubernetes
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/xds-controller/xds-controller/pkg/pki"
+)
+
+// The xDS channel's certificates until issue 5 brings SVIDs from an
+// identity service: a CA kept in the Secret CASecretName of the controller's
+// namespace (created by the first replica that finds it missing; every
+// replica reads it), a server certificate issued in memory and renewed
+// before it expires, and client certificates for the fleets, issued by the
+// provisioner through IssueFleetCertificate.
+
+// CASecretName is the Secret, in the controller's namespace, that holds the
+// xDS CA (keys ca.crt and ca.key).
+const CASecretName = "xds-controller-ca"
+
+// Validities.
+const (
+	caValidity     = 10 * 365 * 24 * time.Hour
+	serverValidity = 30 * 24 * time.Hour
+	// FleetCertificateValidity is the lifetime of a fleet's client
+	// certificate (replaced by short-lived SVIDs in issue 5).
+	FleetCertificateValidity = 365 * 24 * time.Hour
+)
+
+// Identity is the controller's CA and its xDS server certificate.
+type Identity struct {
+	CA          *pki.CA
+	TrustDomain spiffeid.TrustDomain
+	// ServerID is the xDS server's SPIFFE ID,
+	// spiffe://<trust-domain>/ns/<namespace>/sa/<serviceAccount>.
+	ServerID spiffeid.ID
+	dnsNames []string
+
+	mu     sync.Mutex
+	server *tls.Certificate
+}
+
+// LoadOrCreateIdentity reads the CA from the Secret CASecretName in
+// namespace, creating it when missing (when several replicas race, the
+// loser of the Create reads the winner's), and issues the server
+// certificate for serviceAccount: SANs DNS <serviceAccount>.<ns>.svc and
+// <serviceAccount>.<ns>.svc.cluster.local, URI the SPIFFE ID. c must read
+// Secrets from the API server, not from a cache.
+func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, serviceAccount, trustDomain string) (*Identity, error) {
+	td, err := spiffeid.TrustDomainFromString(trustDomain)
+	if err != nil {
+		return nil, fmt.Errorf("trust domain: %w", err)
+	}
+	ca, err := loadOrCreateCA(ctx, c, namespace, td)
+	if err != nil {
+		return nil, err
+	}
+	id, err := spiffeid.FromSegments(td, "ns", namespace, "sa", serviceAccount)
+	if err != nil {
+		return nil, err
+	}
+	ident := &Identity{
+		CA:          ca,
+		TrustDomain: td,
+		ServerID:    id,
+		dnsNames:    []string{serviceAccount + "." + namespace + ".svc", serviceAccount + "." + namespace + ".svc.cluster.local"},
+	}
+	if _, err := ident.serverCertificate(); err != nil {
+		return nil, err
+	}
+	return ident, nil
+}
+
+func loadOrCreateCA(ctx context.Context, c client.Client, namespace string, td spiffeid.TrustDomain) (*pki.CA, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: CASecretName}
+	for range 5 {
+		var s corev1.Secret
+		err := c.Get(ctx, key, &s)
+		if err == nil {
+			ca, err := pki.ParseCA(s.Data[pki.CACertFile], s.Data[pki.CAKeyFile])
+			if err != nil {
+				return nil, fmt.Errorf("CA Secret %s: %w", key, err)
+			}
+			if time.Now().After(ca.Cert.NotAfter) {
+				return nil, fmt.Errorf("CA Secret %s expired at %s; delete it to create a new one (every fleet then needs new client certificates)", key, ca.Cert.NotAfter.Format(time.RFC3339))
+			}
+			return ca, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading CA Secret %s: %w", key, err)
+		}
+		ca, keyPEM, err := pki.NewCA(td, caValidity)
+		if err != nil {
+			return nil, err
+		}
+		s = corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: namespace,
+				Name:      CASecretName,
+				Labels:    map[string]string{"app.kubernetes.io/managed-by": "xds-controller"},
+			},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{pki.CACertFile: ca.CertPEM, pki.CAKeyFile: keyPEM},
+		}
+		err = c.Create(ctx, &s)
+		if err == nil {
+			return ca, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating CA Secret %s: %w", key, err)
+		}
+		// Another replica created it first: read theirs.
+	}
+	return nil, fmt.Errorf("CA Secret %s: could not read or create it", key)
+}
+
+// serverCertificate returns the xDS server certificate, issuing a new one
+// when there is none or when less than a third of its lifetime is left.
+func (i *Identity) serverCertificate() (*tls.Certificate, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.server != nil {
+		leaf := i.server.Leaf
+		if time.Until(leaf.NotAfter) > leaf.NotAfter.Sub(leaf.NotBefore)/3 {
+			return i.server, nil
+		}
+	}
+	svid, err := i.CA.Issue(i.ServerID, serverValidity, pki.ServerAuth, i.dnsNames, nil)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(svid.CertPEM, svid.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	pair.Leaf = svid.Cert
+	i.server = &pair
+	return i.server, nil
+}
+
+// ServerTLS is the xDS server's TLS configuration: TLS 1.3, ALPN h2, a
+// client certificate signed by our CA required.
+func (i *Identity) ServerTLS() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return i.serverCertificate()
+		},
+		ClientAuth: tls.RequireAndVerifyClientCert,
+		ClientCAs:  i.CA.Pool(),
+		NextProtos: []string{"h2"},
+	}
+}
+
+// IssueFleetCertificate issues the xDS client certificate of a fleet whose
+// pods run as serviceAccount in fleetNamespace: URI SAN
+// spiffe://<trust-domain>/ns/<fleetNamespace>/sa/<serviceAccount>, valid
+// FleetCertificateValidity. It returns the certificate, its key and the CA
+// certificate, PEM encoded, for the fleet's `<fleet>-xds-client` Secret.
+// Issue 5 replaces it with short-lived SVIDs.
+func (i *Identity) IssueFleetCertificate(fleetNamespace, serviceAccount string) (certPEM, keyPEM, caPEM []byte, err error) {
+	id, err := spiffeid.FromSegments(i.TrustDomain, "ns", fleetNamespace, "sa", serviceAccount)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	svid, err := i.CA.Issue(id, FleetCertificateValidity, pki.ClientAuth, nil, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return svid.CertPEM, svid.KeyPEM, i.CA.CertPEM, nil
+}

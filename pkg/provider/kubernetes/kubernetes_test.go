@@ -1,0 +1,179 @@
+package kubernetes
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/resources"
+)
+
+func TestReferencedSecrets(t *testing.T) {
+	ns := gwapiv1.Namespace("certs")
+	core, secret, other := gwapiv1.Group(""), gwapiv1.Kind("Secret"), gwapiv1.Kind("ConfigMap")
+	tls := func(refs ...gwapiv1.SecretObjectReference) gwapiv1.Listener {
+		return gwapiv1.Listener{Name: "https", Protocol: gwapiv1.HTTPSProtocolType, Port: 443, TLS: &gwapiv1.ListenerTLSConfig{CertificateRefs: refs}}
+	}
+	res := &resources.Resources{
+		GatewayClasses: []*gwapiv1.GatewayClass{
+			{ObjectMeta: metav1.ObjectMeta{Name: "xds"}, Spec: gwapiv1.GatewayClassSpec{ControllerName: gatewayapi.ControllerName}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}, Spec: gwapiv1.GatewayClassSpec{ControllerName: "example.com/other"}},
+		},
+		Gateways: []*gwapiv1.Gateway{
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "xds", Listeners: []gwapiv1.Listener{
+				tls(gwapiv1.SecretObjectReference{Name: "b"}, gwapiv1.SecretObjectReference{Name: "a", Group: &core, Kind: &secret}),
+				{Name: "http", Protocol: gwapiv1.HTTPProtocolType, Port: 80},
+			}}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "xds", Listeners: []gwapiv1.Listener{
+				tls(gwapiv1.SecretObjectReference{Name: "x", Namespace: &ns}, gwapiv1.SecretObjectReference{Name: "a"}, gwapiv1.SecretObjectReference{Name: "cm", Kind: &other}),
+			}}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "theirs", Listeners: []gwapiv1.Listener{
+				tls(gwapiv1.SecretObjectReference{Name: "not-ours"}),
+			}}},
+		},
+	}
+	got := referencedSecrets(res, gatewayapi.ControllerName)
+	want := []types.NamespacedName{{Namespace: "certs", Name: "x"}, {Namespace: "default", Name: "a"}, {Namespace: "default", Name: "b"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+type fakeLock struct {
+	resourcelock.Interface
+	id  string
+	err error
+}
+
+func (f *fakeLock) Identity() string { return f.id }
+func (f *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
+	return f.err
+}
+func (f *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	return f.err
+}
+
+func TestLeadership(t *testing.T) {
+	lock := &fakeLock{id: "me"}
+	g := &leaseGuard{Interface: lock, valid: 50 * time.Millisecond}
+	l := &leadership{guard: g}
+	if l.Leading() {
+		t.Fatal("leading before election")
+	}
+	_ = g.Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
+	l.running.Store(true)
+	if !l.Leading() {
+		t.Fatal("not leading after acquiring the Lease")
+	}
+	// Renewals fail: the lead expires on our side after the renew deadline.
+	lock.err = errors.New("apiserver unreachable")
+	_ = g.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
+	time.Sleep(60 * time.Millisecond)
+	if l.Leading() {
+		t.Fatal("still leading after renewals failed past the deadline")
+	}
+	// Renewed again; then released.
+	lock.err = nil
+	_ = g.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
+	if !l.Leading() {
+		t.Fatal("not leading after a renewal")
+	}
+	_ = g.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: ""})
+	if l.Leading() {
+		t.Fatal("leading after releasing the Lease")
+	}
+	// Without leader election the runnable alone decides.
+	solo := &leadership{}
+	solo.running.Store(true)
+	if !solo.Leading() {
+		t.Fatal("a replica without leader election does not lead")
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	s, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).Build()
+	ctx := context.Background()
+	a, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second replica reads the same CA.
+	b, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.CA.Cert.Equal(b.CA.Cert) {
+		t.Fatal("the second replica made its own CA")
+	}
+	var sec corev1.Secret
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "system", Name: CASecretName}, &sec); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := a.serverCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := cert.Leaf
+	if leaf.URIs[0].String() != "spiffe://cluster.local/ns/system/sa/xds-controller" ||
+		leaf.DNSNames[0] != "xds-controller.system.svc" || leaf.DNSNames[1] != "xds-controller.system.svc.cluster.local" {
+		t.Errorf("server certificate: URIs %v DNS %v", leaf.URIs, leaf.DNSNames)
+	}
+	if a.ServerTLS().ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Error("the xDS server does not require client certificates")
+	}
+
+	certPEM, keyPEM, caPEM, err := b.IssueFleetCertificate("gw-ns", "web-xds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(certPEM)
+	fleet, _ := x509.ParseCertificate(blk.Bytes)
+	if fleet.URIs[0].String() != "spiffe://cluster.local/ns/gw-ns/sa/web-xds" {
+		t.Errorf("fleet certificate ID %v", fleet.URIs)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	if _, err := fleet.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("fleet certificate does not verify against the CA: %v", err)
+	}
+	if d := time.Until(fleet.NotAfter); d < 364*24*time.Hour {
+		t.Errorf("fleet certificate valid only %s", d)
+	}
+}
+
+func TestScopeFor(t *testing.T) {
+	gw := &gwapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "xds"}}
+	if got := ScopeFor(ModeShared, gw); got != "gatewayclass/xds" {
+		t.Errorf("shared: %s", got)
+	}
+	if got := ScopeFor(ModeDedicated, gw); got != "gateway/ns/web" {
+		t.Errorf("dedicated: %s", got)
+	}
+	if got := ServiceFor(gw); got != (types.NamespacedName{Namespace: "ns", Name: "web-xds"}) {
+		t.Errorf("service: %s", got)
+	}
+}

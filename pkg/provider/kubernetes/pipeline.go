@@ -1,0 +1,395 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/resources"
+	"github.com/xds-controller/xds-controller/pkg/status"
+	"github.com/xds-controller/xds-controller/pkg/translate"
+	"github.com/xds-controller/xds-controller/pkg/xdsserver"
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+)
+
+// pipeline is the runnable that runs on every replica: watch, debounce,
+// snapshot, translate, publish, then hand status and infrastructure to the
+// leader-only writers.
+type pipeline struct {
+	cfg     *Config
+	log     *slog.Logger
+	cache   cache.Cache
+	srv     *xdsserver.Server
+	writer  *status.Writer
+	leader  *leadership
+	ident   *Identity
+	secrets *secretCache
+
+	kick chan struct{}
+
+	refMu         sync.Mutex
+	secretRefs    map[types.NamespacedName]bool
+	configMapRefs map[types.NamespacedName]bool
+
+	synced atomic.Bool  // one run completed
+	runs   atomic.Int64 // completed runs
+	failed atomic.Int64 // runs that kept the previous configuration
+
+	prov *provisionLoop
+}
+
+func (p *pipeline) NeedLeaderElection() bool { return false }
+
+// trigger asks for a run after the debounce.
+func (p *pipeline) trigger() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start registers the event handlers (each GetInformer waits for its
+// informer's initial sync), then runs the debounced pipeline until ctx
+// ends.
+func (p *pipeline) Start(ctx context.Context) error {
+	if err := p.watch(ctx); err != nil {
+		return err
+	}
+	if p.prov != nil {
+		go p.prov.run(ctx)
+	}
+	p.trigger()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.kick:
+		}
+		first := time.Now()
+		quiet := time.NewTimer(p.cfg.Debounce)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				quiet.Stop()
+				return nil
+			case <-p.kick:
+				left := p.cfg.MaxDebounce - time.Since(first)
+				if left <= 0 {
+					break wait
+				}
+				quiet.Reset(min(p.cfg.Debounce, left))
+			case <-quiet.C:
+				break wait
+			}
+		}
+		quiet.Stop()
+		p.run(ctx)
+	}
+}
+
+// watch registers an event handler on every informer we read.
+func (p *pipeline) watch(ctx context.Context) error {
+	type watch struct {
+		obj     client.Object
+		handler toolscache.ResourceEventHandler
+	}
+	watches := []watch{
+		{&gwapiv1.GatewayClass{}, p.ownedHandler(status.KindGatewayClass)},
+		{&gwapiv1.Gateway{}, p.ownedHandler(status.KindGateway)},
+		{&gwapiv1.HTTPRoute{}, p.ownedHandler(status.KindHTTPRoute)},
+		{&gwapiv1.ReferenceGrant{}, p.anyHandler()},
+		{&corev1.Service{}, p.anyHandler()},
+		{&discoveryv1.EndpointSlice{}, p.anyHandler()},
+		{metadataOf("Namespace"), p.namespaceHandler()},
+		{metadataOf("Secret"), p.referencedHandler(func() map[types.NamespacedName]bool { return p.secretRefs })},
+		{metadataOf("ConfigMap"), p.referencedHandler(func() map[types.NamespacedName]bool { return p.configMapRefs })},
+	}
+	for _, obj := range p.cfg.Hooks.Watches {
+		watches = append(watches, watch{obj, p.anyHandler()})
+	}
+	for _, w := range watches {
+		inf, err := p.cache.GetInformer(ctx, w.obj)
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", w.obj, err)
+		}
+		if _, err := inf.AddEventHandler(w.handler); err != nil {
+			return fmt.Errorf("watching %T: %w", w.obj, err)
+		}
+	}
+	if !p.cache.WaitForCacheSync(ctx) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+func objectOf(obj any) metav1.Object {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	o, _ := obj.(metav1.Object)
+	return o
+}
+
+// anyHandler re-runs the pipeline on every event.
+func (p *pipeline) anyHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { p.trigger() },
+		UpdateFunc: func(any, any) { p.trigger() },
+		DeleteFunc: func(any) { p.trigger() },
+	}
+}
+
+// ownedHandler is for the objects whose status we write. A change that
+// leaves the generation alone is a status (or metadata) change: it does not
+// change the translation, so it only asks the status writer to compare that
+// object again (which puts back our status if someone else changed it).
+func (p *pipeline) ownedHandler(kind status.Kind) toolscache.ResourceEventHandler {
+	enqueue := func(o metav1.Object) {
+		p.writer.Enqueue(status.Key{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			p.trigger()
+			// A re-created object may get the very status its predecessor
+			// had, which the writer would not queue as a change.
+			if o := objectOf(obj); o != nil {
+				enqueue(o)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := objectOf(oldObj), objectOf(newObj)
+			if o == nil || n == nil || o.GetGeneration() != n.GetGeneration() ||
+				!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) {
+				p.trigger()
+				return
+			}
+			enqueue(n)
+		},
+		DeleteFunc: func(any) { p.trigger() },
+	}
+}
+
+// namespaceHandler re-runs the pipeline when a namespace appears, goes, or
+// changes its labels (listener allowedRoutes selectors read them).
+func (p *pipeline) namespaceHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { p.trigger() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := objectOf(oldObj), objectOf(newObj)
+			if o == nil || n == nil || !equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) {
+				p.trigger()
+			}
+		},
+		DeleteFunc: func(any) { p.trigger() },
+	}
+}
+
+// referencedHandler re-runs the pipeline only for objects that a Gateway
+// of ours references.
+func (p *pipeline) referencedHandler(refs func() map[types.NamespacedName]bool) toolscache.ResourceEventHandler {
+	check := func(obj any) {
+		o := objectOf(obj)
+		if o == nil {
+			p.trigger()
+			return
+		}
+		p.refMu.Lock()
+		hit := refs()[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}]
+		p.refMu.Unlock()
+		if hit {
+			p.trigger()
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    check,
+		UpdateFunc: func(_, n any) { check(n) },
+		DeleteFunc: check,
+	}
+}
+
+func (p *pipeline) setReferences(secrets, configMaps []types.NamespacedName) {
+	s := make(map[types.NamespacedName]bool, len(secrets))
+	for _, k := range secrets {
+		s[k] = true
+	}
+	c := make(map[types.NamespacedName]bool, len(configMaps))
+	for _, k := range configMaps {
+		c[k] = true
+	}
+	p.refMu.Lock()
+	p.secretRefs, p.configMapRefs = s, c
+	p.refMu.Unlock()
+}
+
+// retryAfter is the wait before a run that failed to read its inputs is
+// tried again.
+const retryAfter = time.Second
+
+// run is one pass of the pipeline. Nothing in it can remove serving
+// configuration on failure: a snapshot that cannot be read or a
+// translation that fails keeps every scope's last published snapshot.
+func (p *pipeline) run(ctx context.Context) {
+	start := time.Now()
+	res, err := p.snapshot(ctx)
+	if err != nil {
+		p.failed.Add(1)
+		p.log.Error("reading the watched objects failed; the previous configuration keeps serving", "error", err)
+		time.AfterFunc(retryAfter, p.trigger)
+		return
+	}
+	var resolver Resolver = SharedResolver{}
+	if p.cfg.Hooks.Resolve != nil {
+		if resolver, err = p.cfg.Hooks.Resolve(ctx, p.cache, res); err != nil {
+			p.failed.Add(1)
+			p.log.Error("resolving Gateway parameters failed; the previous configuration keeps serving", "error", err)
+			time.AfterFunc(retryAfter, p.trigger)
+			return
+		}
+	}
+	out, err := translate.Run(res, translateOptions(p.cfg.ControllerName, resolver))
+	if err != nil {
+		p.failed.Add(1)
+		p.log.Error("translation failed (a bug); the previous configuration keeps serving", "error", err)
+		return
+	}
+	p.publish(ctx, out.XDS)
+
+	st := status.WithStaleRoutes(out.Result.Status, res.HTTPRoutes, p.cfg.ControllerName)
+	setAddresses(st, res, resolver)
+	p.writer.Update(st)
+
+	if p.prov != nil {
+		p.prov.offer(&ProvisionInput{
+			Resources: res,
+			IR:        out.Result.IR,
+			Resolver:  resolver,
+			Leading:   p.leader.Leading,
+			Identity:  p.ident,
+		})
+	}
+	p.runs.Add(1)
+	p.synced.Store(true)
+	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "scopes", len(out.XDS))
+}
+
+// publish publishes every scope of x (the server skips unchanged ones) and
+// removes the scopes that vanished. A scope that fails to publish keeps its
+// previous snapshot.
+func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Resources) {
+	for _, scope := range translate.ScopeNames(x) {
+		changed, err := p.srv.Publish(ctx, scope, x[scope])
+		switch {
+		case err != nil:
+			p.log.Error("publishing failed; the scope's previous configuration keeps serving", "scope", scope, "error", err)
+		case changed:
+			v, _ := xdsserver.Version(x[scope])
+			p.log.Info("configuration published", "scope", scope, "version", v,
+				"listeners", len(x[scope].Listeners), "routes", len(x[scope].Routes), "clusters", len(x[scope].Clusters))
+		}
+	}
+	for scope := range p.srv.Scopes() {
+		if _, ok := x[scope]; !ok {
+			p.srv.Remove(scope)
+			p.log.Info("scope removed", "scope", scope)
+		}
+	}
+}
+
+// setAddresses fills status.addresses of every Gateway in st from the
+// Service the resolver names for it (left empty while it does not exist).
+func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
+	svcs := make(map[types.NamespacedName]*corev1.Service, len(res.Services))
+	for _, s := range res.Services {
+		svcs[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = s
+	}
+	for _, gw := range res.Gateways {
+		gs := st.Gateways[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}]
+		if gs == nil {
+			continue
+		}
+		gs.Addresses = status.GatewayAddresses(svcs[r.ServiceFor(gw)])
+	}
+}
+
+// provisionLoop runs the provisioner with the latest input, on the leader
+// only; inputs offered while it works are coalesced into the newest.
+type provisionLoop struct {
+	p      Provisioner
+	leader *leadership
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	next *ProvisionInput
+	last *ProvisionInput
+	kick chan struct{}
+}
+
+func newProvisionLoop(p Provisioner, l *leadership, log *slog.Logger) *provisionLoop {
+	return &provisionLoop{p: p, leader: l, log: log, kick: make(chan struct{}, 1)}
+}
+
+func (l *provisionLoop) offer(in *ProvisionInput) {
+	l.mu.Lock()
+	l.next = in
+	l.mu.Unlock()
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// again offers the last input again (after becoming leader).
+func (l *provisionLoop) again() {
+	l.mu.Lock()
+	in := l.next
+	if in == nil {
+		in = l.last
+	}
+	l.mu.Unlock()
+	if in != nil {
+		l.offer(in)
+	}
+}
+
+func (l *provisionLoop) run(ctx context.Context) {
+	backoff := time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.kick:
+		}
+		l.mu.Lock()
+		in := l.next
+		l.next = nil
+		if in != nil {
+			l.last = in
+		}
+		l.mu.Unlock()
+		if in == nil || !l.leader.Leading() {
+			continue
+		}
+		if err := l.p.Provision(ctx, *in); err != nil && ctx.Err() == nil {
+			l.log.Error("provisioning failed; retrying", "error", err, "in", backoff)
+			time.AfterFunc(backoff, l.again)
+			backoff = min(2*backoff, time.Minute)
+			continue
+		}
+		backoff = time.Second
+	}
+}

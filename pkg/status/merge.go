@@ -1,0 +1,230 @@
+package status
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// This file holds the pure decisions of the status writer: which
+// lastTransitionTime a condition gets, whether a desired status differs from
+// the live one, and how our HTTPRoute parents entries merge with those of
+// other controllers. No I/O, the clock is a parameter.
+
+// KeepTransitionTimes sets every condition of desired's LastTransitionTime:
+// the live condition's time when one of the same type exists with the same
+// status, else now. desired is changed in place.
+func KeepTransitionTimes(desired []metav1.Condition, live []metav1.Condition, now metav1.Time) {
+	for i := range desired {
+		d := &desired[i]
+		d.LastTransitionTime = now
+		for _, l := range live {
+			if l.Type == d.Type {
+				if l.Status == d.Status && !l.LastTransitionTime.IsZero() {
+					d.LastTransitionTime = l.LastTransitionTime
+				}
+				break
+			}
+		}
+	}
+}
+
+// GatewayClassStatus returns the status to write for a GatewayClass: the
+// desired status with transition times kept from live.
+func GatewayClassStatus(desired *gwapiv1.GatewayClassStatus, live *gwapiv1.GatewayClassStatus, now time.Time) *gwapiv1.GatewayClassStatus {
+	out := desired.DeepCopy()
+	KeepTransitionTimes(out.Conditions, live.Conditions, metav1.NewTime(now))
+	return out
+}
+
+// GatewayStatus returns the status to write for a Gateway: the desired
+// status with transition times kept from live, per Gateway and per listener
+// (matched by name).
+func GatewayStatus(desired *gwapiv1.GatewayStatus, live *gwapiv1.GatewayStatus, now time.Time) *gwapiv1.GatewayStatus {
+	out := desired.DeepCopy()
+	t := metav1.NewTime(now)
+	KeepTransitionTimes(out.Conditions, live.Conditions, t)
+	for i := range out.Listeners {
+		var liveConds []metav1.Condition
+		for _, l := range live.Listeners {
+			if l.Name == out.Listeners[i].Name {
+				liveConds = l.Conditions
+				break
+			}
+		}
+		KeepTransitionTimes(out.Listeners[i].Conditions, liveConds, t)
+	}
+	return out
+}
+
+// RouteParents returns the parents list to write for a route: every live
+// entry of another controller, in its live order, followed by our desired
+// entries (transition times kept from our live entry for the same
+// parentRef). Live entries of ours that are not desired any more (the route
+// detached from that parent) are dropped.
+func RouteParents(desired []gwapiv1.RouteParentStatus, live []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController, routeNamespace string, now time.Time) []gwapiv1.RouteParentStatus {
+	t := metav1.NewTime(now)
+	out := make([]gwapiv1.RouteParentStatus, 0, len(live)+len(desired))
+	for _, l := range live {
+		if l.ControllerName != controller {
+			out = append(out, *l.DeepCopy())
+		}
+	}
+	for _, d := range desired {
+		d := *d.DeepCopy()
+		d.ControllerName = controller
+		var liveConds []metav1.Condition
+		key := ParentKey(d.ParentRef, routeNamespace)
+		for _, l := range live {
+			if l.ControllerName == controller && ParentKey(l.ParentRef, routeNamespace) == key {
+				liveConds = l.Conditions
+				break
+			}
+		}
+		KeepTransitionTimes(d.Conditions, liveConds, t)
+		out = append(out, d)
+	}
+	return out
+}
+
+// OwnParents returns the entries of parents written by controller.
+func OwnParents(parents []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController) []gwapiv1.RouteParentStatus {
+	var out []gwapiv1.RouteParentStatus
+	for _, p := range parents {
+		if p.ControllerName == controller {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// HasOwnParents reports whether parents holds an entry of controller.
+func HasOwnParents(parents []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController) bool {
+	for _, p := range parents {
+		if p.ControllerName == controller {
+			return true
+		}
+	}
+	return false
+}
+
+// ParentKey identifies a parentRef with its defaults applied (group
+// gateway.networking.k8s.io, kind Gateway, the route's namespace), so that
+// an explicit default and an omitted field name the same parent.
+func ParentKey(ref gwapiv1.ParentReference, routeNamespace string) string {
+	group, kind, ns := gwapiv1.GroupName, "Gateway", routeNamespace
+	if ref.Group != nil {
+		group = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	section, port := "", ""
+	if ref.SectionName != nil {
+		section = string(*ref.SectionName)
+	}
+	if ref.Port != nil {
+		port = fmt.Sprint(*ref.Port)
+	}
+	return group + "/" + kind + "/" + ns + "/" + string(ref.Name) + "#" + section + ":" + port
+}
+
+// EqualGatewayClassStatus reports whether a and b are the same status,
+// ignoring conditions' lastTransitionTime. Nil and empty lists are equal.
+func EqualGatewayClassStatus(a, b *gwapiv1.GatewayClassStatus) bool {
+	a, b = a.DeepCopy(), b.DeepCopy()
+	zeroTimes(a.Conditions)
+	zeroTimes(b.Conditions)
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// EqualGatewayStatus reports whether a and b are the same status, ignoring
+// conditions' lastTransitionTime. Nil and empty lists are equal.
+func EqualGatewayStatus(a, b *gwapiv1.GatewayStatus) bool {
+	a, b = a.DeepCopy(), b.DeepCopy()
+	zeroTimes(a.Conditions)
+	zeroTimes(b.Conditions)
+	for i := range a.Listeners {
+		zeroTimes(a.Listeners[i].Conditions)
+	}
+	for i := range b.Listeners {
+		zeroTimes(b.Listeners[i].Conditions)
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// EqualOwnParents reports whether the entries of controller in a and b are
+// the same, as sets keyed by parentRef (order does not matter), ignoring
+// conditions' lastTransitionTime. Entries of other controllers are not
+// compared.
+func EqualOwnParents(a, b []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController, routeNamespace string) bool {
+	index := func(ps []gwapiv1.RouteParentStatus) map[string]gwapiv1.RouteParentStatus {
+		m := map[string]gwapiv1.RouteParentStatus{}
+		for _, p := range ps {
+			if p.ControllerName != controller {
+				continue
+			}
+			p = *p.DeepCopy()
+			zeroTimes(p.Conditions)
+			m[ParentKey(p.ParentRef, routeNamespace)] = p
+		}
+		return m
+	}
+	ma, mb := index(a), index(b)
+	if len(ma) != len(mb) {
+		return false
+	}
+	for k, va := range ma {
+		vb, ok := mb[k]
+		if !ok || !equality.Semantic.DeepEqual(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+func zeroTimes(conds []metav1.Condition) {
+	for i := range conds {
+		conds[i].LastTransitionTime = metav1.Time{}
+	}
+}
+
+// GatewayAddresses is a Gateway's status.addresses, read from the Service
+// that exposes it: the load balancer's ingress IPs and hostnames when it has
+// any, else its cluster IPs. A nil Service (not created yet) or one without
+// any address gives none.
+func GatewayAddresses(svc *corev1.Service) []gwapiv1.GatewayStatusAddress {
+	if svc == nil {
+		return nil
+	}
+	ipType, hostType := gwapiv1.IPAddressType, gwapiv1.HostnameAddressType
+	var out []gwapiv1.GatewayStatusAddress
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		switch {
+		case in.IP != "":
+			out = append(out, gwapiv1.GatewayStatusAddress{Type: &ipType, Value: in.IP})
+		case in.Hostname != "":
+			out = append(out, gwapiv1.GatewayStatusAddress{Type: &hostType, Value: in.Hostname})
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	for _, ip := range ips {
+		if ip != "" && ip != corev1.ClusterIPNone {
+			out = append(out, gwapiv1.GatewayStatusAddress{Type: &ipType, Value: ip})
+		}
+	}
+	return out
+}

@@ -1,0 +1,529 @@
+package status
+
+// The status writer: it receives the desired status of every object after
+// each translation, and writes to the API server only the objects whose live
+// status differs, one object at a time, rate-limited, and only while this
+// replica leads.
+//
+// How each kind is written, and why:
+//
+//   - GatewayClass and Gateway: server-side apply on the status subresource
+//     with field manager "xds-controller" and force. Their status belongs to
+//     the controller of their class, which is us, so taking ownership of
+//     every field we set is right, and fields we set before but no longer
+//     send (a listener that was removed) are dropped by the apply.
+//   - HTTPRoute: status.parents is `x-kubernetes-list-type: atomic` in the
+//     v1.6.3 CRDs (several controllers share one route, and the list is
+//     atomic only because parentRef cannot serve as a map key). An apply
+//     would replace the whole list, and so the entries of other controllers.
+//     We therefore write a JSON merge patch of status.parents computed from
+//     the live object (foreign entries kept in their order, our entries
+//     replaced), guarded by the live resourceVersion (optimistic
+//     concurrency): if another controller wrote in between, the patch fails
+//     with a conflict and is retried from a fresh read.
+//
+// No write happens when the desired status equals the live one (compared
+// semantically, ignoring lastTransitionTime). Objects are queued by key, so
+// many updates of one object before the worker reaches it cost one write.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+)
+
+// FieldManager is the field manager of every status write.
+const FieldManager = "xds-controller"
+
+// Kind is the kind of an object whose status the writer writes.
+type Kind string
+
+// Kinds.
+const (
+	KindGatewayClass Kind = "GatewayClass"
+	KindGateway      Kind = "Gateway"
+	KindHTTPRoute    Kind = "HTTPRoute"
+)
+
+// Key names one object.
+type Key struct {
+	Kind      Kind
+	Namespace string
+	Name      string
+}
+
+func (k Key) String() string {
+	if k.Namespace == "" {
+		return string(k.Kind) + " " + k.Name
+	}
+	return string(k.Kind) + " " + k.Namespace + "/" + k.Name
+}
+
+func (k Key) nn() types.NamespacedName {
+	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
+}
+
+// Options tune a Writer. The zero value is valid.
+type Options struct {
+	// ControllerName is ours; default gatewayapi.ControllerName.
+	ControllerName gwapiv1.GatewayController
+	// Leading reports whether this replica may write now. It is called
+	// right before every write; nil means always.
+	Leading func() bool
+	// QPS and Burst limit the writes (default 20 per second, burst 50).
+	QPS   float32
+	Burst int
+	// ResyncPeriod re-checks every desired object against its live status
+	// this often (default 10 minutes), in case a change was missed.
+	ResyncPeriod time.Duration
+	// Log receives write failures; default slog.Default().
+	Log *slog.Logger
+	// Now is the clock for lastTransitionTime; default time.Now.
+	Now func() time.Time
+}
+
+// Writer writes the desired status of our objects. Create it with
+// NewWriter and run Run in one goroutine.
+type Writer struct {
+	c      client.Client // reads (usually the informer cache) and writes
+	direct client.Reader // reads after a conflict, bypassing the cache
+	opts   Options
+
+	queue   workqueue.TypedRateLimitingInterface[Key]
+	limiter flowcontrol.RateLimiter
+
+	mu      sync.Mutex
+	desired map[Key]any          // *GatewayClassStatus, *GatewayStatus or *HTTPRouteStatus
+	written map[Key]writtenState // what we last wrote, to recognise a stale cache
+	fresh   map[Key]bool         // read with direct next time
+
+	writes atomic.Int64
+}
+
+type writtenState struct {
+	hash            string
+	resourceVersion string
+}
+
+// NewWriter returns a Writer that reads live objects with c (normally the
+// manager's cached client) and, after a write conflict, with direct (an
+// uncached reader; nil uses c), and writes with c.
+func NewWriter(c client.Client, direct client.Reader, opts Options) *Writer {
+	if opts.ControllerName == "" {
+		opts.ControllerName = gatewayapi.ControllerName
+	}
+	if opts.QPS <= 0 {
+		opts.QPS = 20
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = 50
+	}
+	if opts.ResyncPeriod <= 0 {
+		opts.ResyncPeriod = 10 * time.Minute
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if direct == nil {
+		direct = c
+	}
+	return &Writer{
+		c:      c,
+		direct: direct,
+		opts:   opts,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[Key](100*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
+		limiter: flowcontrol.NewTokenBucketRateLimiter(opts.QPS, opts.Burst),
+		desired: map[Key]any{},
+		written: map[Key]writtenState{},
+		fresh:   map[Key]bool{},
+	}
+}
+
+// Writes returns how many status writes the Writer has sent.
+func (w *Writer) Writes() int64 { return w.writes.Load() }
+
+func (w *Writer) leading() bool { return w.opts.Leading == nil || w.opts.Leading() }
+
+// Update replaces the desired status with st: the status of every object
+// the translation owns. An HTTPRoute entry with no parents removes all of
+// our parents entries from that route (see WithStaleRoutes). Objects absent
+// from st are left alone. st is not modified and must not be modified
+// afterwards.
+func (w *Writer) Update(st *gatewayapi.Status) {
+	desired := map[Key]any{}
+	if st != nil {
+		for name, s := range st.GatewayClasses {
+			desired[Key{Kind: KindGatewayClass, Name: name}] = s
+		}
+		for nn, s := range st.Gateways {
+			desired[Key{Kind: KindGateway, Namespace: nn.Namespace, Name: nn.Name}] = s
+		}
+		for nn, s := range st.HTTPRoutes {
+			desired[Key{Kind: KindHTTPRoute, Namespace: nn.Namespace, Name: nn.Name}] = s
+		}
+	}
+	w.mu.Lock()
+	// Only objects whose desired status changed are queued: the others
+	// were compared (and written if needed) already, and a change made by
+	// someone else arrives through Enqueue (the provider calls it on
+	// status-only events), the periodic resync, or Resync on a new lead.
+	var changed []Key
+	for k, d := range desired {
+		if prev, ok := w.desired[k]; !ok || !equality.Semantic.DeepEqual(prev, d) {
+			changed = append(changed, k)
+		}
+	}
+	w.desired = desired
+	for k := range w.written {
+		if _, ok := desired[k]; !ok {
+			delete(w.written, k)
+			delete(w.fresh, k)
+		}
+	}
+	w.mu.Unlock()
+	if w.leading() {
+		sortKeys(changed)
+		for _, k := range changed {
+			w.queue.Add(k)
+		}
+	}
+}
+
+// Resync queues every desired object for a comparison with its live
+// status. Call it when this replica becomes the leader.
+func (w *Writer) Resync() {
+	w.mu.Lock()
+	keys := make([]Key, 0, len(w.desired))
+	for k := range w.desired {
+		keys = append(keys, k)
+	}
+	w.mu.Unlock()
+	sortKeys(keys)
+	for _, k := range keys {
+		w.queue.Add(k)
+	}
+}
+
+// Enqueue queues one object for a comparison with its live status, for
+// instance after its status changed without a change to its spec.
+func (w *Writer) Enqueue(k Key) {
+	w.mu.Lock()
+	_, ok := w.desired[k]
+	w.mu.Unlock()
+	if ok && w.leading() {
+		w.queue.Add(k)
+	}
+}
+
+// sortKeys orders keys GatewayClasses first, then Gateways, then routes,
+// each by namespace/name.
+func sortKeys(keys []Key) {
+	slices.SortFunc(keys, func(a, b Key) int {
+		if a.Kind != b.Kind {
+			return kindOrder(a.Kind) - kindOrder(b.Kind)
+		}
+		if a.Namespace != b.Namespace {
+			return compare(a.Namespace, b.Namespace)
+		}
+		return compare(a.Name, b.Name)
+	})
+}
+
+func kindOrder(k Kind) int {
+	switch k {
+	case KindGatewayClass:
+		return 0
+	case KindGateway:
+		return 1
+	default:
+		return 2
+	}
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Run writes queued objects until ctx ends.
+func (w *Writer) Run(ctx context.Context) error {
+	go func() {
+		<-ctx.Done()
+		w.queue.ShutDown()
+	}()
+	go func() {
+		t := time.NewTicker(w.opts.ResyncPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if w.leading() {
+					w.Resync()
+				}
+			}
+		}
+	}()
+	for {
+		k, shutdown := w.queue.Get()
+		if shutdown {
+			return nil
+		}
+		err := w.process(ctx, k)
+		switch {
+		case err == nil:
+			w.queue.Forget(k)
+		case ctx.Err() != nil:
+			w.queue.Forget(k)
+		default:
+			if apierrors.IsConflict(err) {
+				w.mu.Lock()
+				w.fresh[k] = true
+				w.mu.Unlock()
+				w.opts.Log.Debug("status write conflict; retrying from a fresh read", "object", k.String())
+			} else {
+				w.opts.Log.Warn("status write failed; retrying", "object", k.String(), "error", err)
+			}
+			w.queue.AddRateLimited(k)
+		}
+		w.queue.Done(k)
+	}
+}
+
+// errNotLeading stops a write when this replica lost the lead.
+var errNotLeading = errors.New("not the leader")
+
+func (w *Writer) process(ctx context.Context, k Key) error {
+	if !w.leading() {
+		return nil // Resync runs when we lead again
+	}
+	w.mu.Lock()
+	d, ok := w.desired[k]
+	var reader client.Reader = w.c
+	if w.fresh[k] {
+		reader = w.direct
+	}
+	w.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	var err error
+	switch k.Kind {
+	case KindGatewayClass:
+		err = w.gatewayClass(ctx, reader, k, d.(*gwapiv1.GatewayClassStatus))
+	case KindGateway:
+		err = w.gateway(ctx, reader, k, d.(*gwapiv1.GatewayStatus))
+	case KindHTTPRoute:
+		err = w.httpRoute(ctx, reader, k, d.(*gwapiv1.HTTPRouteStatus))
+	}
+	if apierrors.IsNotFound(err) || errors.Is(err, errNotLeading) {
+		return nil
+	}
+	if err == nil {
+		w.mu.Lock()
+		delete(w.fresh, k)
+		w.mu.Unlock()
+	}
+	return err
+}
+
+func (w *Writer) gatewayClass(ctx context.Context, r client.Reader, k Key, d *gwapiv1.GatewayClassStatus) error {
+	var live gwapiv1.GatewayClass
+	if err := r.Get(ctx, k.nn(), &live); err != nil {
+		return err
+	}
+	if live.Spec.ControllerName != w.opts.ControllerName {
+		return nil // never write another controller's class
+	}
+	target := GatewayClassStatus(d, &live.Status, w.opts.Now())
+	if EqualGatewayClassStatus(target, &live.Status) {
+		return nil
+	}
+	return w.apply(ctx, k, &live, target)
+}
+
+func (w *Writer) gateway(ctx context.Context, r client.Reader, k Key, d *gwapiv1.GatewayStatus) error {
+	var live gwapiv1.Gateway
+	if err := r.Get(ctx, k.nn(), &live); err != nil {
+		return err
+	}
+	target := GatewayStatus(d, &live.Status, w.opts.Now())
+	if EqualGatewayStatus(target, &live.Status) {
+		return nil
+	}
+	return w.apply(ctx, k, &live, target)
+}
+
+func (w *Writer) httpRoute(ctx context.Context, r client.Reader, k Key, d *gwapiv1.HTTPRouteStatus) error {
+	var live gwapiv1.HTTPRoute
+	if err := r.Get(ctx, k.nn(), &live); err != nil {
+		return err
+	}
+	parents := RouteParents(d.Parents, live.Status.Parents, w.opts.ControllerName, k.Namespace, w.opts.Now())
+	if EqualOwnParents(parents, live.Status.Parents, w.opts.ControllerName, k.Namespace) {
+		return nil
+	}
+	hash := hashOf(normalizedOwnParents(parents, w.opts.ControllerName, k.Namespace))
+	if w.staleCache(k, hash, live.ResourceVersion) {
+		return nil
+	}
+	if err := w.beforeWrite(ctx); err != nil {
+		return err
+	}
+	modified := live.DeepCopy()
+	modified.Status.Parents = parents
+	patch := client.MergeFromWithOptions(&live, client.MergeFromWithOptimisticLock{})
+	if err := w.c.Status().Patch(ctx, modified, patch, client.FieldOwner(FieldManager)); err != nil {
+		return err
+	}
+	w.wrote(k, hash, modified.ResourceVersion)
+	return nil
+}
+
+// apply writes target as the status of live (a GatewayClass or Gateway)
+// with server-side apply.
+func (w *Writer) apply(ctx context.Context, k Key, live client.Object, target any) error {
+	hash := hashOf(normalized(target))
+	if w.staleCache(k, hash, live.GetResourceVersion()) {
+		return nil
+	}
+	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(target)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": st}}
+	u.SetAPIVersion(gwapiv1.GroupVersion.String())
+	u.SetKind(string(k.Kind))
+	u.SetName(k.Name)
+	u.SetNamespace(k.Namespace)
+	if err := w.beforeWrite(ctx); err != nil {
+		return err
+	}
+	if err := w.c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return err
+	}
+	w.wrote(k, hash, u.GetResourceVersion())
+	return nil
+}
+
+// beforeWrite waits for the rate limiter, then checks, as late as possible,
+// that this replica still leads.
+func (w *Writer) beforeWrite(ctx context.Context) error {
+	if err := w.limiter.Wait(ctx); err != nil {
+		return err
+	}
+	if !w.leading() {
+		return errNotLeading
+	}
+	w.writes.Add(1)
+	return nil
+}
+
+// staleCache reports whether the live object read is older than our last
+// write of the same content: the cache has not caught up with our write
+// yet, and writing again would only repeat it.
+func (w *Writer) staleCache(k Key, hash, liveRV string) bool {
+	w.mu.Lock()
+	last, ok := w.written[k]
+	w.mu.Unlock()
+	if !ok || last.hash != hash || last.resourceVersion == "" {
+		return false
+	}
+	c, err := resourceversion.CompareResourceVersion(liveRV, last.resourceVersion)
+	return err == nil && c < 0
+}
+
+func (w *Writer) wrote(k Key, hash, rv string) {
+	w.mu.Lock()
+	w.written[k] = writtenState{hash: hash, resourceVersion: rv}
+	w.mu.Unlock()
+}
+
+func normalized(st any) any {
+	switch s := st.(type) {
+	case *gwapiv1.GatewayClassStatus:
+		s = s.DeepCopy()
+		zeroTimes(s.Conditions)
+		return s
+	case *gwapiv1.GatewayStatus:
+		s = s.DeepCopy()
+		zeroTimes(s.Conditions)
+		for i := range s.Listeners {
+			zeroTimes(s.Listeners[i].Conditions)
+		}
+		return s
+	}
+	return st
+}
+
+func normalizedOwnParents(parents []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController, ns string) any {
+	own := map[string]gwapiv1.RouteParentStatus{}
+	for _, p := range OwnParents(parents, controller) {
+		p = *p.DeepCopy()
+		zeroTimes(p.Conditions)
+		own[ParentKey(p.ParentRef, ns)] = p
+	}
+	return own // encoding/json sorts map keys
+}
+
+func hashOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// WithStaleRoutes returns st plus an empty entry for every route in routes
+// that still carries a parents entry of controller but that st does not
+// mention: the route detached from all of our Gateways (or they vanished),
+// and writing the empty entry removes our stale parents. st is not modified.
+func WithStaleRoutes(st *gatewayapi.Status, routes []*gwapiv1.HTTPRoute, controller gwapiv1.GatewayController) *gatewayapi.Status {
+	out := &gatewayapi.Status{HTTPRoutes: map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{}}
+	if st != nil {
+		out.GatewayClasses, out.Gateways = st.GatewayClasses, st.Gateways
+		for k, v := range st.HTTPRoutes {
+			out.HTTPRoutes[k] = v
+		}
+	}
+	for _, r := range routes {
+		k := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
+		if _, ok := out.HTTPRoutes[k]; !ok && HasOwnParents(r.Status.Parents, controller) {
+			out.HTTPRoutes[k] = &gwapiv1.HTTPRouteStatus{}
+		}
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package status
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+)
+
+// The writer's HTTPRoute path (merge patch with optimistic concurrency)
+// works on the fake client; the server-side apply of Gateways and
+// GatewayClasses is covered by test/integration on a real API server.
+
+func newRouteWriter(t *testing.T, leading *atomic.Bool, objs ...client.Object) (*Writer, client.Client) {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := gwapiv1.Install(s); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&gwapiv1.HTTPRoute{}).Build()
+	w := NewWriter(c, c, Options{
+		Leading: leading.Load,
+		Now:     func() time.Time { return t1 },
+		QPS:     1000,
+		Burst:   1000,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go w.Run(ctx)
+	return w, c
+}
+
+func waitFor(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// settle waits until the writer's queue is empty and idle.
+func settle(w *Writer) {
+	for w.queue.Len() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+}
+
+func TestWriterRoute(t *testing.T) {
+	other := gwapiv1.GatewayController("example.com/other")
+	route := &gwapiv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app", Generation: 2},
+		Status: gwapiv1.HTTPRouteStatus{RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{
+			parent("theirs", other, cond("Accepted", "True", "Accepted", 1, t0)),
+			parent("old", ours, cond("Accepted", "True", "Accepted", 1, t0)),
+		}}},
+	}
+	var leading atomic.Bool
+	w, c := newRouteWriter(t, &leading, route)
+	key := types.NamespacedName{Namespace: "default", Name: "app"}
+	desired := &gatewayapi.Status{HTTPRoutes: map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{
+		key: {RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{
+			parent("web", ours, cond("Accepted", "True", "Accepted", 2, time.Time{})),
+		}}},
+	}}
+
+	// Not leading: nothing is written.
+	w.Update(desired)
+	settle(w)
+	if w.Writes() != 0 {
+		t.Fatalf("a follower wrote %d times", w.Writes())
+	}
+
+	// Leading: one write, foreign entry kept, stale entry of ours gone.
+	leading.Store(true)
+	w.Resync()
+	waitFor(t, "the status write", func() bool { return w.Writes() == 1 })
+	settle(w)
+	var got gwapiv1.HTTPRoute
+	if err := c.Get(context.Background(), key, &got); err != nil {
+		t.Fatal(err)
+	}
+	ps := got.Status.Parents
+	if len(ps) != 2 || ps[0].ControllerName != other || ps[1].ParentRef.Name != "web" || ps[1].ControllerName != ours {
+		t.Fatalf("parents after write: %+v", ps)
+	}
+	if ps[1].Conditions[0].ObservedGeneration != 2 || !ps[1].Conditions[0].LastTransitionTime.Time.Equal(t1) {
+		t.Errorf("our condition: %+v", ps[1].Conditions[0])
+	}
+
+	// The same desired status again: no write.
+	w.Update(desired)
+	settle(w)
+	if w.Writes() != 1 {
+		t.Errorf("unchanged status written again: %d writes", w.Writes())
+	}
+
+	// The route detaches: our entry goes, theirs stays.
+	w.Update(WithStaleRoutes(&gatewayapi.Status{}, []*gwapiv1.HTTPRoute{&got}, ours))
+	waitFor(t, "the removal", func() bool { return w.Writes() == 2 })
+	settle(w)
+	if err := c.Get(context.Background(), key, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Parents) != 1 || got.Status.Parents[0].ControllerName != other {
+		t.Errorf("parents after detach: %+v", got.Status.Parents)
+	}
+}
+
+func TestWriterStopsWhenLeadIsLostBeforeWrite(t *testing.T) {
+	route := &gwapiv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app", Generation: 1}}
+	var leading atomic.Bool
+	leading.Store(true)
+	s := runtime.NewScheme()
+	_ = gwapiv1.Install(s)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(route).WithStatusSubresource(&gwapiv1.HTTPRoute{}).Build()
+	// The lead is lost after the first check (in process), before the
+	// write: beforeWrite's check must refuse.
+	calls := 0
+	w := NewWriter(c, c, Options{Leading: func() bool { calls++; return calls == 1 }})
+	w.desired[Key{Kind: KindHTTPRoute, Namespace: "default", Name: "app"}] = &gwapiv1.HTTPRouteStatus{
+		RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{parent("web", ours, cond("Accepted", "True", "Accepted", 1, time.Time{}))}},
+	}
+	if err := w.process(context.Background(), Key{Kind: KindHTTPRoute, Namespace: "default", Name: "app"}); err != nil {
+		t.Fatal(err)
+	}
+	if w.Writes() != 0 {
+		t.Errorf("wrote after losing the lead")
+	}
+	var got gwapiv1.HTTPRoute
+	_ = c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "app"}, &got)
+	if len(got.Status.Parents) != 0 {
+		t.Errorf("status written after losing the lead: %+v", got.Status.Parents)
+	}
+}

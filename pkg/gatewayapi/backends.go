@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,18 @@ func (rc *ruleContext) backendRefs(refs []gwapiv1.HTTPBackendRef) *ir.BackendGro
 	valid := 0
 	for k, ref := range refs {
 		w := deref(ref.Weight, 1)
-		w = min(max(w, 0), maxWeight)
+		if w < 0 || w > maxWeight {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "backendRef %d: weight %d is outside 0-%d", k, w, maxWeight)
+			w = min(max(w, 0), maxWeight)
+		}
+		if ref.Port != nil && (*ref.Port < 1 || *ref.Port > 65535) {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "backendRef %d: port %d is outside 1-65535", k, *ref.Port)
+		}
+		if ref.Namespace != nil {
+			if p := checkNamespace(string(*ref.Namespace)); p != "" {
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "backendRef %d: namespace %s %s", k, q(string(*ref.Namespace)), p)
+			}
+		}
 		b, p := rc.t.resolveBackend(rc.route.Namespace, ref.BackendObjectReference)
 		if p != nil {
 			rc.refProblem(gwapiv1.RouteConditionReason(p.reason), "backendRef %d: %s", k, p.msg)
@@ -142,8 +154,10 @@ func appProtocol(p *string) ir.AppProtocol {
 // the Service's namespace: endpoints whose conditions.ready is unset or
 // true, at the slice port whose name equals the Service port's name. A
 // hand-written slice without such a port falls back to a numeric
-// targetPort (or the port itself when targetPort is unset). FQDN slices
-// are skipped.
+// targetPort (or the port itself when targetPort is unset). An address must
+// be of the slice's addressType: an IPv4 address, an IPv6 address, or for
+// FQDN a DNS name, which Envoy resolves; others are dropped (and reported
+// once per slice in Status.Warnings, see checkEndpointSlices).
 //
 // When the snapshot holds no EndpointSlice at all for the Service (the
 // usual standalone input is a Service alone), the Service's own
@@ -154,15 +168,12 @@ func (t *translator) endpoints(svc *corev1.Service, sp *corev1.ServicePort) []ir
 	var out []ir.Endpoint
 	if len(slices_) == 0 {
 		ip := svc.Spec.ClusterIP
-		if addr, err := netip.ParseAddr(ip); err == nil && ip != corev1.ClusterIPNone {
+		if addr, err := netip.ParseAddr(ip); err == nil && ip != corev1.ClusterIPNone && addr.Zone() == "" {
 			out = append(out, ir.Endpoint{Address: addr.String(), Port: uint32(sp.Port)})
 		}
 		return out
 	}
 	for _, es := range slices_ {
-		if es.AddressType == discoveryv1.AddressTypeFQDN {
-			continue
-		}
 		port := slicePort(es, sp)
 		if port == 0 {
 			continue
@@ -172,11 +183,9 @@ func (t *translator) endpoints(svc *corev1.Service, sp *corev1.ServicePort) []ir
 				continue
 			}
 			for _, a := range ep.Addresses {
-				addr, err := netip.ParseAddr(a)
-				if err != nil {
-					continue
+				if addr, ok := sliceAddress(es.AddressType, a); ok {
+					out = append(out, ir.Endpoint{Address: addr, Port: port})
 				}
-				out = append(out, ir.Endpoint{Address: addr.String(), Port: port})
 			}
 		}
 	}
@@ -184,6 +193,57 @@ func (t *translator) endpoints(svc *corev1.Service, sp *corev1.ServicePort) []ir
 		return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
 	})
 	return slices.Compact(out)
+}
+
+// sliceAddress checks an EndpointSlice address against the slice's
+// addressType and returns it in canonical form.
+func sliceAddress(typ discoveryv1.AddressType, a string) (string, bool) {
+	switch typ {
+	case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6:
+		addr, err := netip.ParseAddr(a)
+		if err != nil || addr.Zone() != "" || addr.Is4() != (typ == discoveryv1.AddressTypeIPv4) {
+			return "", false
+		}
+		return addr.String(), true
+	case discoveryv1.AddressTypeFQDN:
+		if checkPreciseHostname(a) != "" {
+			return "", false
+		}
+		return a, true
+	}
+	return "", false
+}
+
+// checkEndpointSlices reports, once per EndpointSlice, the addresses that
+// endpoints drops: invalid ones and those not of the slice's addressType.
+func (t *translator) checkEndpointSlices() {
+	for _, es := range t.res.EndpointSlices {
+		if es == nil || es.Labels[discoveryv1.LabelServiceName] == "" {
+			continue
+		}
+		name := es.Namespace + "/" + es.Name
+		switch es.AddressType {
+		case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN:
+		default:
+			t.warnf("EndpointSlice %s: addressType %s is not IPv4, IPv6 or FQDN; its endpoints are not used", name, q(string(es.AddressType)))
+			continue
+		}
+		var bad []string
+		for _, ep := range es.Endpoints {
+			for _, a := range ep.Addresses {
+				if _, ok := sliceAddress(es.AddressType, a); !ok {
+					bad = append(bad, q(a))
+				}
+			}
+		}
+		if len(bad) > 0 {
+			shown := bad
+			if len(shown) > 5 {
+				shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(bad)-5))
+			}
+			t.warnf("EndpointSlice %s: dropped %d address(es) that are not valid %s addresses: %s", name, len(bad), es.AddressType, strings.Join(shown, ", "))
+		}
+	}
 }
 
 // slicePort is the port of an EndpointSlice that serves the Service port

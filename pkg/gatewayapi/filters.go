@@ -21,6 +21,9 @@ import (
 func (rc *ruleContext) filters(fs []gwapiv1.HTTPRouteFilter, matches []ir.HTTPMatch) (ir.HTTPFilters, bool) {
 	var out ir.HTTPFilters
 	extRef := false
+	if len(fs) > maxItems16 {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%d filters; at most %d are allowed", len(fs), maxItems16)
+	}
 	seen := map[gwapiv1.HTTPRouteFilterType]bool{}
 	for k, f := range fs {
 		if seen[f.Type] && f.Type != gwapiv1.HTTPRouteFilterRequestMirror && f.Type != gwapiv1.HTTPRouteFilterExtensionRef {
@@ -56,8 +59,8 @@ func (rc *ruleContext) filters(fs []gwapiv1.HTTPRouteFilter, matches []ir.HTTPMa
 				continue
 			}
 			out.URLRewrite = &ir.URLRewrite{
-				Hostname: string(deref(f.URLRewrite.Hostname, "")),
-				Path:     rc.pathModifier(k, f.URLRewrite.Path, matches),
+				Hostname: rc.rewriteHostname(k, "urlRewrite", f.URLRewrite.Hostname),
+				Path:     rc.pathModifier(k, "urlRewrite", f.URLRewrite.Path, matches),
 			}
 		case gwapiv1.HTTPRouteFilterRequestMirror:
 			if f.RequestMirror == nil {
@@ -72,7 +75,7 @@ func (rc *ruleContext) filters(fs []gwapiv1.HTTPRouteFilter, matches []ir.HTTPMa
 				missing()
 				continue
 			}
-			out.CORS = corsFilter(f.CORS)
+			out.CORS = rc.corsFilter(k, f.CORS)
 		case gwapiv1.HTTPRouteFilterExtensionRef:
 			extRef = true
 			what := "an ExtensionRef without extensionRef"
@@ -97,38 +100,49 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-// headerModifier translates a Request- or ResponseHeaderModifier. Header
-// names must be valid tokens.
+// headerModifier translates a Request- or ResponseHeaderModifier. Names
+// must be HTTPHeaderNames, set and added values 1-4096 characters without
+// control characters (checkHeaderSetValue); at most 16 of each list.
 func (rc *ruleContext) headerModifier(k int, h *gwapiv1.HTTPHeaderFilter) *ir.HeaderModifier {
 	out := &ir.HeaderModifier{}
-	check := func(name string) {
-		if !validHeaderName(name) {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: header name %q is not valid", k, name)
+	checkName := func(name string) {
+		if p := checkHeaderName(name); p != "" {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: header name %s %s", k, q(name), p)
 		}
 	}
+	checkValue := func(name, value string) {
+		if p := checkHeaderSetValue(value); p != "" {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: header %s: value %s %s", k, q(name), q(value), p)
+		}
+	}
+	if len(h.Set) > maxItems16 || len(h.Add) > maxItems16 || len(h.Remove) > maxItems16 {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: set, add and remove take at most %d headers each", k, maxItems16)
+	}
 	for _, s := range h.Set {
-		check(string(s.Name))
+		checkName(string(s.Name))
+		checkValue(string(s.Name), s.Value)
 		out.Set = append(out.Set, ir.Header{Name: string(s.Name), Value: s.Value})
 	}
 	for _, a := range h.Add {
-		check(string(a.Name))
+		checkName(string(a.Name))
+		checkValue(string(a.Name), a.Value)
 		out.Add = append(out.Add, ir.Header{Name: string(a.Name), Value: a.Value})
 	}
 	for _, r := range h.Remove {
-		check(r)
+		checkName(r)
 		out.Remove = append(out.Remove, r)
 	}
 	return out
 }
 
-// redirect translates a RequestRedirect: scheme http or https, statusCode
-// 301, 302 (the default), 303, 307 or 308, port 1-65535. An unset port stays
-// 0: the xDS translator derives it from the scheme (HTTPRequestRedirect
-// port).
+// redirect translates a RequestRedirect: scheme http or https, hostname a
+// PreciseHostname, statusCode 301, 302 (the default), 303, 307 or 308, port
+// 1-65535. An unset port stays 0: the xDS translator derives it from the
+// scheme (HTTPRequestRedirect port).
 func (rc *ruleContext) redirect(k int, r *gwapiv1.HTTPRequestRedirectFilter, matches []ir.HTTPMatch) *ir.Redirect {
 	out := &ir.Redirect{
-		Hostname:   string(deref(r.Hostname, "")),
-		Path:       rc.pathModifier(k, r.Path, matches),
+		Hostname:   rc.rewriteHostname(k, "redirect", r.Hostname),
+		Path:       rc.pathModifier(k, "redirect", r.Path, matches),
 		StatusCode: uint32(deref(r.StatusCode, 302)),
 	}
 	if r.Scheme != nil {
@@ -136,7 +150,7 @@ func (rc *ruleContext) redirect(k int, r *gwapiv1.HTTPRequestRedirectFilter, mat
 		case "http", "https":
 			out.Scheme = s
 		default:
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: redirect scheme %q is not supported", k, s)
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: redirect scheme %s is not supported", k, q(s))
 		}
 	}
 	switch sc := deref(r.StatusCode, 302); sc {
@@ -155,34 +169,58 @@ func (rc *ruleContext) redirect(k int, r *gwapiv1.HTTPRequestRedirectFilter, mat
 	return out
 }
 
-// pathModifier translates an HTTPPathModifier. ReplacePrefixMatch needs
-// every match of the rule to be a PathPrefix match (HTTPPathModifier
-// replacePrefixMatch).
-func (rc *ruleContext) pathModifier(k int, p *gwapiv1.HTTPPathModifier, matches []ir.HTTPMatch) *ir.PathModifier {
+// rewriteHostname checks the hostname of a redirect or URL rewrite (a
+// PreciseHostname: Envoy host_redirect, host_rewrite_literal).
+func (rc *ruleContext) rewriteHostname(k int, what string, h *gwapiv1.PreciseHostname) string {
+	if h == nil {
+		return ""
+	}
+	if p := checkPreciseHostname(string(*h)); p != "" {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: %s hostname %s %s", k, what, q(string(*h)), p)
+		return ""
+	}
+	return string(*h)
+}
+
+// pathModifier translates an HTTPPathModifier of a redirect or rewrite
+// (what). The value must be a path (checkReplacePath). ReplacePrefixMatch
+// needs the rule to have exactly one match, a PathPrefix one (HTTPRouteRule
+// CEL rules; no matches defaults to PathPrefix "/").
+func (rc *ruleContext) pathModifier(k int, what string, p *gwapiv1.HTTPPathModifier, matches []ir.HTTPMatch) *ir.PathModifier {
 	if p == nil {
 		return nil
 	}
 	switch p.Type {
 	case gwapiv1.FullPathHTTPPathModifier:
-		if p.ReplaceFullPath == nil {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: ReplaceFullPath needs replaceFullPath", k)
+		if p.ReplaceFullPath == nil || p.ReplacePrefixMatch != nil {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: %s path type ReplaceFullPath needs replaceFullPath, and only it", k, what)
+			return nil
+		}
+		if e := checkReplacePath(*p.ReplaceFullPath, true); e != "" {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: %s replaceFullPath %s %s", k, what, q(*p.ReplaceFullPath), e)
 			return nil
 		}
 		return &ir.PathModifier{Type: ir.ReplaceFullPath, Value: *p.ReplaceFullPath}
 	case gwapiv1.PrefixMatchHTTPPathModifier:
-		if p.ReplacePrefixMatch == nil {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: ReplacePrefixMatch needs replacePrefixMatch", k)
+		if p.ReplacePrefixMatch == nil || p.ReplaceFullPath != nil {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: %s path type ReplacePrefixMatch needs replacePrefixMatch, and only it", k, what)
 			return nil
 		}
-		for _, m := range matches {
-			if m.Path == nil || m.Path.Type != ir.MatchPathPrefix {
-				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: ReplacePrefixMatch needs every match of the rule to be a PathPrefix match", k)
-				return nil
-			}
+		if e := checkReplacePath(*p.ReplacePrefixMatch, false); e != "" {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: %s replacePrefixMatch %s %s", k, what, q(*p.ReplacePrefixMatch), e)
+			return nil
+		}
+		if len(matches) != 1 || matches[0].Path == nil || matches[0].Path.Type != ir.MatchPathPrefix {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: with path.replacePrefixMatch, exactly one PathPrefix match must be specified", k)
+			return nil
+		}
+		if re := prefixStripRegex(matches[0].Path.Value, *p.ReplacePrefixMatch); re != "" && regexProgramSize(re) > maxRegexProgram {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: removing the prefix %s takes a regular expression larger than Envoy accepts; use a shorter prefix", k, q(matches[0].Path.Value))
+			return nil
 		}
 		return &ir.PathModifier{Type: ir.ReplacePrefixMatch, Value: *p.ReplacePrefixMatch}
 	}
-	rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: path modifier type %q is not supported", k, p.Type)
+	rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: %s path modifier type %s is not supported", k, what, q(string(p.Type)))
 	return nil
 }
 
@@ -193,12 +231,15 @@ func (rc *ruleContext) pathModifier(k int, p *gwapiv1.HTTPPathModifier, matches 
 func (rc *ruleContext) mirror(k int, m *gwapiv1.HTTPRequestMirrorFilter) *ir.Mirror {
 	percent := 100.0
 	switch {
+	case m.Percent != nil && m.Fraction != nil:
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: only one of percent or fraction may be specified in a mirror", k)
+		return nil
 	case m.Percent != nil:
 		percent = float64(*m.Percent)
 	case m.Fraction != nil:
 		den := deref(m.Fraction.Denominator, 100)
-		if den <= 0 {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: mirror fraction denominator must be positive", k)
+		if den <= 0 || m.Fraction.Numerator < 0 || m.Fraction.Numerator > den {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: mirror fraction %d/%d must have 0 <= numerator <= denominator and denominator >= 1", k, m.Fraction.Numerator, den)
 			return nil
 		}
 		percent = 100 * float64(m.Fraction.Numerator) / float64(den)
@@ -215,22 +256,56 @@ func (rc *ruleContext) mirror(k int, m *gwapiv1.HTTPRequestMirrorFilter) *ir.Mir
 	return &ir.Mirror{Backend: b, Percent: percent}
 }
 
-// corsFilter translates a CORS filter (GEP-1767). MaxAge defaults to 5s.
-func corsFilter(c *gwapiv1.HTTPCORSFilter) *ir.CORS {
+// corsFilter translates a CORS filter (GEP-1767). Origins must be
+// CORSOrigins, methods HTTP methods or "*", headers HTTPHeaderNames; "*"
+// stands alone in its list; at most 64 origins and headers (9 methods);
+// maxAge at least 1 (unset, 0, means the default 5s). A wildcard origin
+// becomes a regular expression, which must stay within Envoy's size limit.
+func (rc *ruleContext) corsFilter(k int, c *gwapiv1.HTTPCORSFilter) *ir.CORS {
+	bad := func(format string, a ...any) {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: cors: "+format, append([]any{k}, a...)...)
+	}
 	out := &ir.CORS{AllowCredentials: deref(c.AllowCredentials, false)}
+	if len(c.AllowOrigins) > maxCORSItems || len(c.AllowHeaders) > maxCORSItems || len(c.ExposeHeaders) > maxCORSItems || len(c.AllowMethods) > 9 {
+		bad("too many entries (at most %d origins, allowHeaders and exposeHeaders, 9 methods)", maxCORSItems)
+	}
 	for _, o := range c.AllowOrigins {
+		switch s := string(o); {
+		case len(s) == 0 || len(s) > maxHostnameLen || !corsOriginRE.MatchString(s):
+			bad("allowOrigins entry %s is not a valid origin (\"*\" or http(s)://host[:port], where host may start with \"*.\")", q(s))
+		case s == "*" && len(c.AllowOrigins) > 1:
+			bad("allowOrigins cannot contain \"*\" alongside other origins")
+		case regexProgramSize(corsOriginRegex(s)) > maxRegexProgram:
+			bad("allowOrigins entry %s is too long for a wildcard origin (Envoy's regular expression size limit)", q(s))
+		}
 		out.AllowOrigins = append(out.AllowOrigins, string(o))
 	}
 	for _, m := range c.AllowMethods {
+		if m != "*" && !knownMethods[gwapiv1.HTTPMethod(m)] {
+			bad("allowMethods entry %s is not an HTTP method or \"*\"", q(string(m)))
+		} else if m == "*" && len(c.AllowMethods) > 1 {
+			bad("allowMethods cannot contain \"*\" alongside other methods")
+		}
 		out.AllowMethods = append(out.AllowMethods, string(m))
 	}
 	for _, h := range c.AllowHeaders {
+		if p := checkHeaderName(string(h)); p != "" {
+			bad("allowHeaders entry %s %s", q(string(h)), p)
+		} else if h == "*" && len(c.AllowHeaders) > 1 {
+			bad("allowHeaders cannot contain \"*\" alongside other headers")
+		}
 		out.AllowHeaders = append(out.AllowHeaders, string(h))
 	}
 	for _, h := range c.ExposeHeaders {
+		if p := checkHeaderName(string(h)); p != "" {
+			bad("exposeHeaders entry %s %s", q(string(h)), p)
+		}
 		out.ExposeHeaders = append(out.ExposeHeaders, string(h))
 	}
 	maxAge := c.MaxAge
+	if maxAge < 0 {
+		bad("maxAge %d must be at least 1", maxAge)
+	}
 	if maxAge <= 0 {
 		maxAge = 5
 	}

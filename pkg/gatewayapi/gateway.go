@@ -58,6 +58,12 @@ func (t *translator) translateGateways() {
 		}
 		gs := &gatewayState{obj: gw, nn: nn(gw.Namespace, gw.Name), scope: t.scope(gw)}
 		gs.address, gs.refused = gatewayAddress(gw.Spec.Addresses)
+		if p := gatewaySpecProblem(gw); p != nil {
+			gs.refused = p
+		}
+		if gs.refused == nil {
+			gs.refused = t.opts.InvalidParameters.gateway(gs.nn)
+		}
 		for i := range gw.Spec.Listeners {
 			gs.listeners = append(gs.listeners, t.newListener(gs, &gw.Spec.Listeners[i]))
 		}
@@ -141,7 +147,8 @@ func gatewayAddress(addrs []gwapiv1.GatewaySpecAddress) (string, *problem) {
 }
 
 // claimPorts gives every address and port of a scope to the oldest Gateway
-// (creationTimestamp, then namespace/name) whose listener binds it: a
+// (the earlier creationTimestamp; on a tie, which includes two Gateways
+// without one, the first by namespace/name) whose listener binds it: a
 // listener of a younger Gateway that would bind a port already taken gets
 // Accepted=False reason PortUnavailable. A wildcard address (0.0.0.0, ::)
 // overlaps every address of the same family, as it does for the kernel.
@@ -170,8 +177,12 @@ func (t *translator) claimPorts() {
 			key := fmt.Sprintf("%s\x00%d\x00%v", gs.scope, l.bindPort, l.protocol == "UDP")
 			for _, c := range claims[key] {
 				if c.owner != gs && addrOverlap(c.addr, addr) {
+					why := "which sorts first by namespace/name"
+					if compareTime(c.owner.obj.CreationTimestamp, gs.obj.CreationTimestamp) < 0 {
+						why = "which was created earlier"
+					}
 					l.notAccepted = &problem{string(gwapiv1.ListenerReasonPortUnavailable),
-						fmt.Sprintf("port %d on %s is already bound by Gateway %s, which is older", l.bindPort, gs.address, c.owner.nn)}
+						fmt.Sprintf("port %d on %s is already bound by Gateway %s, %s", l.bindPort, gs.address, c.owner.nn, why)}
 					break
 				}
 			}
@@ -253,4 +264,89 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 		}
 	}
 	return st
+}
+
+// gatewaySpecProblem checks the Gateway spec rules that the CRD schema
+// enforces in a cluster (gateway_types.go: listener name, hostname, port
+// and protocol patterns and ranges; the CEL rules of spec.listeners and
+// ListenerTLSConfig). A Gateway that breaks them would not pass the API
+// server; here it is not accepted: Accepted=False reason Invalid, with
+// every problem in the message.
+func gatewaySpecProblem(gw *gwapiv1.Gateway) *problem {
+	var msgs []string
+	add := func(format string, a ...any) { msgs = append(msgs, fmt.Sprintf(format, a...)) }
+	ls := gw.Spec.Listeners
+	if len(ls) > maxGatewayListeners {
+		add("spec.listeners has %d listeners; at most %d are allowed", len(ls), maxGatewayListeners)
+	}
+	names := map[gwapiv1.SectionName]int{}
+	type combo struct {
+		port     gwapiv1.PortNumber
+		protocol gwapiv1.ProtocolType
+		hostname string
+		set      bool
+	}
+	combos := map[combo]string{}
+	for i := range ls {
+		l := &ls[i]
+		at := fmt.Sprintf("spec.listeners[%d] (%s)", i, q(string(l.Name)))
+		if p := checkSectionName(string(l.Name)); p != "" {
+			add("%s: name %s", at, p)
+		}
+		if prev, ok := names[l.Name]; ok {
+			add("%s: listener name %s is already used by spec.listeners[%d]; listener names must be unique within the Gateway", at, q(string(l.Name)), prev)
+		} else {
+			names[l.Name] = i
+		}
+		if l.Hostname != nil {
+			if p := checkHostname(string(*l.Hostname)); p != "" {
+				add("%s: hostname %s %s", at, q(string(*l.Hostname)), p)
+			}
+		}
+		if l.Port < 1 || l.Port > 65535 {
+			add("%s: port %d is outside 1-65535", at, l.Port)
+		}
+		if len(l.Protocol) == 0 || len(l.Protocol) > maxProtocolLen || !protocolRE.MatchString(string(l.Protocol)) {
+			add("%s: protocol %s is not a valid protocol name", at, q(string(l.Protocol)))
+		}
+		switch l.Protocol {
+		case gwapiv1.HTTPProtocolType, gwapiv1.TCPProtocolType, gwapiv1.UDPProtocolType:
+			if l.TLS != nil {
+				add("%s: tls must not be specified for protocol %s", at, l.Protocol)
+			}
+		case gwapiv1.HTTPSProtocolType:
+			if l.TLS != nil && deref(l.TLS.Mode, "") != "" && *l.TLS.Mode != gwapiv1.TLSModeTerminate {
+				add("%s: tls mode must be Terminate for protocol HTTPS", at)
+			}
+		case gwapiv1.TLSProtocolType:
+			if l.TLS == nil || deref(l.TLS.Mode, "") == "" {
+				add("%s: tls mode must be set for protocol TLS", at)
+			}
+		}
+		if (l.Protocol == gwapiv1.TCPProtocolType || l.Protocol == gwapiv1.UDPProtocolType) && deref(l.Hostname, "") != "" {
+			add("%s: hostname must not be specified for protocol %s", at, l.Protocol)
+		}
+		if t := l.TLS; t != nil {
+			mode := deref(t.Mode, gwapiv1.TLSModeTerminate)
+			if mode != gwapiv1.TLSModeTerminate && mode != gwapiv1.TLSModePassthrough {
+				add("%s: tls mode %s is not Terminate or Passthrough", at, q(string(mode)))
+			}
+			if mode == gwapiv1.TLSModeTerminate && len(t.CertificateRefs) == 0 && len(t.Options) == 0 {
+				add("%s: tls certificateRefs or options must be specified when mode is Terminate", at)
+			}
+		}
+		c := combo{port: l.Port, protocol: l.Protocol, set: l.Hostname != nil}
+		if l.Hostname != nil {
+			c.hostname = string(*l.Hostname)
+		}
+		if prev, ok := combos[c]; ok {
+			add("%s: port, protocol and hostname are the same as those of %s; the combination must be unique for each listener", at, prev)
+		} else {
+			combos[c] = at
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &problem{string(gwapiv1.GatewayReasonInvalid), "invalid spec: " + strings.Join(msgs, "; ")}
 }

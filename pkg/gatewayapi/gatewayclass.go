@@ -8,8 +8,10 @@ import (
 // is ours and accepts them: status Accepted=True reason Accepted. Classes of
 // other controllers get no status entry at all (their controller owns it).
 //
-// Not done yet: spec.parametersRef is not read (our parameters CRD comes
-// later), and the optional SupportedVersion condition is not set, since it
+// A class whose parametersRef the caller refused (Options.InvalidParameters)
+// gets Accepted=False reason InvalidParameters instead.
+//
+// Not done yet: the optional SupportedVersion condition is not set, since it
 // needs the installed CRDs' bundle version, which the snapshot lacks.
 func (t *translator) translateGatewayClasses() {
 	for _, gc := range t.res.GatewayClasses {
@@ -18,8 +20,13 @@ func (t *translator) translateGatewayClasses() {
 		}
 		t.classes[gc.Name] = gc
 		st := &gwapiv1.GatewayClassStatus{}
-		setCondition(&st.Conditions, condition(gwapiv1.GatewayClassConditionStatusAccepted, true,
-			gwapiv1.GatewayClassReasonAccepted, "GatewayClass is accepted by "+string(t.controller), gc.Generation))
+		if msg, bad := t.opts.InvalidParameters.class(gc.Name); bad {
+			setCondition(&st.Conditions, condition(gwapiv1.GatewayClassConditionStatusAccepted, false,
+				gwapiv1.GatewayClassReasonInvalidParameters, msg, gc.Generation))
+		} else {
+			setCondition(&st.Conditions, condition(gwapiv1.GatewayClassConditionStatusAccepted, true,
+				gwapiv1.GatewayClassReasonAccepted, "GatewayClass is accepted by "+string(t.controller), gc.Generation))
+		}
 		t.status.GatewayClasses[gc.Name] = st
 	}
 }

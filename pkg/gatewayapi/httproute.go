@@ -30,16 +30,24 @@ type parentRefTarget struct {
 // in spec order, without exact duplicates. ParentRef group and kind default
 // to gateway.networking.k8s.io and Gateway, the namespace to the route's.
 // Refs to anything else (other kinds, other controllers' Gateways, missing
-// Gateways) get no status entry: they are not ours to report on.
-func (t *translator) ourParents(routeNS string, refs []gwapiv1.ParentReference) []parentRefTarget {
+// Gateways) get no status entry: they are not ours to report on. A ref to a
+// Gateway that does not exist, or whose GatewayClass does not, has no owner
+// at all: it gets a Status.Warnings entry instead.
+func (t *translator) ourParents(hr *gwapiv1.HTTPRoute) []parentRefTarget {
 	var out []parentRefTarget
-	for _, ref := range refs {
+	for _, ref := range hr.Spec.ParentRefs {
 		if deref(ref.Group, gwapiv1.GroupName) != gwapiv1.GroupName || deref(ref.Kind, "Gateway") != "Gateway" {
 			continue
 		}
-		ns := string(deref(ref.Namespace, gwapiv1.Namespace(routeNS)))
+		ns := string(deref(ref.Namespace, gwapiv1.Namespace(hr.Namespace)))
 		gs := t.gatewayIndex[nn(ns, string(ref.Name))]
 		if gs == nil {
+			switch gw := t.allGateways[nn(ns, string(ref.Name))]; {
+			case gw == nil:
+				t.warnf("HTTPRoute %s/%s: parentRef %s: no such Gateway; the route is not attached to it", hr.Namespace, hr.Name, show(ns+"/"+string(ref.Name)))
+			case !t.allClasses[string(gw.Spec.GatewayClassName)]:
+				t.warnf("HTTPRoute %s/%s: parentRef %s: the Gateway's GatewayClass %s does not exist; the route is not attached to it", hr.Namespace, hr.Name, show(ns+"/"+string(ref.Name)), show(string(gw.Spec.GatewayClassName)))
+			}
 			continue
 		}
 		dup := false
@@ -55,27 +63,77 @@ func (t *translator) ourParents(routeNS string, refs []gwapiv1.ParentReference) 
 	return out
 }
 
+// routeSpecProblem checks the route-level schema rules of HTTPRouteSpec:
+// every hostname a Hostname, at most 16 hostnames and 16 rules, at most 128
+// matches in all. A route that breaks them would not pass the API server;
+// here it is not accepted by any parent (Accepted=False reason
+// UnsupportedValue) and none of its rules is served.
+func routeSpecProblem(hr *gwapiv1.HTTPRoute) *problem {
+	var msgs []string
+	if n := len(hr.Spec.Hostnames); n > maxItems16 {
+		msgs = append(msgs, fmt.Sprintf("%d hostnames; at most %d are allowed", n, maxItems16))
+	}
+	var bad []string
+	why := ""
+	for _, h := range hr.Spec.Hostnames {
+		if p := checkHostname(string(h)); p != "" {
+			bad, why = append(bad, q(string(h))), p
+		}
+	}
+	switch {
+	case len(bad) == 1:
+		msgs = append(msgs, fmt.Sprintf("hostname %s %s", bad[0], why))
+	case len(bad) > 1:
+		msgs = append(msgs, fmt.Sprintf("hostnames %s are not valid: each must be lower-case RFC 1123 labels, at most 253 characters, with an optional \"*.\" wildcard as the first label only", strings.Join(bad, ", ")))
+	}
+	if n := len(hr.Spec.Rules); n > maxItems16 {
+		msgs = append(msgs, fmt.Sprintf("%d rules; at most %d are allowed", n, maxItems16))
+	}
+	matches := 0
+	for _, r := range hr.Spec.Rules {
+		matches += len(r.Matches)
+	}
+	if matches > maxMatchesPerRoute {
+		msgs = append(msgs, fmt.Sprintf("%d matches across all rules; at most %d are allowed", matches, maxMatchesPerRoute))
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &problem{string(gwapiv1.RouteReasonUnsupportedValue), "invalid spec: " + joinMessages(msgs)}
+}
+
 // translateHTTPRoute handles one route: its rules are translated once, then
 // each parentRef of ours attaches it (or says why not) and, where it
 // attached, its rules join the listeners' routes.
+//
+// A route attached only to listeners that are not programmed (a port
+// another Gateway holds, a conflict, bad certificates) is still
+// Accepted=True and counts in their attachedRoutes, as the spec requires
+// (ListenerStatus attachedRoutes: listener status does not impact
+// attachment); its Accepted message says which listeners do not serve it.
 func (t *translator) translateHTTPRoute(hr *gwapiv1.HTTPRoute) {
-	parents := t.ourParents(hr.Namespace, hr.Spec.ParentRefs)
+	parents := t.ourParents(hr)
 	if len(parents) == 0 {
 		return
 	}
+	specProblem := routeSpecProblem(hr)
 	rules := t.translateRules(hr)
 	gen := hr.Generation
 	st := &gwapiv1.HTTPRouteStatus{RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{}}}
 	for _, p := range parents {
 		ps := gwapiv1.RouteParentStatus{ParentRef: p.ref, ControllerName: t.controller}
-		listeners, refused := t.attach(hr, p.ref, p.gw)
+		var listeners []*listenerState
+		refused := specProblem
+		if refused == nil {
+			listeners, refused = t.attach(hr, p.ref, p.gw)
+		}
 		if refused == nil && rules.allInvalid() {
 			refused = rules.unsupported
 		}
 		if refused != nil {
 			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionAccepted, false, refused.reason, refused.msg, gen))
 		} else {
-			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionAccepted, true, gwapiv1.RouteReasonAccepted, "route is accepted", gen))
+			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionAccepted, true, gwapiv1.RouteReasonAccepted, acceptedMessage(p.gw, listeners), gen))
 		}
 		if rules.refs != nil {
 			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionResolvedRefs, false, rules.refs.reason, rules.refs.msg, gen))
@@ -214,3 +272,22 @@ func (t *translator) addRoutes(l *listenerState, hr *gwapiv1.HTTPRoute, rules *r
 }
 
 func creation(m metav1.ObjectMeta) metav1.Time { return m.CreationTimestamp }
+
+// acceptedMessage is the message of Accepted=True for a route attached to
+// listeners of gs: it names the listeners that are not programmed, which
+// count the route but do not serve it.
+func acceptedMessage(gs *gatewayState, listeners []*listenerState) string {
+	var idle []string
+	for _, l := range listeners {
+		if why := l.notProgrammedReason(); why != "" {
+			idle = append(idle, fmt.Sprintf("%s (%s)", l.name, why))
+		}
+	}
+	switch {
+	case len(idle) == 0:
+		return "route is accepted"
+	case len(idle) == len(listeners):
+		return fmt.Sprintf("route is accepted, but no listener of Gateway %s it attached to is programmed, so no traffic reaches it there: %s", gs.nn, strings.Join(idle, "; "))
+	}
+	return fmt.Sprintf("route is accepted; these listeners of Gateway %s are not programmed and do not serve it: %s", gs.nn, strings.Join(idle, "; "))
+}

@@ -183,6 +183,24 @@ func (l *listenerState) programmed() bool {
 	return l.programmable() && l.gw.refused == nil
 }
 
+// notProgrammedReason says why the listener is not programmed ("reason:
+// message"), or "" when it is.
+func (l *listenerState) notProgrammedReason() string {
+	switch {
+	case l.duplicate:
+		return "a second listener of the same name"
+	case l.conflict != nil:
+		return l.conflict.reason + ": " + l.conflict.msg
+	case l.notAccepted != nil:
+		return l.notAccepted.reason + ": " + l.notAccepted.msg
+	case l.certProblem != nil:
+		return l.certProblem.reason + ": " + l.certProblem.msg
+	case l.gw.refused != nil:
+		return "the Gateway is not accepted"
+	}
+	return ""
+}
+
 // buildStatus renders the listener status: supportedKinds, attachedRoutes,
 // and conditions Accepted, Programmed, ResolvedRefs, Conflicted (and
 // OverlappingTLSConfig when true; it is never set False).

@@ -2,10 +2,9 @@ package gatewayapi
 
 import (
 	"fmt"
-	"regexp"
+	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -127,6 +126,13 @@ func (rc *ruleContext) translate(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 		r.matches = matches
 	}
 	filters, extRef := rc.filters(rule.Filters, matches)
+	if filters.Redirect != nil && len(rule.BackendRefs) > 0 {
+		// HTTPRouteRule CEL rule.
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "a RequestRedirect filter must not be used together with backendRefs")
+	}
+	if len(rule.BackendRefs) > maxItems16 {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%d backendRefs; at most %d are allowed", len(rule.BackendRefs), maxItems16)
+	}
 	backends := rc.backendRefs(rule.BackendRefs)
 	timeouts := rc.timeouts(rule.Timeouts)
 	retry := rc.retry(rule.Retry)
@@ -160,14 +166,21 @@ var knownMethods = map[gwapiv1.HTTPMethod]bool{
 // Path type defaults to PathPrefix and value to "/"; header and query
 // parameter types default to Exact. Of several header matches with the
 // same (case-insensitive) name only the first counts, likewise for query
-// parameters (case-sensitive names). Unknown match types and methods,
-// paths that do not start with "/", and regular expressions that RE2
-// cannot compile are UnsupportedValue.
+// parameters (case-sensitive names). Every value must pass the schema
+// (validation.go): path values the HTTPPathMatch CEL rules, names the
+// HTTPHeaderName pattern, values their lengths and no control characters,
+// regular expressions RE2 within Envoy's size limit; at most 64 matches and
+// 16 header and 16 query parameter matches each. Anything else, unknown
+// match types and methods included, is UnsupportedValue, and the rule,
+// whose matches cannot be expressed, is left out.
 func (rc *ruleContext) matches(ms []gwapiv1.HTTPRouteMatch) ([]ir.HTTPMatch, bool) {
 	if len(ms) == 0 {
 		ms = []gwapiv1.HTTPRouteMatch{{}}
 	}
 	before := len(rc.unsupported)
+	if len(ms) > maxMatchesPerRule {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%d matches; at most %d are allowed", len(ms), maxMatchesPerRule)
+	}
 	out := make([]ir.HTTPMatch, 0, len(ms))
 	for j, m := range ms {
 		var im ir.HTTPMatch
@@ -178,8 +191,8 @@ func (rc *ruleContext) matches(ms []gwapiv1.HTTPRouteMatch) ([]ir.HTTPMatch, boo
 		}
 		switch typ {
 		case gwapiv1.PathMatchExact, gwapiv1.PathMatchPathPrefix:
-			if !strings.HasPrefix(value, "/") || strings.Contains(value, "//") {
-				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path %q must start with / and not contain //", j, value)
+			if p := checkPathMatch(value); p != "" {
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path %s %s", j, q(value), p)
 			}
 			mt := ir.MatchExact
 			if typ == gwapiv1.PathMatchPathPrefix {
@@ -187,10 +200,15 @@ func (rc *ruleContext) matches(ms []gwapiv1.HTTPRouteMatch) ([]ir.HTTPMatch, boo
 			}
 			im.Path = &ir.StringMatch{Type: mt, Value: value}
 		case gwapiv1.PathMatchRegularExpression:
-			rc.checkRegex(j, "path", value)
+			if p := checkRegex(value, maxPathLen); p != "" {
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path regular expression %s %s", j, q(value), p)
+			}
 			im.Path = &ir.StringMatch{Type: ir.MatchRegex, Value: value}
 		default:
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path match type %q is not supported", j, typ)
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path match type %s is not supported", j, q(string(typ)))
+		}
+		if len(m.Headers) > maxItems16 || len(m.QueryParams) > maxItems16 {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: at most %d header and %d query parameter matches are allowed", j, maxItems16, maxItems16)
 		}
 		seen := map[string]bool{}
 		for _, h := range m.Headers {
@@ -199,25 +217,25 @@ func (rc *ruleContext) matches(ms []gwapiv1.HTTPRouteMatch) ([]ir.HTTPMatch, boo
 				continue
 			}
 			seen[key] = true
-			if !validHeaderName(string(h.Name)) {
-				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: header name %q is not valid", j, h.Name)
+			if p := checkHeaderName(string(h.Name)); p != "" {
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: header name %s %s", j, q(string(h.Name)), p)
 			}
-			im.Headers = append(im.Headers, rc.stringMatch(j, "header", string(h.Name), string(deref(h.Type, gwapiv1.HeaderMatchExact)), h.Value))
+			im.Headers = append(im.Headers, rc.stringMatch(j, "header "+q(string(h.Name)), string(h.Name), string(deref(h.Type, gwapiv1.HeaderMatchExact)), h.Value, maxHeaderValueLen))
 		}
 		seen = map[string]bool{}
-		for _, q := range m.QueryParams {
-			if seen[string(q.Name)] {
+		for _, qp := range m.QueryParams {
+			if seen[string(qp.Name)] {
 				continue
 			}
-			seen[string(q.Name)] = true
-			if q.Name == "" {
-				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: a query parameter match needs a name", j)
+			seen[string(qp.Name)] = true
+			if p := checkHeaderName(string(qp.Name)); p != "" {
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: query parameter name %s %s", j, q(string(qp.Name)), p)
 			}
-			im.QueryParams = append(im.QueryParams, rc.stringMatch(j, "query parameter", string(q.Name), string(deref(q.Type, gwapiv1.QueryParamMatchExact)), q.Value))
+			im.QueryParams = append(im.QueryParams, rc.stringMatch(j, "query parameter "+q(string(qp.Name)), string(qp.Name), string(deref(qp.Type, gwapiv1.QueryParamMatchExact)), qp.Value, maxQueryValueLen))
 		}
 		if m.Method != nil {
 			if !knownMethods[*m.Method] {
-				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: method %q is not supported", j, *m.Method)
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: method %s is not supported", j, q(string(*m.Method)))
 			}
 			im.Method = string(*m.Method)
 		}
@@ -226,51 +244,31 @@ func (rc *ruleContext) matches(ms []gwapiv1.HTTPRouteMatch) ([]ir.HTTPMatch, boo
 	return out, len(rc.unsupported) == before
 }
 
-func (rc *ruleContext) stringMatch(j int, what, name, typ, value string) ir.StringMatch {
+// stringMatch translates a header or query parameter match (what names it
+// in messages) of type typ whose value may be maxLen bytes long.
+func (rc *ruleContext) stringMatch(j int, what, name, typ, value string, maxLen int) ir.StringMatch {
 	switch typ {
 	case "Exact":
+		if p := checkFieldValue(value, maxLen); p != "" {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: %s value %s %s", j, what, q(value), p)
+		}
 		return ir.StringMatch{Name: name, Type: ir.MatchExact, Value: value}
 	case "RegularExpression":
-		rc.checkRegex(j, what+" "+name, value)
+		if p := checkRegex(value, maxLen); p != "" {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: %s regular expression %s %s", j, what, q(value), p)
+		}
 		return ir.StringMatch{Name: name, Type: ir.MatchRegex, Value: value}
 	}
-	rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: %s match type %q is not supported", j, what, typ)
+	rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: %s match type %s is not supported", j, what, q(typ))
 	return ir.StringMatch{Name: name, Type: ir.MatchExact, Value: value}
 }
 
-// checkRegex accepts RE2 syntax, the dialect Envoy's safe_regex uses (Go's
-// regexp is RE2 as well).
-func (rc *ruleContext) checkRegex(j int, what, expr string) {
-	if _, err := regexp.Compile(expr); err != nil {
-		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: %s regular expression %q is not valid RE2: %v", j, what, expr, err)
-	}
-}
-
-// validHeaderName says whether s is an RFC 7230 token (no pseudo-headers).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.ContainsRune("!#$%&'*+-.^_`|~", c):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // parseDuration reads a Gateway API Duration (GEP-2257: a subset of Go's
-// syntax, e.g. "1h30m", "500ms"); negative values are refused.
+// syntax, e.g. "1h30m", "500ms"; never negative).
 func parseDuration(d gwapiv1.Duration) (*ir.Duration, error) {
-	v, err := time.ParseDuration(string(d))
-	if err != nil {
-		return nil, err
-	}
-	if v < 0 {
-		return nil, fmt.Errorf("negative duration %q", d)
+	v, p := checkDuration(string(d))
+	if p != "" {
+		return nil, fmt.Errorf("%s %s", q(string(d)), p)
 	}
 	return ir.NewDuration(v), nil
 }
@@ -299,15 +297,16 @@ func (rc *ruleContext) timeouts(to *gwapiv1.HTTPRouteTimeouts) *ir.Timeouts {
 }
 
 // retry maps HTTPRouteRule retry (GEP-1731) to the IR. Unset attempts
-// means one retry (Envoy's default). Codes must be within 400-599.
+// means one retry (Envoy's default); set, it must be at least 1 (schema
+// minimum) and fit Envoy's uint32. Codes must be within 400-599.
 func (rc *ruleContext) retry(r *gwapiv1.HTTPRouteRetry) *ir.Retry {
 	if r == nil {
 		return nil
 	}
 	out := &ir.Retry{Attempts: 1}
 	if r.Attempts != nil {
-		if *r.Attempts < 0 {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "retry.attempts %d is negative", *r.Attempts)
+		if *r.Attempts < 1 || int64(*r.Attempts) > math.MaxUint32 {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "retry.attempts %d is outside 1-%d", *r.Attempts, uint32(math.MaxUint32))
 		} else {
 			out.Attempts = uint32(*r.Attempts)
 		}

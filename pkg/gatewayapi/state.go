@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -34,6 +35,11 @@ type translator struct {
 	grants     map[string][]*gwapiv1.ReferenceGrant // by namespace
 
 	status *Status
+	// allGateways are every Gateway of the snapshot, ours or not, and
+	// allClasses every GatewayClass: routes whose parentRefs name neither
+	// get a warning.
+	allGateways map[types.NamespacedName]*gwapiv1.Gateway
+	allClasses  map[string]bool
 }
 
 func newTranslator(res *resources.Resources, opts Options) *translator {
@@ -48,11 +54,25 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		secrets:      map[types.NamespacedName]*corev1.Secret{},
 		namespaces:   map[string]*corev1.Namespace{},
 		grants:       map[string][]*gwapiv1.ReferenceGrant{},
+		allGateways:  map[types.NamespacedName]*gwapiv1.Gateway{},
+		allClasses:   map[string]bool{},
 		status: &Status{
 			GatewayClasses: map[string]*gwapiv1.GatewayClassStatus{},
 			Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
 			HTTPRoutes:     map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{},
 		},
+	}
+	for _, g := range res.Gateways {
+		if g != nil {
+			if _, ok := t.allGateways[nn(g.Namespace, g.Name)]; !ok {
+				t.allGateways[nn(g.Namespace, g.Name)] = g
+			}
+		}
+	}
+	for _, c := range res.GatewayClasses {
+		if c != nil {
+			t.allClasses[c.Name] = true
+		}
 	}
 	for _, s := range res.Services {
 		if s != nil {
@@ -115,6 +135,11 @@ func (t *translator) result() *Result {
 		out.Gateways = append(out.Gateways, g)
 	}
 	return &Result{IR: out, Status: t.status}
+}
+
+// warnf adds a Status.Warnings entry.
+func (t *translator) warnf(format string, a ...any) {
+	t.status.Warnings = append(t.status.Warnings, fmt.Sprintf(format, a...))
 }
 
 // problem is a condition reason and its message.

@@ -26,6 +26,9 @@ type Options struct {
 	// BindPort maps a Gateway listener port to the port Envoy binds.
 	// Default: the listener's own port.
 	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
+	// InvalidParameters are the GatewayClasses and Gateways whose
+	// parametersRef the caller refused (parameters.go). Default: none.
+	InvalidParameters *InvalidParameters
 }
 
 // Result is the output of one translation.
@@ -44,6 +47,13 @@ type Status struct {
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
 	// HTTPRoutes hold only the parents entries for our controller.
 	HTTPRoutes map[types.NamespacedName]*gwapiv1.HTTPRouteStatus
+	// Warnings are findings that no object's status can carry, in a
+	// deterministic order: parentRefs of HTTPRoutes that name a Gateway
+	// that does not exist, or whose GatewayClass does not (no controller
+	// owns such a parent, so the spec gives it no status), and EndpointSlice
+	// addresses that were dropped. Standalone mode prints them; a controller
+	// in a cluster may log them.
+	Warnings []string
 }
 
 // Translate computes the IR and the status for res. res must be sorted
@@ -57,12 +67,16 @@ type Status struct {
 //     TLS certificates, allowedRoutes);
 //   - httproute.go, rules.go, filters.go, backends.go: HTTPRoutes attached
 //     to those Gateways, their rules, filters and backendRefs;
+//   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
+//     Envoy's constraints every user-supplied value must meet, since in
+//     standalone mode no API server checked them;
 //   - precedence.go: the order of the routes of each listener.
 func Translate(res *resources.Resources, opts Options) *Result {
 	if res == nil {
 		res = &resources.Resources{}
 	}
 	t := newTranslator(res, opts)
+	t.checkEndpointSlices()
 	t.translateGatewayClasses()
 	t.translateGateways()
 	t.translateHTTPRoutes()

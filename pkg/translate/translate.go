@@ -53,7 +53,7 @@ func Run(res *resources.Resources, opts gatewayapi.Options) (out *Output, err er
 }
 
 // MarshalIR renders the IR and the status as YAML: the top-level keys are
-// `ir` and `status`; status maps are keyed by "namespace/name" (a
+// `ir`, `status` and, when there are any, `warnings`; status maps are keyed by "namespace/name" (a
 // GatewayClass by its name).
 func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 	st := map[string]any{}
@@ -72,7 +72,11 @@ func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 		}
 		st["gatewayClasses"], st["gateways"], st["httpRoutes"] = gcs, gws, hrs
 	}
-	return yaml.Marshal(map[string]any{"ir": r.IR, "status": st})
+	out := map[string]any{"ir": r.IR, "status": st}
+	if r.Status != nil && len(r.Status.Warnings) > 0 {
+		out["warnings"] = r.Status.Warnings
+	}
+	return yaml.Marshal(out)
 }
 
 // MarshalXDS renders xDS resources as YAML in the proto3 JSON mapping of

@@ -196,7 +196,7 @@ func headerMods(h *ir.HeaderModifier, request bool) ([]*corev3.HeaderValueOption
 			continue
 		}
 		add = append(add, &corev3.HeaderValueOption{
-			Header:       &corev3.HeaderValue{Key: kv.Name, Value: kv.Value},
+			Header:       &corev3.HeaderValue{Key: kv.Name, Value: literal(kv.Value)},
 			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 		})
 	}
@@ -205,7 +205,7 @@ func headerMods(h *ir.HeaderModifier, request bool) ([]*corev3.HeaderValueOption
 			continue
 		}
 		add = append(add, &corev3.HeaderValueOption{
-			Header:       &corev3.HeaderValue{Key: kv.Name, Value: kv.Value},
+			Header:       &corev3.HeaderValue{Key: kv.Name, Value: literal(kv.Value)},
 			AppendAction: corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD,
 		})
 	}
@@ -217,6 +217,12 @@ func headerMods(h *ir.HeaderModifier, request bool) ([]*corev3.HeaderValueOption
 	}
 	return add, remove
 }
+
+// literal escapes a header value for Envoy, which reads the values of
+// request_headers_to_add and response_headers_to_add as format strings
+// (HeaderValueOption, "%" starts a command operator): "%" becomes "%%", so
+// the value is sent exactly as the Gateway API spec gave it.
+func literal(v string) string { return strings.ReplaceAll(v, "%", "%%") }
 
 func directResponse(d *ir.DirectResponse) *routev3.Route_DirectResponse {
 	a := &routev3.DirectResponseAction{Status: d.StatusCode}

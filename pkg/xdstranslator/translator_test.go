@@ -238,6 +238,21 @@ func TestHeaderModifiers(t *testing.T) {
 	}
 }
 
+// TestHeaderValuesAreLiteral: Envoy reads header values as format strings,
+// so "%" must reach it as "%%" to be sent as written.
+func TestHeaderValuesAreLiteral(t *testing.T) {
+	r := oneRoute(t, &ir.HTTPRoute{Backends: group(backend("web", 1)), Filters: ir.HTTPFilters{
+		RequestHeaders:  &ir.HeaderModifier{Set: []ir.Header{{Name: "x-pct", Value: "50% of %DOWNSTREAM_REMOTE_ADDRESS%"}}},
+		ResponseHeaders: &ir.HeaderModifier{Add: []ir.Header{{Name: "x-pct", Value: "100%"}}},
+	}})
+	if got := r.RequestHeadersToAdd[0].Header.Value; got != "50%% of %%DOWNSTREAM_REMOTE_ADDRESS%%" {
+		t.Errorf("request header value = %q, want every %% doubled", got)
+	}
+	if got := r.ResponseHeadersToAdd[0].Header.Value; got != "100%%" {
+		t.Errorf("response header value = %q, want 100%%%%", got)
+	}
+}
+
 func TestTimeoutsAndRetries(t *testing.T) {
 	d := ir.NewDuration
 	for _, tc := range []struct {

@@ -174,6 +174,9 @@ func (r *runner) reload(ctx context.Context) {
 		for k, v := range status.Summary(out.Result.Status) {
 			lines[k] = v
 		}
+		for _, w := range out.Result.Status.Warnings {
+			lines["warning: "+w] = ""
+		}
 	}
 	r.printChanges(lines)
 	if err != nil {
@@ -195,8 +198,12 @@ func (r *runner) reload(ctx context.Context) {
 }
 
 func (r *runner) print(key, line string) {
-	if r.lastLines[key] != line {
-		fmt.Fprintf(r.cfg.Out, "%s: %s\n", key, line)
+	if prev, ok := r.lastLines[key]; !ok || prev != line {
+		if line == "" {
+			fmt.Fprintln(r.cfg.Out, key)
+		} else {
+			fmt.Fprintf(r.cfg.Out, "%s: %s\n", key, line)
+		}
 		r.lastLines[key] = line
 	}
 }

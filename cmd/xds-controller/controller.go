@@ -11,19 +11,26 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/xds-controller/xds-controller/pkg/infra"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
+	"github.com/xds-controller/xds-controller/pkg/provisioner"
 )
 
 func newControllerCommand() *cobra.Command {
 	cfg := kubernetes.Config{}
 	var kubeconfig string
+	prov := provisioner.Options{}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the Kubernetes controller: watch Gateway API objects, serve xDS, write status",
 		Long: `Watches GatewayClasses of controllerName xds-controller.dev/gateway-controller,
 their Gateways and HTTPRoutes and what they reference, translates them, serves
 the result over xDS (mutual TLS; the CA is kept in the Secret xds-controller-ca
-of --namespace, created when missing) and writes status conditions.
+of --namespace, created when missing), writes status conditions and
+provisions the Envoy fleets that serve the Gateways (GatewayParameters mode
+Shared: one fleet per GatewayClass in --namespace; Dedicated: one per
+Gateway in its namespace). Envoy reaches the xDS server at
+<--service-account>.<--namespace>.svc on the port of --xds-address.
 
 Every replica serves xDS; with --leader-elect only the elected leader writes
 status and infrastructure (Lease xds-controller.dev in --namespace).`,
@@ -41,6 +48,9 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 			}
 			cfg.RestConfig = rc
 			cfg.Log = slog.Default()
+			if err := provisioner.Install(&cfg, prov); err != nil {
+				return err
+			}
 			c, err := kubernetes.New(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -59,5 +69,6 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.DurationVar(&cfg.Debounce, "debounce", kubernetes.DefaultDebounce, "quiet time after a change before translating")
 	f.DurationVar(&cfg.MaxDebounce, "max-debounce", kubernetes.DefaultMaxDebounce, "longest wait before translating while changes keep coming")
 	f.StringVar(&cfg.ServiceAccount, "service-account", kubernetes.DefaultServiceAccount, "the controller's ServiceAccount (names the xDS server identity)")
+	f.StringVar(&prov.EnvoyImage, "envoy-image", infra.DefaultEnvoyImage, "Envoy image of the fleets whose GatewayParameters name none")
 	return cmd
 }

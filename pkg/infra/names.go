@@ -49,7 +49,7 @@ const (
 
 	// EndpointSliceManagedBy is the endpointslice.kubernetes.io/managed-by
 	// value of the EndpointSlices of shared-mode Gateway Services.
-	EndpointSliceManagedBy = "xds-controller.dev/provisioner"
+	EndpointSliceManagedBy = "provisioner.xds-controller.dev"
 )
 
 // Paths and ports inside the Envoy pod.

@@ -149,6 +149,9 @@ func TestDefaults(t *testing.T) {
 	for _, a := range c["args"].([]any) {
 		args = append(args, a.(string))
 	}
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--envoy-image") }) {
+		t.Errorf("--envoy-image without envoy.image: %v", args)
+	}
 	if !slices.Equal(args[:2], []string{"serve", "controller"}) || !slices.Contains(args, "--namespace=xds-system") ||
 		!slices.Contains(args, "--xds-address=:18000") || !slices.Contains(args, "--service-account=xds-controller") {
 		t.Errorf("args %v", args)
@@ -275,6 +278,12 @@ func TestModeAndEnvoyValues(t *testing.T) {
 	if spec["mode"] != "Dedicated" || fmt.Sprint(spec["replicas"]) != "3" || str(spec, "envoy", "image") != "docker.io/envoyproxy/envoy:v1.40.0" ||
 		str(spec, "service", "type") != "NodePort" || str(spec, "podTemplate", "spec", "nodeSelector", "pool") != "edge" {
 		t.Errorf("spec %v", spec)
+	}
+	// The image is the controller's default too (--envoy-image).
+	dep := find(objs, "Deployment", "xds-controller")
+	c := get(dep, "spec", "template", "spec", "containers").([]any)[0].(object)
+	if args := fmt.Sprint(c["args"]); !strings.Contains(args, "--envoy-image=docker.io/envoyproxy/envoy:v1.40.0") {
+		t.Errorf("args %s, want --envoy-image", args)
 	}
 
 	// No mode and no envoy settings: no GatewayParameters, no parametersRef.

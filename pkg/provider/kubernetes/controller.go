@@ -96,6 +96,10 @@ type Config struct {
 	Log *slog.Logger
 }
 
+// Default fills the unset fields with their defaults, as New does (it is
+// idempotent): hooks that derive settings from the Config call it first.
+func (c *Config) Default() error { return c.defaults() }
+
 func (c *Config) defaults() error {
 	if c.RestConfig == nil {
 		return errors.New("no Kubernetes client configuration")
@@ -183,7 +187,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		Metrics:                 metricsserver.Options{BindAddress: cmp.Or(cfg.MetricsAddress, "0")},
 		HealthProbeBindAddress:  cmp.Or(cfg.HealthAddress, "0"),
 		GracefulShutdownTimeout: &cfg.GracefulShutdownTimeout,
-		Cache:                   cacheOptions(),
+		Cache:                   cacheOptions(cfg.Hooks.Cache),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Never cache full Secrets or ConfigMaps, whoever reads them.
 			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
@@ -221,6 +225,8 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		cfg:     &c.cfg,
 		log:     cfg.Log,
 		cache:   mgr.GetCache(),
+		client:  mgr.GetClient(),
+		api:     mgr.GetAPIReader(),
 		srv:     srv,
 		writer:  writer,
 		leader:  leader,
@@ -273,17 +279,16 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 }
 
 // cacheOptions limit the informer caches to what we act on (see the
-// package comment).
-func cacheOptions() cache.Options {
+// package comment), plus the hooks' own restrictions (extra).
+func cacheOptions(extra map[client.Object]cache.ByObject) cache.Options {
 	hasService, _ := labels.NewRequirement(discoveryv1.LabelServiceName, selection.Exists, nil)
-	return cache.Options{
-		DefaultTransform: stripObject,
-		ByObject: map[client.Object]cache.ByObject{
-			&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*hasService)},
-			&corev1.Secret{}:             {Transform: stripToIdentity},
-			&corev1.ConfigMap{}:          {Transform: stripToIdentity},
-		},
+	byObject := map[client.Object]cache.ByObject{
+		&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*hasService)},
+		&corev1.Secret{}:             {Transform: stripToIdentity},
+		&corev1.ConfigMap{}:          {Transform: stripToIdentity},
 	}
+	maps.Copy(byObject, extra)
+	return cache.Options{DefaultTransform: stripObject, ByObject: byObject}
 }
 
 // lastApplied is kubectl's annotation, often the size of the object itself.

@@ -4,7 +4,8 @@
 // translates it with the same pure pipeline as standalone mode
 // (translate.Run), publishes the xDS output of every proxy scope whose
 // output changed, hands the desired status to pkg/status, and the desired
-// infrastructure to the provisioner hook (pkg/infra).
+// infrastructure to the provisioner hook (Hooks; pkg/provisioner installs
+// it on top of pkg/infra).
 //
 // # Pipeline
 //
@@ -18,6 +19,11 @@
 // that vanished, then updates the status writer and the provisioner. A
 // failed translation is logged and changes nothing that is served: the last
 // good configuration stays published.
+//
+// The Hooks' Resolve runs before each translation (the scopes, bind ports
+// and refused parametersRefs come from it, so the translation and the
+// provisioner see the same answers); the types of Hooks.InfraWatches (the
+// Envoy pods) re-run only the provisioner, with the last translation.
 //
 // # Caches
 //

@@ -4,40 +4,39 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/infra"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
-// The hooks where pkg/infra plugs in: the deployment mode of each Gateway
-// (from GatewayParameters), the bind ports, the Service that exposes a
-// Gateway, and the provisioner. Without them the controller runs every
-// Gateway in Shared mode, binds listener ports as they are, and provisions
-// nothing.
-
-// Mode is a Gateway's deployment mode.
-type Mode string
-
-// Modes (docs/controller.md).
-const (
-	ModeShared    Mode = "Shared"
-	ModeDedicated Mode = "Dedicated"
-)
+// The hooks where the provisioner (pkg/provisioner, built on pkg/infra)
+// plugs in: the deployment mode of each Gateway (from GatewayParameters),
+// the bind ports, the Service that exposes a Gateway, the parameters that
+// are refused, and the provisioner itself. Without them the controller runs
+// every Gateway in Shared mode, binds listener ports as they are, and
+// provisions nothing.
 
 // Resolver answers, for one snapshot, the per-Gateway questions that
-// depend on our parameters CRD. pkg/infra implements it.
+// depend on our parameters CRD. pkg/provisioner implements it.
 type Resolver interface {
 	// ScopeFor names the proxy scope (fleet) that serves gw.
 	ScopeFor(gw *gwapiv1.Gateway) string
 	// BindPortFor is the port Envoy binds for a listener port of gw
-	// (infra.BindPort).
+	// (infra.BindPorts.BindPort).
 	BindPortFor(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
 	// ServiceFor is the Service that exposes gw; its load balancer
 	// ingress (else its ClusterIP) becomes the Gateway's status.addresses.
 	ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName
+	// InvalidParameters are the GatewayClasses and Gateways whose
+	// parametersRef is refused (nil: none); the translation sets their
+	// Accepted=False reason InvalidParameters.
+	InvalidParameters() *gatewayapi.InvalidParameters
 }
 
 // ResolveFunc builds the Resolver of one snapshot. r reads the manager's
@@ -63,55 +62,65 @@ type ProvisionInput struct {
 	Leading func() bool
 	// Identity issues the fleets' xDS client certificates.
 	Identity *Identity
+	// Client is the manager's client: it writes, and its reads of Secrets
+	// and ConfigMaps go to the API server (they are never cached).
+	Client client.Client
+	// Cache reads the informer caches (the types of Hooks.Watches and
+	// Hooks.InfraWatches among them).
+	Cache client.Reader
+	// APIReader reads from the API server, uncached.
+	APIReader client.Reader
 }
 
-// Hooks connect pkg/infra to the pipeline. The zero value is valid.
+// Hooks connect the provisioner to the pipeline. The zero value is valid.
 type Hooks struct {
 	// Watches are further object types (our GatewayParameters) whose
 	// changes re-run the pipeline. They are cached in full.
 	Watches []client.Object
+	// InfraWatches are object types whose changes re-run only the
+	// provisioner, with the last translation (the Envoy pods: their IPs and
+	// readiness feed the shared-mode EndpointSlices, never the
+	// translation).
+	InfraWatches []client.Object
+	// Cache restricts the caches of Watches and InfraWatches (namespace,
+	// labels), as cache.Options.ByObject does.
+	Cache map[client.Object]cache.ByObject
 	// Resolve builds each snapshot's Resolver; nil gives SharedResolver.
 	Resolve ResolveFunc
 	// Provisioner provisions the fleets; nil provisions nothing.
 	Provisioner Provisioner
 }
 
-// SharedResolver is the resolver until GatewayParameters are read: every
-// Gateway in Shared mode.
+// SharedResolver is the resolver without a provisioner: every Gateway in
+// Shared mode, listener ports bound as they are, no parameters read.
 type SharedResolver struct{}
 
-// ScopeFor is ScopeFor(ModeShared, gw).
-func (SharedResolver) ScopeFor(gw *gwapiv1.Gateway) string { return ScopeFor(ModeShared, gw) }
+// ScopeFor is infra.Scope(Shared, gw): gatewayclass/<class>.
+func (SharedResolver) ScopeFor(gw *gwapiv1.Gateway) string {
+	return infra.Scope(v1alpha1.ModeShared, gw)
+}
 
-// BindPortFor is the listener port itself.
-// TODO(infra): infra.BindPort(mode, gw, port).
+// BindPortFor is the listener port itself: without a provisioner no
+// Envoy fleet exists whose bind ports could differ.
 func (SharedResolver) BindPortFor(_ *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32 {
 	return uint32(port)
 }
 
-// ServiceFor is ServiceFor(gw).
-func (SharedResolver) ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName { return ServiceFor(gw) }
-
-// ScopeFor is the proxy scope of gw in mode: "gatewayclass/<class>" for
-// Shared, "gateway/<namespace>/<name>" for Dedicated.
-func ScopeFor(mode Mode, gw *gwapiv1.Gateway) string {
-	if mode == ModeDedicated {
-		return "gateway/" + gw.Namespace + "/" + gw.Name
-	}
-	return "gatewayclass/" + string(gw.Spec.GatewayClassName)
+// ServiceFor is the Gateway's Service in both modes:
+// <gateway>-<class> (infra.GatewayServiceName) in the Gateway's namespace.
+func (SharedResolver) ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName {
+	return types.NamespacedName{Namespace: gw.Namespace, Name: infra.GatewayServiceName(gw)}
 }
 
-// ServiceFor is the Service of gw in both modes: `<gateway>-<class>` in
-// the Gateway's namespace.
-func ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName {
-	return types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name + "-" + string(gw.Spec.GatewayClassName)}
-}
+// InvalidParameters is nil: no parameters are read.
+func (SharedResolver) InvalidParameters() *gatewayapi.InvalidParameters { return nil }
 
 // translateOptions are the translation options for a resolver.
 func translateOptions(controller gwapiv1.GatewayController, r Resolver) gatewayapi.Options {
 	return gatewayapi.Options{
-		ControllerName: controller,
-		Scope:          r.ScopeFor,
-		BindPort:       r.BindPortFor,
+		ControllerName:    controller,
+		Scope:             r.ScopeFor,
+		BindPort:          r.BindPortFor,
+		InvalidParameters: r.InvalidParameters(),
 	}
 }

@@ -165,15 +165,19 @@ func TestIdentity(t *testing.T) {
 	}
 }
 
-func TestScopeFor(t *testing.T) {
+func TestSharedResolver(t *testing.T) {
 	gw := &gwapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "xds"}}
-	if got := ScopeFor(ModeShared, gw); got != "gatewayclass/xds" {
-		t.Errorf("shared: %s", got)
+	var r SharedResolver
+	if got := r.ScopeFor(gw); got != "gatewayclass/xds" {
+		t.Errorf("scope: %s", got)
 	}
-	if got := ScopeFor(ModeDedicated, gw); got != "gateway/ns/web" {
-		t.Errorf("dedicated: %s", got)
-	}
-	if got := ServiceFor(gw); got != (types.NamespacedName{Namespace: "ns", Name: "web-xds"}) {
+	if got := r.ServiceFor(gw); got != (types.NamespacedName{Namespace: "ns", Name: "web-xds"}) {
 		t.Errorf("service: %s", got)
+	}
+	if got := r.BindPortFor(gw, 80); got != 80 {
+		t.Errorf("bind port: %d", got)
+	}
+	if r.InvalidParameters() != nil {
+		t.Error("refusals without parameters")
 	}
 }

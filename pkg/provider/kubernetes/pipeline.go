@@ -33,6 +33,8 @@ type pipeline struct {
 	cfg     *Config
 	log     *slog.Logger
 	cache   cache.Cache
+	client  client.Client // the manager's: writes (provisioner)
+	api     client.Reader // uncached reads (provisioner)
 	srv     *xdsserver.Server
 	writer  *status.Writer
 	leader  *leadership
@@ -122,6 +124,9 @@ func (p *pipeline) watch(ctx context.Context) error {
 	for _, obj := range p.cfg.Hooks.Watches {
 		watches = append(watches, watch{obj, p.anyHandler()})
 	}
+	for _, obj := range p.cfg.Hooks.InfraWatches {
+		watches = append(watches, watch{obj, p.infraHandler()})
+	}
 	for _, w := range watches {
 		inf, err := p.cache.GetInformer(ctx, w.obj)
 		if err != nil {
@@ -151,6 +156,21 @@ func (p *pipeline) anyHandler() toolscache.ResourceEventHandler {
 		AddFunc:    func(any) { p.trigger() },
 		UpdateFunc: func(any, any) { p.trigger() },
 		DeleteFunc: func(any) { p.trigger() },
+	}
+}
+
+// infraHandler re-runs only the provisioner, with the last translation
+// (a change of the Envoy pods does not change what is translated).
+func (p *pipeline) infraHandler() toolscache.ResourceEventHandler {
+	again := func() {
+		if p.prov != nil {
+			p.prov.again()
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { again() },
+		UpdateFunc: func(any, any) { again() },
+		DeleteFunc: func(any) { again() },
 	}
 }
 
@@ -280,6 +300,9 @@ func (p *pipeline) run(ctx context.Context) {
 			Resolver:  resolver,
 			Leading:   p.leader.Leading,
 			Identity:  p.ident,
+			Client:    p.client,
+			Cache:     p.cache,
+			APIReader: p.api,
 		})
 	}
 	p.runs.Add(1)

@@ -1,0 +1,87 @@
+package provisioner
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	"github.com/xds-controller/xds-controller/pkg/infra"
+	"github.com/xds-controller/xds-controller/pkg/resources"
+)
+
+// plan is what one provisioning pass does, decided from the snapshot and
+// its resolution alone (pure); Provisioner.Provision carries it out.
+type plan struct {
+	// sharedFleets are the classes whose shared fleet is rendered and
+	// synced: valid parameters and at least one Gateway in Shared mode.
+	sharedFleets []*gwapiv1.GatewayClass
+	// prunedClasses are the classes whose shared fleet is deleted: valid
+	// parameters and no Gateway that may need it.
+	prunedClasses []string
+	// shared and dedicated are the Gateways whose own objects are synced,
+	// by mode.
+	shared, dedicated []*gwapiv1.Gateway
+	// departed are Gateways that are no longer ours (their class is not,
+	// or is gone) but still have a Service we wrote: everything of theirs
+	// is deleted.
+	departed []*gwapiv1.Gateway
+}
+
+// makePlan decides a pass. What is being deleted is left to the garbage
+// collector (owner references), and what has refused parameters is left as
+// it is: a Gateway whose parameters are refused is not served, but its
+// fleet is neither changed nor deleted, so fixing the reference brings it
+// back without new pods; a class whose parameters are refused keeps its
+// shared fleet for the same reason, and so does a class whose only Gateways
+// have refused parameters (their mode is unknown).
+func makePlan(res *resources.Resources, r *Resolver) plan {
+	var p plan
+	sharedIn, refusedIn := map[string]bool{}, map[string]bool{}
+	for _, gw := range r.gateways {
+		if gw.DeletionTimestamp != nil {
+			continue
+		}
+		if r.Mode(gw) == v1alpha1.ModeDedicated {
+			p.dedicated = append(p.dedicated, gw)
+			continue
+		}
+		p.shared = append(p.shared, gw)
+		sharedIn[string(gw.Spec.GatewayClassName)] = true
+	}
+	for _, gw := range r.refused {
+		refusedIn[string(gw.Spec.GatewayClassName)] = true
+	}
+	for _, gc := range res.GatewayClasses {
+		if r.classes[gc.Name] != gc || gc.DeletionTimestamp != nil {
+			continue // not ours, a duplicate, or going away
+		}
+		if _, bad := r.invalid.GatewayClasses[gc.Name]; bad {
+			continue
+		}
+		switch {
+		case sharedIn[gc.Name]:
+			p.sharedFleets = append(p.sharedFleets, gc)
+		case !refusedIn[gc.Name]:
+			p.prunedClasses = append(p.prunedClasses, gc.Name)
+		}
+	}
+	// Departed Gateways: ours no longer, with a Service of ours left.
+	withService := map[types.NamespacedName]bool{}
+	for _, s := range res.Services {
+		if s != nil && s.Labels[infra.LabelManagedBy] == infra.ManagedByValue && s.Annotations[infra.AnnotationGatewayName] != "" {
+			withService[types.NamespacedName{Namespace: s.Namespace, Name: s.Annotations[infra.AnnotationGatewayName]}] = true
+		}
+	}
+	for _, gw := range res.Gateways {
+		if gw == nil || gw.DeletionTimestamp != nil {
+			continue
+		}
+		if _, ours := r.classes[string(gw.Spec.GatewayClassName)]; ours {
+			continue
+		}
+		if withService[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] {
+			p.departed = append(p.departed, gw)
+		}
+	}
+	return p
+}

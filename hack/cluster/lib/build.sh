@@ -1,0 +1,81 @@
+# shellcheck shell=bash
+# Builds (once per version) the Go binaries of the local cluster into the cache.
+# Sourced by hack/cluster/cluster; expects common.sh to be sourced first.
+
+# build_key DIR EXTRA... : a short hash of a helper module's go.mod/go.sum,
+# the Go version and any extra words, so a change of any of them rebuilds.
+build_key() {
+  local dir=$1; shift
+  { cat "$dir/go.mod" "$dir/go.sum" 2>/dev/null; find "$dir" -name '*.go' -print0 | sort -z | xargs -0 cat 2>/dev/null
+    go env GOVERSION; echo "$@"; } | sha256sum | cut -c1-12
+}
+
+# go_build_cached NAME MODDIR OUTDIR_VAR LDFLAGS PKG...
+# Builds PKG... from the module in MODDIR into $CACHE/NAME-KEY unless that
+# folder is already complete; prints the folder.
+go_build_cached() {
+  local name=$1 moddir=$2 ldflags=$3; shift 3
+  local key out tmp
+  key=$(build_key "$moddir" "$ldflags" "$@")
+  out=$CACHE/bin/$name-$key
+  if [[ -f $out/.complete ]]; then
+    ln -sfn "$name-$key" "$CACHE/bin/$name"
+    echo "$out"; return 0
+  fi
+  mkdir -p "$CACHE/bin"
+  tmp=$(mktemp -d "$CACHE/bin/.$name.XXXXXX")
+  chmod 755 "$tmp"
+  log "building $name ($key) from $moddir: $* (cached afterwards)"
+  local t0=$SECONDS
+  if ! (cd "$moddir" && CGO_ENABLED=0 nice -n 5 go build -mod=readonly -ldflags "$ldflags" -o "$tmp/" "$@" >&2); then
+    rm -rf "$tmp"; die "build of $name failed"
+  fi
+  touch "$tmp/.complete"
+  rm -rf "$out"; mv "$tmp" "$out"
+  # Older builds of the same thing are never used again.
+  find "$CACHE/bin" -mindepth 1 -maxdepth 1 -name "$name-*" ! -path "$out" -exec rm -rf {} +
+  # Stable path for other users of the binaries (envtest, say): $CACHE/bin/NAME.
+  ln -sfn "$name-$key" "$CACHE/bin/$name"
+  log "built $name in $((SECONDS - t0))s"
+  echo "$out"
+}
+
+k8s_ldflags() {
+  local v=${K8S_VERSION#v} major minor
+  major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
+  local f="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    f+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
+    f+=" -X $p.gitTreeState=clean -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$f"
+}
+
+build_kubernetes() {
+  local moddir=$HERE/build/kubernetes
+  grep -q "k8s.io/kubernetes $K8S_VERSION\$" "$moddir/go.mod" \
+    || die "$moddir/go.mod does not require k8s.io/kubernetes $K8S_VERSION: run hack/cluster/build/update-gomods.sh"
+  go_build_cached "kubernetes-$K8S_VERSION" "$moddir" "$(k8s_ldflags)" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet \
+    k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl
+}
+
+build_coredns() {
+  local moddir=$HERE/build/coredns
+  grep -q "github.com/coredns/coredns $COREDNS_VERSION\$" "$moddir/go.mod" \
+    || die "$moddir/go.mod does not require coredns $COREDNS_VERSION: run hack/cluster/build/update-gomods.sh"
+  go_build_cached "coredns-$COREDNS_VERSION" "$moddir" "-s -w" ./cmd/coredns
+}
+
+build_tools() {
+  go_build_cached "tools" "$HERE/tools" "-s -w" ./cmd/...
+}
+
+build_echo_basic() {
+  local moddir=$HERE/build/echo-basic
+  grep -q "sigs.k8s.io/gateway-api/conformance $GATEWAY_API_VERSION\$" "$moddir/go.mod" \
+    && grep -q "=> sigs.k8s.io/gateway-api $GATEWAY_API_VERSION\$" "$moddir/go.mod" \
+    || die "$moddir/go.mod does not pin gateway-api $GATEWAY_API_VERSION: run hack/cluster/build/update-gomods.sh"
+  go_build_cached "echo-basic-$GATEWAY_API_VERSION" "$moddir" "-s -w" sigs.k8s.io/gateway-api/conformance/echo-basic
+}

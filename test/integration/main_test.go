@@ -1,0 +1,304 @@
+// Package integration runs the controller in-process against a real
+// kube-apiserver and etcd started by controller-runtime's envtest (no
+// kubelet, no Envoy): status lands on the objects, follows generations, is
+// not rewritten when nothing changed, and moves to a new leader.
+//
+// The binaries come from KUBEBUILDER_ASSETS, else from
+// `hack/envtest-assets.sh --no-build` (the local cluster's kube-apiserver
+// build and Debian's etcd). Without them the tests skip, unless CI=true,
+// where they fail. `make test-integration` builds what is missing first.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
+	"github.com/xds-controller/xds-controller/pkg/provisioner"
+)
+
+var (
+	restConfig *rest.Config
+	k8sClient  client.Client
+	skipReason string
+)
+
+const controllerNamespace = "xds-controller-system"
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	env, err := setup()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintln(os.Stderr, "integration: cannot start the API server (CI=true, failing):", err)
+			return 1
+		}
+		skipReason = err.Error()
+		return m.Run()
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "integration: stopping the API server:", err)
+		}
+	}()
+	return m.Run()
+}
+
+// requireAPIServer skips the test when the API server could not start.
+func requireAPIServer(t *testing.T) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip("no kube-apiserver/etcd for envtest: " + skipReason)
+	}
+}
+
+func setup() (*envtest.Environment, error) {
+	if os.Geteuid() != 0 && os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, errors.New("not root, and KUBEBUILDER_ASSETS is unset (the local cluster's build cache is root's)")
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		out, err := exec.Command(filepath.Join(repoRoot(), "hack", "envtest-assets.sh"), "--no-build").Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return nil, fmt.Errorf("hack/envtest-assets.sh --no-build: %s", strings.TrimSpace(string(ee.Stderr)))
+			}
+			return nil, err
+		}
+		assets = strings.TrimSpace(string(out))
+	}
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
+			return nil, fmt.Errorf("%s missing in %s", b, assets)
+		}
+	}
+	crds, err := gatewayAPICRDs()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{crds, filepath.Join(repoRoot(), "config", "crd")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("envtest: %w", err)
+	}
+	scheme, err := kubernetes.Scheme()
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	restConfig, k8sClient = cfg, c
+	if err := ensureNamespace(context.Background(), controllerNamespace); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return env, nil
+}
+
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "..", "..")
+}
+
+// gatewayAPICRDs is config/crd/standard of the gateway-api module in go.mod.
+func gatewayAPICRDs() (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
+	cmd.Dir = repoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating sigs.k8s.io/gateway-api: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
+	if _, err := os.Stat(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+func ensureNamespace(ctx context.Context, name string) error {
+	err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// requestCounter counts the status writes (PATCH or PUT of .../status)
+// that go through a rest.Config, and in infra the writes (POST, PUT, PATCH,
+// DELETE) of the kinds the provisioner manages.
+type requestCounter struct{ n, infra atomic.Int64 }
+
+// infraResources are the URL path segments of the provisioner's kinds.
+var infraResources = []string{"/deployments", "/services", "/serviceaccounts", "/configmaps", "/secrets", "/endpointslices"}
+
+func (c *requestCounter) wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			write := r.Method == http.MethodPatch || r.Method == http.MethodPut || r.Method == http.MethodPost || r.Method == http.MethodDelete
+			switch {
+			case (r.Method == http.MethodPatch || r.Method == http.MethodPut) && strings.HasSuffix(r.URL.Path, "/status"):
+				c.n.Add(1)
+			case write && slices.ContainsFunc(infraResources, func(s string) bool { return strings.Contains(r.URL.Path, s) }):
+				c.infra.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	return cfg
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// replica is one controller running in the test process.
+type replica struct {
+	*kubernetes.Controller
+	writes *requestCounter
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+type replicaOptions struct {
+	leaderElect bool
+	identity    string
+	hooks       kubernetes.Hooks
+	// provision installs the provisioner (pkg/provisioner) instead of hooks.
+	provision bool
+}
+
+func startReplica(t *testing.T, o replicaOptions) *replica {
+	t.Helper()
+	counter := &requestCounter{}
+	cfg := kubernetes.Config{
+		RestConfig:     counter.wrap(restConfig),
+		Namespace:      controllerNamespace,
+		XDSAddress:     "127.0.0.1:0",
+		MetricsAddress: "0",
+		HealthAddress:  "0",
+		LeaderElect:    o.leaderElect,
+		LeaderIdentity: o.identity,
+		LeaseDuration:  3 * time.Second,
+		RenewDeadline:  2 * time.Second,
+		RetryPeriod:    300 * time.Millisecond,
+		TrustDomain:    "cluster.local",
+		Debounce:       20 * time.Millisecond,
+		MaxDebounce:    200 * time.Millisecond,
+		StatusQPS:      100,
+		StatusBurst:    100,
+		Hooks:          o.hooks,
+
+		GracefulShutdownTimeout: 5 * time.Second,
+		Log:                     testLogger(t, o.identity),
+	}
+	if o.provision {
+		if err := provisioner.Install(&cfg, provisioner.Options{XDSPort: 18000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := kubernetes.New(ctx, cfg)
+	if err != nil {
+		cancel()
+		t.Fatalf("controller: %v", err)
+	}
+	r := &replica{Controller: c, writes: counter, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- c.Start(ctx) }()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// stop stops the replica and waits for it (idempotent).
+func (r *replica) stop() {
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case <-r.done:
+		case <-time.After(15 * time.Second):
+		}
+	})
+}
+
+// testLogger collects a replica's log and prints it when the test fails
+// (or always with XDS_TEST_LOG=1).
+func testLogger(t *testing.T, name string) *slog.Logger {
+	buf := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("XDS_TEST_LOG") != "" {
+			fmt.Fprintf(os.Stderr, "---- log of replica %q (%s)\n%s", name, t.Name(), buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// eventually polls f until it returns nil or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		if err = f(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

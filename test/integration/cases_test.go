@@ -111,7 +111,7 @@ func applyFile(t *testing.T, path string) []*unstructured.Unstructured {
 				t.Fatal(err)
 			}
 			ns.SetLabels(u.GetLabels())
-			if err := k8sClient.Update(ctx, &ns); err != nil {
+			if err := update(ctx, &ns); err != nil {
 				t.Fatal(err)
 			}
 			continue

@@ -56,7 +56,7 @@ func TestTranslationFailureKeepsServing(t *testing.T) {
 	broken.Store(true)
 	hr := getRoute(t)
 	hr.Spec.Hostnames = []gwapiv1.Hostname{"broken.example.com"}
-	if err := k8sClient.Update(ctx, hr); err != nil {
+	if err := update(ctx, hr); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the failed run", func() error {
@@ -75,7 +75,7 @@ func TestTranslationFailureKeepsServing(t *testing.T) {
 	broken.Store(false)
 	hr = getRoute(t)
 	hr.Spec.Hostnames = []gwapiv1.Hostname{"fixed.example.com"}
-	if err := k8sClient.Update(ctx, hr); err != nil {
+	if err := update(ctx, hr); err != nil {
 		t.Fatal(err)
 	}
 	gen := getRoute(t).Generation

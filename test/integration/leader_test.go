@@ -62,7 +62,7 @@ func TestLeaderHandOver(t *testing.T) {
 
 	hr := getRoute(t)
 	hr.Spec.Hostnames = []gwapiv1.Hostname{"after.example.com"}
-	if err := k8sClient.Update(ctx, hr); err != nil {
+	if err := update(ctx, hr); err != nil {
 		t.Fatal(err)
 	}
 	gen := getRoute(t).Generation

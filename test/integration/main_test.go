@@ -30,6 +30,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -301,4 +302,22 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// update writes obj (its spec and metadata). The controller writes status
+// at the same time, which bumps resourceVersion; on a conflict update takes
+// the latest resourceVersion and writes obj again, so the test's change
+// wins whatever the controller did to status meanwhile.
+func update(ctx context.Context, obj client.Object) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := k8sClient.Update(ctx, obj)
+		if apierrors.IsConflict(err) {
+			fresh := obj.DeepCopyObject().(client.Object)
+			if gerr := k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), fresh); gerr != nil {
+				return gerr
+			}
+			obj.SetResourceVersion(fresh.GetResourceVersion())
+		}
+		return err
+	})
 }

@@ -117,7 +117,7 @@ func updateParams(t *testing.T, ns, name string, mutate func(*v1alpha1.GatewayPa
 	var p v1alpha1.GatewayParameters
 	get(t, ns, name, &p)
 	mutate(&p.Spec)
-	if err := k8sClient.Update(context.Background(), &p); err != nil {
+	if err := update(context.Background(), &p); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -279,7 +279,7 @@ spec:
 	var hr gwapiv1.HTTPRoute
 	get(t, ns, "app", &hr)
 	hr.Spec.Hostnames = []gwapiv1.Hostname{"edited.example.com"}
-	if err := k8sClient.Update(ctx, &hr); err != nil {
+	if err := update(ctx, &hr); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the edited route to be published", func() error {
@@ -341,7 +341,7 @@ metadata: {name: not-ours}
 spec: {controllerName: example.com/other}
 `)
 	b.Spec.GatewayClassName = "not-ours"
-	if err := k8sClient.Update(ctx, &b); err != nil {
+	if err := update(ctx, &b); err != nil {
 		// gatewayClassName may be immutable in some versions; then skip.
 		t.Logf("moving Gateway b to another class: %v", err)
 		return
@@ -422,7 +422,7 @@ spec:
 	// EndpointSlice, and the class gets its shared fleet.
 	get(t, ns, name, &gw)
 	gw.Spec.Infrastructure.ParametersRef = &gwapiv1.LocalParametersReference{Group: "gateway.xds-controller.dev", Kind: "GatewayParameters", Name: "make-shared"}
-	if err := k8sClient.Update(ctx, &gw); err != nil {
+	if err := update(ctx, &gw); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, ns, obj, &appsv1.Deployment{})

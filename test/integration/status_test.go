@@ -124,7 +124,7 @@ func TestStatusLifecycle(t *testing.T) {
 	// the Gateway's unchanged Accepted condition keeps its time.
 	hr = getRoute(t)
 	hr.Spec.Hostnames = []gwapiv1.Hostname{"app.example.com"}
-	if err := k8sClient.Update(ctx, hr); err != nil {
+	if err := update(ctx, hr); err != nil {
 		t.Fatal(err)
 	}
 	gen := getRoute(t).Generation
@@ -173,7 +173,7 @@ func TestStatusLifecycle(t *testing.T) {
 	// The route detaches from our Gateway: our entry goes, theirs stays.
 	hr = getRoute(t)
 	hr.Spec.ParentRefs = []gwapiv1.ParentReference{{Name: "not-ours"}}
-	if err := k8sClient.Update(ctx, hr); err != nil {
+	if err := update(ctx, hr); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "our stale parents entry to go", func() error {
@@ -229,7 +229,7 @@ func TestSecretsAreNotCached(t *testing.T) {
 	for _, o := range unrelated[:5] {
 		sec := o.(*corev1.Secret)
 		sec.StringData = map[string]string{"password": "y"}
-		if err := k8sClient.Update(ctx, sec); err != nil {
+		if err := update(ctx, sec); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,9 +249,9 @@ func sortKeys(keys []Key) {
 			return kindOrder(a.Kind) - kindOrder(b.Kind)
 		}
 		if a.Namespace != b.Namespace {
-			return compare(a.Namespace, b.Namespace)
+			return strings.Compare(a.Namespace, b.Namespace)
 		}
-		return compare(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	})
 }
 
@@ -263,16 +264,6 @@ func kindOrder(k Kind) int {
 	default:
 		return 2
 	}
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Run writes queued objects until ctx ends.

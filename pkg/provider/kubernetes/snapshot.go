@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,21 +134,11 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	}
 	slices.SortFunc(out, func(a, b types.NamespacedName) int {
 		if a.Namespace != b.Namespace {
-			return compareStrings(a.Namespace, b.Namespace)
+			return strings.Compare(a.Namespace, b.Namespace)
 		}
-		return compareStrings(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // secretCache holds the referenced Secrets, read from the API server (the

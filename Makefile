@@ -8,10 +8,11 @@ LDFLAGS := -X main.version=$(VERSION)
 include hack/infra.mk
 include hack/controller.mk
 include hack/cluster/cluster.mk
+include hack/e2e.mk
 
 .PHONY: help run build envoy test unit golden generate bench translate clean
 help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 run: ## set up everything and run the quickstart (standalone mode + Envoy + two sample backends)
 	hack/run-quickstart.sh

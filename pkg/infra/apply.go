@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -153,11 +154,23 @@ func (a *Applier) Prune(ctx context.Context, scope PruneScope, desired []client.
 		return 0, err
 	}
 	sel = sel.Add(*managed)
+	// Kubernetes' EndpointSlice controller copies a Service's labels onto
+	// the slices it writes for it: a Dedicated-mode Gateway Service's slices
+	// carry our managed-by and gateway-name labels, yet they are not ours.
+	// Only the slices we write (shared mode) may be pruned.
+	ourSlices, err := labels.NewRequirement(discoveryv1.LabelManagedBy, selection.Equals, []string{EndpointSliceManagedBy})
+	if err != nil {
+		return 0, err
+	}
 	deleted := 0
 	for _, gvk := range PrunedKinds {
+		kindSel := sel
+		if gvk.GroupKind() == discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice").GroupKind() {
+			kindSel = sel.Add(*ourSlices)
+		}
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := a.reader().List(ctx, list, client.InNamespace(scope.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		if err := a.reader().List(ctx, list, client.InNamespace(scope.Namespace), client.MatchingLabelsSelector{Selector: kindSel}); err != nil {
 			return deleted, fmt.Errorf("infra: list %s: %w", gvk.Kind, err)
 		}
 		for i := range list.Items {
@@ -180,6 +193,91 @@ func (a *Applier) Prune(ctx context.Context, scope PruneScope, desired []client.
 	}
 	return deleted, nil
 }
+
+// KubernetesEndpointSliceManager is the endpointslice.kubernetes.io/managed-by
+// value of the slices that Kubernetes' EndpointSlice controller writes for
+// a Service with a selector; KubernetesEndpointsManager the
+// endpoints.kubernetes.io/managed-by value of the Endpoints that its
+// Endpoints controller writes for one.
+const (
+	KubernetesEndpointSliceManager = "endpointslice-controller.k8s.io"
+	KubernetesEndpointsManager     = "endpoint-controller"
+)
+
+// PruneKubernetesEndpoints deletes what Kubernetes' controllers wrote for
+// the Service namespace/service while it had a selector: the EndpointSlices
+// of the EndpointSlice controller and the Endpoints of the Endpoints
+// controller (the EndpointSlice mirroring controller then deletes the
+// slices it mirrored from them). It returns how many objects it deleted.
+// Call it for a selectorless Service: those controllers leave their
+// objects behind when the selector goes (a Gateway moved from Dedicated to
+// Shared mode), and they keep pointing at the dedicated fleet's deleted
+// pods next to the slices we write.
+func (a *Applier) PruneKubernetesEndpoints(ctx context.Context, namespace, service string) (int, error) {
+	deleted := 0
+	del := func(obj client.Object, uid types.UID) error {
+		if err := a.beforeWrite(ctx); err != nil {
+			return err
+		}
+		err := a.Client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("infra: delete %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, namespace, obj.GetName(), err)
+		}
+		if err == nil {
+			deleted++
+		}
+		return nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(discoveryv1.SchemeGroupVersion.WithKind("EndpointSliceList"))
+	if err := a.reader().List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
+		return 0, fmt.Errorf("infra: list EndpointSlices of Service %s/%s: %w", namespace, service, err)
+	}
+	// Stale Endpoints show as mirrored slices (or come with the EndpointSlice
+	// controller's): only then is the Endpoints object read, which keeps
+	// the deprecated v1 Endpoints API (and its warning) out of every pass.
+	staleEndpoints := false
+	for i := range list.Items {
+		item := &list.Items[i]
+		switch item.Labels[discoveryv1.LabelManagedBy] {
+		case KubernetesEndpointSliceManager:
+			staleEndpoints = true
+			if item.DeletionTimestamp != nil {
+				continue
+			}
+			item.SetGroupVersionKind(discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"))
+			if err := del(item, item.UID); err != nil {
+				return deleted, err
+			}
+		case KubernetesEndpointSliceMirroringManager:
+			staleEndpoints = true
+		}
+	}
+	if !staleEndpoints {
+		return deleted, nil
+	}
+	ep := &metav1.PartialObjectMetadata{}
+	ep.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Endpoints"))
+	switch err := a.reader().Get(ctx, client.ObjectKey{Namespace: namespace, Name: service}, ep); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return deleted, fmt.Errorf("infra: get Endpoints %s/%s: %w", namespace, service, err)
+	case ep.DeletionTimestamp == nil && ep.Labels[KubernetesEndpointsLabel] == KubernetesEndpointsManager:
+		ep.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Endpoints"))
+		if err := del(ep, ep.UID); err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
+// KubernetesEndpointsLabel names the manager of an Endpoints object;
+// KubernetesEndpointSliceMirroringManager is the managed-by value of the
+// slices mirrored from Endpoints.
+const (
+	KubernetesEndpointsLabel                = "endpoints.kubernetes.io/managed-by"
+	KubernetesEndpointSliceMirroringManager = "endpointslicemirroring-controller.k8s.io"
+)
 
 // Sync applies desired and then prunes the rest of scope.
 func (a *Applier) Sync(ctx context.Context, scope PruneScope, desired []client.Object) error {

@@ -191,3 +191,129 @@ func TestApplierPrune(t *testing.T) {
 		t.Error("class pruning removed a Gateway's Service")
 	}
 }
+
+// Kubernetes' EndpointSlice controller copies a Service's labels onto the
+// slices it writes: the slices of a Dedicated Gateway's Service carry our
+// managed-by and gateway-name labels. Pruning must leave them alone (the e2e
+// test found every pass deleting them, which emptied the Service), while it
+// still deletes the slices we wrote in Shared mode.
+func TestApplierPruneKeepsKubernetesEndpointSlices(t *testing.T) {
+	ctx := context.Background()
+	web := gateway("apps", "web", 0, 80)
+	kubeSlice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web-xds-abcde", Labels: map[string]string{
+			LabelManagedBy:               ManagedByValue,
+			LabelGatewayName:             "web",
+			LabelGatewayClassName:        "xds",
+			discoveryv1.LabelServiceName: "web-xds",
+			discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	c, _, deletes := countingClient(t, kubeSlice)
+	a := &Applier{Client: c}
+
+	// Shared first: our slice is written next to Kubernetes' one.
+	bp := AssignBindPorts([]*gwapiv1.Gateway{web}, shared, nil)
+	sharedObjs, err := testRenderer().SharedGateway(SharedGatewayInput{Gateway: web, Params: Effective(nil, nil), BindPort: bp.BindPort,
+		Endpoints: []Endpoint{{IP: "10.1.0.1", Ready: true, Serving: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sync(ctx, GatewayPruneScope(web), sharedObjs); err != nil {
+		t.Fatal(err)
+	}
+	// Then Dedicated, twice: our slice goes, Kubernetes' stays.
+	for range 2 {
+		if err := a.Sync(ctx, GatewayPruneScope(web), renderDedicated(t, web, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if *deletes != 1 {
+		t.Errorf("%d deletes, want 1 (our web-xds-ipv4 slice)", *deletes)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: "web-xds-ipv4"}, &discoveryv1.EndpointSlice{}); !apierrors.IsNotFound(err) {
+		t.Errorf("our shared-mode slice: %v, want NotFound", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: kubeSlice.Name}, &discoveryv1.EndpointSlice{}); err != nil {
+		t.Errorf("Kubernetes' slice of the dedicated Service was pruned: %v", err)
+	}
+	// Deleting the whole scope keeps it too.
+	if _, err := a.Prune(ctx, GatewayPruneScope(web), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: kubeSlice.Name}, &discoveryv1.EndpointSlice{}); err != nil {
+		t.Errorf("Kubernetes' slice pruned with the scope: %v", err)
+	}
+}
+
+// Kubernetes' Endpoints and EndpointSlice controllers leave their objects
+// behind when a Service loses its selector (a Gateway moved from Dedicated
+// to Shared); the EndpointSlice mirroring controller then mirrors the stale
+// Endpoints. PruneKubernetesEndpoints deletes them, and only them (the e2e
+// test found them still listing the deleted dedicated pod, failing
+// requests).
+func TestApplierPruneKubernetesEndpoints(t *testing.T) {
+	ctx := context.Background()
+	slice := func(name, service, manager string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, Labels: map[string]string{
+				discoveryv1.LabelServiceName: service,
+				discoveryv1.LabelManagedBy:   manager,
+			}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+		}
+	}
+	endpoints := func(name, manager string) *corev1.Endpoints {
+		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name}}
+		if manager != "" {
+			ep.Labels = map[string]string{KubernetesEndpointsLabel: manager}
+		}
+		return ep
+	}
+	stale := slice("web-xds-abcde", "web-xds", KubernetesEndpointSliceManager)
+	staleEP := endpoints("web-xds", KubernetesEndpointsManager)
+	ours := slice("web-xds-ipv4", "web-xds", EndpointSliceManagedBy)
+	other := slice("api-xds-fghij", "api-xds", KubernetesEndpointSliceManager)
+	otherEP := endpoints("api-xds", KubernetesEndpointsManager)
+	handEP := endpoints("hand-xds", "")
+	mirrored := slice("web-xds-mirror", "web-xds", KubernetesEndpointSliceMirroringManager)
+	handMirrored := slice("hand-xds-mirror", "hand-xds", KubernetesEndpointSliceMirroringManager)
+	// Endpoints without a slice of Kubernetes' are not even read.
+	quietEP := endpoints("quiet-xds", KubernetesEndpointsManager)
+	c, _, deletes := countingClient(t, stale, staleEP, ours, other, otherEP, handEP, mirrored, handMirrored, quietEP)
+	a := &Applier{Client: c}
+	n, err := a.PruneKubernetesEndpoints(ctx, "apps", "web-xds")
+	if err != nil || n != 2 || *deletes != 2 {
+		t.Fatalf("deleted %d (%d calls), %v; want 2", n, *deletes, err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: stale.Name}, &discoveryv1.EndpointSlice{}); !apierrors.IsNotFound(err) {
+		t.Errorf("stale slice: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: staleEP.Name}, &corev1.Endpoints{}); !apierrors.IsNotFound(err) {
+		t.Errorf("stale Endpoints: %v", err)
+	}
+	for _, keep := range []client.Object{ours, other, otherEP} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: keep.GetName()}, keep); err != nil {
+			t.Errorf("%s: %v", keep.GetName(), err)
+		}
+	}
+	if n, err := a.PruneKubernetesEndpoints(ctx, "apps", "quiet-xds"); err != nil || n != 0 {
+		t.Errorf("Endpoints without Kubernetes' slices: deleted %d, %v", n, err)
+	}
+	// Endpoints written by someone else are left alone.
+	if n, err := a.PruneKubernetesEndpoints(ctx, "apps", "hand-xds"); err != nil || n != 0 {
+		t.Errorf("hand-written Endpoints: deleted %d, %v", n, err)
+	}
+	// Nothing left: nothing to do.
+	if n, err := a.PruneKubernetesEndpoints(ctx, "apps", "web-xds"); err != nil || n != 0 {
+		t.Errorf("second pass: deleted %d, %v", n, err)
+	}
+	// BeforeWrite (the lead check) stops it.
+	c2, _, _ := countingClient(t, slice("web-xds-k", "web-xds", KubernetesEndpointSliceManager))
+	lost := errors.New("not leading")
+	a2 := &Applier{Client: c2, BeforeWrite: func(context.Context) error { return lost }}
+	if _, err := a2.PruneKubernetesEndpoints(ctx, "apps", "web-xds"); !errors.Is(err, lost) {
+		t.Errorf("err %v, want the BeforeWrite error", err)
+	}
+}

@@ -222,7 +222,18 @@ func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, r
 	}
 	// The scope holds the Gateway's dedicated fleet too: a Gateway that
 	// moved from Dedicated to Shared loses it here.
-	return p.sync(ctx, a, "Gateway "+gw.Namespace+"/"+gw.Name+" (Shared)", infra.GatewayPruneScope(gw), objs)
+	what := "Gateway " + gw.Namespace + "/" + gw.Name + " (Shared)"
+	if err := p.sync(ctx, a, what, infra.GatewayPruneScope(gw), objs); err != nil {
+		return err
+	}
+	// And the Endpoints and EndpointSlices Kubernetes wrote while its
+	// Service selected the dedicated fleet: Kubernetes leaves them behind
+	// when the selector goes.
+	n, err := a.PruneKubernetesEndpoints(ctx, gw.Namespace, infra.GatewayServiceName(gw))
+	if n > 0 {
+		p.log().Info("infrastructure pruned", "what", what, "deleted", n, "kind", "Kubernetes' Endpoints/EndpointSlices")
+	}
+	return err
 }
 
 func (p *Provisioner) syncDedicated(ctx context.Context, a *infra.Applier, rend *infra.Renderer, in kubernetes.ProvisionInput, r *Resolver, gw *gwapiv1.Gateway, now time.Time) error {

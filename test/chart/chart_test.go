@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -228,16 +229,18 @@ func TestRBAC(t *testing.T) {
 		"ClusterRole gateway.networking.k8s.io/gatewayclasses/status": {"patch", "update"},
 		"ClusterRole gateway.xds-controller.dev/gatewayparameters":    {"get", "list", "watch"},
 		"ClusterRole /namespaces":                                     {"get", "list", "watch"},
-		"ClusterRole /secrets":                                        {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole /configmaps":                                     {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole /services":                                       {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole /serviceaccounts":                                {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole apps/deployments":                                {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole discovery.k8s.io/endpointslices":                 {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole /events":                                         {"create", "patch"},
-		"ClusterRole authentication.k8s.io/tokenreviews":              {"create"},
-		"Role coordination.k8s.io/leases":                             {"get", "list", "watch", "create", "update", "patch"},
-		"Role /pods":                                                  {"get", "list", "watch"},
+		// Kubernetes' stale Endpoints of a Service that lost its selector.
+		"ClusterRole /endpoints":                         {"get", "list", "watch", "delete"},
+		"ClusterRole /secrets":                           {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole /configmaps":                        {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole /services":                          {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole /serviceaccounts":                   {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole apps/deployments":                   {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole discovery.k8s.io/endpointslices":    {"get", "list", "watch", "create", "patch", "update", "delete"},
+		"ClusterRole /events":                            {"create", "patch"},
+		"ClusterRole authentication.k8s.io/tokenreviews": {"create"},
+		"Role coordination.k8s.io/leases":                {"get", "list", "watch", "create", "update", "patch"},
+		"Role /pods":                                     {"get", "list", "watch"},
 	}
 	for key, verbs := range want {
 		for _, v := range verbs {
@@ -326,10 +329,59 @@ func TestGatewayAPICRDs(t *testing.T) {
 	if kinds(objs)["ValidatingAdmissionPolicy"] != 1 {
 		t.Errorf("kinds %v", kinds(objs))
 	}
-	// The GatewayClass is a post-install hook then (its CRD must exist first).
+	// The GatewayClass is a post-install hook then (its CRD must exist
+	// first), with Helm's ownership marks so that the first upgrade adopts it.
 	gc := find(objs, "GatewayClass", "xds-controller")
-	if str(gc, "metadata", "annotations", "helm.sh/hook") != "post-install,post-upgrade" {
+	if str(gc, "metadata", "annotations", "helm.sh/hook") != "post-install" || !helmOwned(gc) {
 		t.Errorf("GatewayClass %v", gc["metadata"])
+	}
+}
+
+func helmOwned(o object) bool {
+	return str(o, "metadata", "labels", "app.kubernetes.io/managed-by") == "Helm" &&
+		str(o, "metadata", "annotations", "meta.helm.sh/release-name") == "xds-controller" &&
+		str(o, "metadata", "annotations", "meta.helm.sh/release-namespace") == "xds-system"
+}
+
+// On upgrade the GatewayClass is an ordinary release object, never a hook:
+// a post-upgrade hook is deleted and created again at every upgrade, and
+// the garbage collector then deletes the shared Envoy fleet it owns (the
+// e2e test found every `helm upgrade` replacing the shared fleet's pods).
+func TestGatewayClassNotAHookOnUpgrade(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, installCRDs := range []bool{true, false} {
+		vals, err := chartutil.ToRenderValues(ch, map[string]any{"gatewayAPI": map[string]any{"installCRDs": installCRDs}},
+			chartutil.ReleaseOptions{Name: "xds-controller", Namespace: "xds-system", IsUpgrade: true},
+			&chartutil.Capabilities{KubeVersion: *kubeVersion, APIVersions: chartutil.DefaultVersionSet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := engine.Render(ch, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gc object
+		dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out["xds-controller/templates/gatewayclass.yaml"]), 4096)
+		for {
+			var o object
+			if err := dec.Decode(&o); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if o != nil && o["kind"] == "GatewayClass" {
+				gc = o
+			}
+		}
+		if gc == nil {
+			t.Fatalf("installCRDs=%v: no GatewayClass on upgrade", installCRDs)
+		}
+		if hook := str(gc, "metadata", "annotations", "helm.sh/hook"); hook != "" || !helmOwned(gc) {
+			t.Errorf("installCRDs=%v: GatewayClass on upgrade: %v", installCRDs, gc["metadata"])
+		}
 	}
 }
 

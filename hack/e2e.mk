@@ -1,0 +1,31 @@
+# End-to-end tests on the local cluster (hack/cluster). Include from the
+# top-level Makefile:  include hack/e2e.mk   (needs root, like the cluster).
+#
+#   make e2e                    brings the cluster up when it is not (warm: ~30 s),
+#                               builds and imports the controller image, runs
+#                               test/e2e-cluster (helm install, kubectl apply
+#                               examples/kubernetes/, HTTP in Shared and in
+#                               Dedicated mode) and LEAVES THE CLUSTER RUNNING
+#                               (`make cluster-down` stops it).
+#   make e2e E2E_DOWN=1         the same, then tears the cluster down.
+#   make e2e E2E_RUN=Shared     only the tests matching this -run pattern
+#                               (e.g. TestGatewaysOnTheLocalCluster/Dedicated).
+E2E_DOWN ?=
+E2E_RUN ?=
+E2E_TIMEOUT ?= 30m
+
+.PHONY: e2e
+e2e: ## e2e on the local cluster: helm install + examples/kubernetes in Shared and Dedicated mode (cluster left running; E2E_DOWN=1 tears it down)
+	@set -o pipefail; \
+	if hack/cluster/cluster kubectl get --raw=/readyz >/dev/null 2>&1; then \
+	  echo "e2e: local cluster already up"; \
+	else \
+	  XDS_CLUSTER_SKIP_CONTROLLER=1 hack/cluster/cluster up || exit 1; \
+	fi; \
+	$(MAKE) --no-print-directory cluster-controller-image || exit 1; \
+	rc=0; \
+	(cd test/e2e-cluster && KUBECONFIG=/var/lib/xds-cluster/admin.kubeconfig \
+	  $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./...) || rc=$$?; \
+	if [ -n "$(E2E_DOWN)" ]; then hack/cluster/cluster down; \
+	else echo "e2e: the local cluster is still running (hack/cluster/cluster down, or make e2e E2E_DOWN=1)"; fi; \
+	exit $$rc

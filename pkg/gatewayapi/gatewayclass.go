@@ -19,7 +19,7 @@ func (t *translator) translateGatewayClasses() {
 			continue
 		}
 		t.classes[gc.Name] = gc
-		st := &gwapiv1.GatewayClassStatus{}
+		st := &gwapiv1.GatewayClassStatus{SupportedFeatures: supportedFeatures()}
 		if msg, bad := t.opts.InvalidParameters.class(gc.Name); bad {
 			setCondition(&st.Conditions, condition(gwapiv1.GatewayClassConditionStatusAccepted, false,
 				gwapiv1.GatewayClassReasonInvalidParameters, msg, gc.Generation))

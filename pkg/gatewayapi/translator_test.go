@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -471,5 +472,20 @@ func TestHostnameIntersection(t *testing.T) {
 		if got := intersectHostname(tc.a, tc.b); got != tc.want {
 			t.Errorf("intersect(%q, %q) = %q, want %q", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+func TestGatewayClassSupportedFeatures(t *testing.T) {
+	res := &resources.Resources{GatewayClasses: []*gwapiv1.GatewayClass{{
+		ObjectMeta: metav1.ObjectMeta{Name: "ours", Generation: 1},
+		Spec:       gwapiv1.GatewayClassSpec{ControllerName: ControllerName},
+	}}}
+	st := Translate(res, Options{}).Status.GatewayClasses["ours"]
+	var got []string
+	for _, f := range st.SupportedFeatures {
+		got = append(got, string(f.Name))
+	}
+	if want := []string{"Gateway", "HTTPRoute", "ReferenceGrant"}; !slices.Equal(got, want) {
+		t.Errorf("supportedFeatures = %v, want %v (sorted, exactly SupportedFeatures)", got, want)
 	}
 }

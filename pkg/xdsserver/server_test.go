@@ -10,14 +10,11 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-controller/xds-controller/internal/xdsclient"
 	"github.com/xds-controller/xds-controller/pkg/pki"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
@@ -94,44 +91,12 @@ func serve(t *testing.T) (string, *pki.CA) {
 	return lis.Addr().String(), ca
 }
 
-// fetchClusters opens an ADS stream as a proxy of scope and returns the
-// names of the clusters in the first response.
-func fetchClusters(addr string, client *tls.Config, scope string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(client)))
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "p1", Cluster: scope}, TypeUrl: resource.ClusterType}); err != nil {
-		return nil, err
-	}
-	resp, err := stream.Recv()
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, a := range resp.Resources {
-		c := &clusterv3.Cluster{}
-		if err := a.UnmarshalTo(c); err != nil {
-			return nil, err
-		}
-		names = append(names, c.Name)
-	}
-	return names, nil
-}
-
 func TestServeRequiresClientCertificate(t *testing.T) {
 	addr, ca := serve(t)
 	id := spiffeid.RequireFromPath(td, "/ns/x/sa/envoy")
 	good, _ := ca.Issue(id, time.Hour, pki.ClientAuth, nil, nil)
 	pair, _ := tls.X509KeyPair(good.CertPEM, good.KeyPEM)
-	names, err := fetchClusters(addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{pair}}, "gatewayclass/demo")
+	names, err := xdsclient.FetchClusters(addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{pair}}, "gatewayclass/demo")
 	if err != nil {
 		t.Fatalf("a proxy with an SVID from our CA was refused: %v", err)
 	}
@@ -139,14 +104,14 @@ func TestServeRequiresClientCertificate(t *testing.T) {
 		t.Errorf("clusters = %v, want [service/default/web/80]", names)
 	}
 
-	if _, err := fetchClusters(addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}, "gatewayclass/demo"); err == nil {
+	if _, err := xdsclient.FetchClusters(addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}, "gatewayclass/demo"); err == nil {
 		t.Error("a proxy without a client certificate got configuration")
 	}
 
 	foreign, _, _ := pki.NewCA(td, time.Hour)
 	bad, _ := foreign.Issue(id, time.Hour, pki.ClientAuth, nil, nil)
 	badPair, _ := tls.X509KeyPair(bad.CertPEM, bad.KeyPEM)
-	if _, err := fetchClusters(addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{badPair}}, "gatewayclass/demo"); err == nil {
+	if _, err := xdsclient.FetchClusters(addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{badPair}}, "gatewayclass/demo"); err == nil {
 		t.Error("a proxy with a certificate from a foreign CA got configuration")
 	}
 }

@@ -8,12 +8,7 @@ import (
 	"testing"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
+	"github.com/xds-controller/xds-controller/internal/xdsclient"
 )
 
 // TestXDSWithFleetCertificate: a proxy holding a certificate from
@@ -46,7 +41,7 @@ func TestXDSWithFleetCertificate(t *testing.T) {
 		ServerName:   "xds-controller." + controllerNamespace + ".svc",
 		MinVersion:   tls.VersionTLS13,
 	}
-	names, err := fetchClusters(r.XDSAddr().String(), clientTLS, "gatewayclass/xds")
+	names, err := xdsclient.FetchClusters(r.XDSAddr().String(), clientTLS, "gatewayclass/xds")
 	if err != nil {
 		t.Fatalf("ADS with a fleet certificate: %v", err)
 	}
@@ -55,37 +50,7 @@ func TestXDSWithFleetCertificate(t *testing.T) {
 	}
 	anonymous := clientTLS.Clone()
 	anonymous.Certificates = nil
-	if _, err := fetchClusters(r.XDSAddr().String(), anonymous, "gatewayclass/xds"); err == nil {
+	if _, err := xdsclient.FetchClusters(r.XDSAddr().String(), anonymous, "gatewayclass/xds"); err == nil {
 		t.Error("a client without a certificate was served")
 	}
-}
-
-func fetchClusters(addr string, client *tls.Config, scope string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(client)))
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "p1", Cluster: scope}, TypeUrl: resource.ClusterType}); err != nil {
-		return nil, err
-	}
-	resp, err := stream.Recv()
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, a := range resp.Resources {
-		c := &clusterv3.Cluster{}
-		if err := a.UnmarshalTo(c); err != nil {
-			return nil, err
-		}
-		names = append(names, c.Name)
-	}
-	return names, nil
 }

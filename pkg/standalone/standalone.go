@@ -188,10 +188,9 @@ func (r *runner) reload(ctx context.Context) {
 	if xds == nil {
 		xds = &xdstranslator.Resources{}
 	}
-	if changed, err := r.srv.Publish(ctx, Scope, xds); err != nil {
+	if v, changed, err := r.srv.Publish(ctx, Scope, xds); err != nil {
 		r.cfg.Log.Error("publishing failed; the previous configuration keeps serving", "error", err)
 	} else if changed {
-		v, _ := xdsserver.Version(xds)
 		r.cfg.Log.Info("configuration published", "scope", Scope, "version", v,
 			"listeners", len(xds.Listeners), "routes", len(xds.Routes), "clusters", len(xds.Clusters))
 	}

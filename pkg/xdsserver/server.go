@@ -64,18 +64,19 @@ func New(log *slog.Logger) *Server {
 	}
 }
 
-// Publish makes r the configuration of scope. It returns false, and
-// changes nothing, when r equals what the scope already has. It fails when
-// the snapshot is inconsistent (a route or cluster referenced but absent).
-func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Resources) (bool, error) {
-	version, err := Version(r)
+// Publish makes r the configuration of scope and returns its version (see
+// Version). changed is false, and nothing changes, when r equals what the
+// scope already has. It fails when the snapshot is inconsistent (a route or
+// cluster referenced but absent).
+func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Resources) (version string, changed bool, err error) {
+	version, err = Version(r)
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.versions[scope] == version {
-		return false, nil
+		return version, false, nil
 	}
 	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{
 		resource.ListenerType: r.Listeners,
@@ -85,16 +86,16 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 		resource.SecretType:   r.Secrets,
 	})
 	if err != nil {
-		return false, err
+		return version, false, err
 	}
 	if err := snap.Consistent(); err != nil {
-		return false, fmt.Errorf("scope %s: inconsistent snapshot: %w", scope, err)
+		return version, false, fmt.Errorf("scope %s: inconsistent snapshot: %w", scope, err)
 	}
 	if err := s.cache.SetSnapshot(ctx, scope, snap); err != nil {
-		return false, err
+		return version, false, err
 	}
 	s.versions[scope] = version
-	return true, nil
+	return version, true, nil
 }
 
 // Remove drops a scope that no longer has any Gateway; its proxies then

@@ -32,15 +32,15 @@ func cluster(name string) *xdstranslator.Resources {
 func TestPublishSkipsUnchanged(t *testing.T) {
 	s := New(slog.Default())
 	ctx := context.Background()
-	if changed, err := s.Publish(ctx, "a", cluster("one")); err != nil || !changed {
+	if _, changed, err := s.Publish(ctx, "a", cluster("one")); err != nil || !changed {
 		t.Fatalf("first publish: changed=%v err=%v, want true, nil", changed, err)
 	}
 	v1 := s.Scopes()["a"]
-	if changed, _ := s.Publish(ctx, "a", cluster("one")); changed {
+	if _, changed, _ := s.Publish(ctx, "a", cluster("one")); changed {
 		t.Error("publishing the same content again reported a change")
 	}
-	if changed, _ := s.Publish(ctx, "a", cluster("two")); !changed {
-		t.Error("publishing new content reported no change")
+	if v, changed, _ := s.Publish(ctx, "a", cluster("two")); !changed || v != s.Scopes()["a"] {
+		t.Error("publishing new content reported no change, or a version other than the one now served")
 	}
 	if v2 := s.Scopes()["a"]; v2 == v1 {
 		t.Errorf("version did not change with the content: %s", v2)
@@ -59,7 +59,7 @@ func TestPublishRejectsInconsistent(t *testing.T) {
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		EdsClusterConfig:     &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}},
 	}}}
-	if _, err := New(slog.Default()).Publish(context.Background(), "a", r); err == nil {
+	if _, _, err := New(slog.Default()).Publish(context.Background(), "a", r); err == nil {
 		t.Error("an EDS cluster without a ClusterLoadAssignment was published")
 	}
 }
@@ -75,7 +75,7 @@ func serve(t *testing.T) (string, *pki.CA) {
 	srvCert, _ := ca.Issue(spiffeid.RequireFromPath(td, "/ns/x/sa/controller"), time.Hour, pki.ServerAuth, []string{"localhost"}, nil)
 	pair, _ := tls.X509KeyPair(srvCert.CertPEM, srvCert.KeyPEM)
 	s := New(slog.Default())
-	if _, err := s.Publish(context.Background(), "gatewayclass/demo", cluster("service/default/web/80")); err != nil {
+	if _, _, err := s.Publish(context.Background(), "gatewayclass/demo", cluster("service/default/web/80")); err != nil {
 		t.Fatal(err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -315,12 +315,11 @@ func (p *pipeline) run(ctx context.Context) {
 // previous snapshot.
 func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Resources) {
 	for _, scope := range translate.ScopeNames(x) {
-		changed, err := p.srv.Publish(ctx, scope, x[scope])
+		v, changed, err := p.srv.Publish(ctx, scope, x[scope])
 		switch {
 		case err != nil:
 			p.log.Error("publishing failed; the scope's previous configuration keeps serving", "scope", scope, "error", err)
 		case changed:
-			v, _ := xdsserver.Version(x[scope])
 			p.log.Info("configuration published", "scope", scope, "version", v,
 				"listeners", len(x[scope].Listeners), "routes", len(x[scope].Routes), "clusters", len(x[scope].Clusters))
 		}

@@ -4,7 +4,7 @@
 #   make e2e                    brings the cluster up when it is not (warm: ~30 s),
 #                               builds and imports the controller image, runs
 #                               test/e2e-cluster (helm install, kubectl apply
-#                               examples/kubernetes/, HTTP in Shared and in
+#                               examples/, HTTP in Shared and in
 #                               Dedicated mode) and LEAVES THE CLUSTER RUNNING
 #                               (`make cluster-down` stops it).
 #   make e2e E2E_DOWN=1         the same, then tears the cluster down.
@@ -15,7 +15,7 @@ E2E_RUN ?=
 E2E_TIMEOUT ?= 30m
 
 .PHONY: e2e
-e2e: ## e2e on the local cluster: helm install + examples/kubernetes in Shared and Dedicated mode (cluster left running; E2E_DOWN=1 tears it down)
+e2e: ## e2e on the local cluster: helm install + kubectl apply -f examples/ in Shared and Dedicated mode (cluster left running; E2E_DOWN=1 tears it down)
 	@set -o pipefail; \
 	if hack/cluster/cluster kubectl get --raw=/readyz >/dev/null 2>&1; then \
 	  echo "e2e: local cluster already up"; \

@@ -33,7 +33,7 @@ const (
 	defaultKubeconfig = "/var/lib/xds-cluster/admin.kubeconfig"
 	repoRoot          = "../.."
 	chartDir          = repoRoot + "/charts/xds-controller"
-	examplesDir       = repoRoot + "/examples/kubernetes"
+	examplesDir       = repoRoot + "/examples"
 	clusterTool       = repoRoot + "/hack/cluster/cluster"
 
 	releaseName      = "xds-controller"
@@ -443,7 +443,7 @@ func (e *env) run(mode string) {
 	e.cleanup()
 	e.helmInstall(mode)
 
-	// `kubectl apply -f examples/kubernetes/`.
+	// `kubectl apply -f examples/`.
 	e.mustKubectl("", "apply", "-f", examplesDir)
 	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "deploy/bar", "--timeout=120s")
 

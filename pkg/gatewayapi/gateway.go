@@ -20,7 +20,8 @@ type gatewayState struct {
 	obj   *gwapiv1.Gateway
 	nn    types.NamespacedName
 	scope string
-	// address is the IP address every listener binds (spec.addresses).
+	// address is the IP address every listener binds: spec.addresses in
+	// standalone mode, the wildcard when Options.AddressesOnService.
 	address string
 	// refused, when set, is why the Gateway is not accepted
 	// (Accepted=False with this reason).
@@ -58,6 +59,9 @@ func (t *translator) translateGateways() {
 		}
 		gs := &gatewayState{obj: gw, nn: nn(gw.Namespace, gw.Name), scope: t.scope(gw)}
 		gs.address, gs.refused = gatewayAddress(gw.Spec.Addresses)
+		if t.opts.AddressesOnService && gs.refused == nil {
+			gs.address = defaultAddress
+		}
 		if p := gatewaySpecProblem(gw); p != nil {
 			gs.refused = p
 		}
@@ -108,9 +112,10 @@ func (t *translator) bindPort(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint
 	return uint32(port)
 }
 
-// gatewayAddress reads spec.addresses. This issue supports one address of
-// type IPAddress (the default type), which becomes the address every
-// listener binds; without one, listeners bind 0.0.0.0. An empty IPAddress
+// gatewayAddress reads spec.addresses. We support one address of type
+// IPAddress (the default type), which becomes the address every listener
+// binds (standalone) or the Service's address (Options.AddressesOnService);
+// without one, listeners bind 0.0.0.0. An empty IPAddress
 // value asks the implementation to pick, and we pick 0.0.0.0. Other types
 // (Hostname, NamedAddress, domain-prefixed) and a second address are
 // refused with Accepted=False reason UnsupportedAddress; an IPAddress that
@@ -144,6 +149,19 @@ func gatewayAddress(addrs []gwapiv1.GatewaySpecAddress) (string, *problem) {
 		return "", &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
 			fmt.Sprintf("a Gateway binds one IP address; %d were requested (%s)", len(ips), strings.Join(ips, ", "))}
 	}
+}
+
+// RequestedIP is the IP address gw requests in spec.addresses, in its
+// canonical form (netip.Addr.String), or "" when it requests none (no
+// address, only empty IPAddress values, or the wildcard 0.0.0.0) or its spec.addresses are refused
+// (a non-IPAddress type, an unparsable value, several addresses; the
+// translator reports those on the Gateway's Accepted condition).
+func RequestedIP(gw *gwapiv1.Gateway) string {
+	addr, refused := gatewayAddress(gw.Spec.Addresses)
+	if refused != nil || addr == defaultAddress {
+		return ""
+	}
+	return addr
 }
 
 // claimPorts gives every address and port of a scope to the oldest Gateway

@@ -29,6 +29,14 @@ type Options struct {
 	// InvalidParameters are the GatewayClasses and Gateways whose
 	// parametersRef the caller refused (parameters.go). Default: none.
 	InvalidParameters *InvalidParameters
+	// AddressesOnService, when true, means that a Gateway's spec.addresses
+	// are requested from the Kubernetes Service that exposes it (the
+	// provisioner writes them there; pkg/status reports whether they were
+	// assigned), so every listener binds the wildcard address inside the
+	// Envoy pod. When false (standalone mode) the requested IP address is
+	// the address Envoy binds. spec.addresses is validated the same way in
+	// both cases.
+	AddressesOnService bool
 }
 
 // Result is the output of one translation.

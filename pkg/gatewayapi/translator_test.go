@@ -435,7 +435,24 @@ func TestAddressesAndOptions(t *testing.T) {
 	if l.Address != "192.0.2.1" || l.Port != 10080 || l.GatewayPort != 80 {
 		t.Errorf("listener = %+v", l)
 	}
+	if got := RequestedIP(res.Gateways[0]); got != "192.0.2.1" {
+		t.Errorf("RequestedIP = %q", got)
+	}
+	// In Kubernetes the Service carries the address; Envoy binds the
+	// wildcard in its pod.
+	r = Translate(res, Options{AddressesOnService: true})
+	mustValid(t, r)
+	if l := r.IR.Gateways[0].Listeners[0]; l.Address != "0.0.0.0" {
+		t.Errorf("AddressesOnService: listener binds %q", l.Address)
+	}
+	wantCond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+
 	res.Gateways[0].Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: ptr(gwapiv1.HostnameAddressType), Value: "gw.example.com"}}
+	if got := RequestedIP(res.Gateways[0]); got != "" {
+		t.Errorf("RequestedIP of a refused address = %q", got)
+	}
+	r = Translate(res, Options{AddressesOnService: true})
+	wantCond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted", metav1.ConditionFalse, "UnsupportedAddress")
 	r = Translate(res, Options{})
 	wantCond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted", metav1.ConditionFalse, "UnsupportedAddress")
 	if len(r.IR.Gateways) != 0 {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 )
 
 // Renderer renders the Envoy fleets. Its methods are pure: the same input
@@ -405,7 +406,7 @@ func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParameter
 	if params.Service != nil && params.Service.Type != nil {
 		svcType = *params.Service.Type
 	}
-	return &corev1.Service{
+	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            GatewayServiceName(gw),
@@ -418,6 +419,25 @@ func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParameter
 			Type:  svcType,
 			Ports: ServicePorts(gw, bind),
 		},
+	}
+	requestAddress(&svc.Spec, gatewayapi.RequestedIP(gw))
+	return svc
+}
+
+// requestAddress asks for the Gateway's spec.addresses IP on its Service:
+// a LoadBalancer Service requests it from the load balancer
+// (spec.loadBalancerIP, which load balancer implementations such as
+// MetalLB and cloud providers honour), any other type takes it as an
+// external IP (spec.externalIPs, which kube-proxy serves on every node).
+// pkg/status reports whether the address was assigned. An empty ip
+// requests nothing.
+func requestAddress(spec *corev1.ServiceSpec, ip string) {
+	switch {
+	case ip == "":
+	case spec.Type == corev1.ServiceTypeLoadBalancer:
+		spec.LoadBalancerIP = ip
+	default:
+		spec.ExternalIPs = []string{ip}
 	}
 }
 

@@ -324,6 +324,40 @@ func podTemplateOf(t *testing.T, objs []client.Object) corev1.PodTemplateSpec {
 
 // Route and listener edits never change the pod template (so never re-roll
 // Envoy); the fleet's own settings do.
+func TestServiceRequestsTheGatewayAddress(t *testing.T) {
+	gw := gateway("apps", "web", 0, 80)
+	gw.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Value: "10.244.1.50"}}
+	bp := AssignBindPorts([]*gwapiv1.Gateway{gw}, shared, nil)
+	for _, tc := range []struct {
+		typ            corev1.ServiceType
+		loadBalancerIP string
+		externalIPs    []string
+	}{
+		{corev1.ServiceTypeLoadBalancer, "10.244.1.50", nil},
+		{corev1.ServiceTypeClusterIP, "", []string{"10.244.1.50"}},
+		{corev1.ServiceTypeNodePort, "", []string{"10.244.1.50"}},
+	} {
+		params := Effective(nil, &v1alpha1.GatewayParametersSpec{Service: &v1alpha1.ServiceSpec{Type: ptr.To(tc.typ)}})
+		objs, err := testRenderer().SharedGateway(SharedGatewayInput{Gateway: gw, Params: params, BindPort: bp.BindPort})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := find[*corev1.Service](t, objs)[0]
+		if svc.Spec.LoadBalancerIP != tc.loadBalancerIP || !slices.Equal(svc.Spec.ExternalIPs, tc.externalIPs) {
+			t.Errorf("%s: loadBalancerIP %q externalIPs %v", tc.typ, svc.Spec.LoadBalancerIP, svc.Spec.ExternalIPs)
+		}
+	}
+	// Without spec.addresses the Service requests nothing.
+	gw.Spec.Addresses = nil
+	objs, err := testRenderer().SharedGateway(SharedGatewayInput{Gateway: gw, Params: Effective(nil, nil), BindPort: bp.BindPort})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc := find[*corev1.Service](t, objs)[0]; svc.Spec.LoadBalancerIP != "" || svc.Spec.ExternalIPs != nil {
+		t.Errorf("no request: loadBalancerIP %q externalIPs %v", svc.Spec.LoadBalancerIP, svc.Spec.ExternalIPs)
+	}
+}
+
 func TestPodTemplateHashStability(t *testing.T) {
 	r := testRenderer()
 	dedicated := func(gw *gwapiv1.Gateway, p v1alpha1.GatewayParametersSpec, cert ClientCert) corev1.PodTemplateSpec {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -194,37 +193,4 @@ func zeroTimes(conds []metav1.Condition) {
 	for i := range conds {
 		conds[i].LastTransitionTime = metav1.Time{}
 	}
-}
-
-// GatewayAddresses is a Gateway's status.addresses, read from the Service
-// that exposes it: the load balancer's ingress IPs and hostnames when it has
-// any, else its cluster IPs. A nil Service (not created yet) or one without
-// any address gives none.
-func GatewayAddresses(svc *corev1.Service) []gwapiv1.GatewayStatusAddress {
-	if svc == nil {
-		return nil
-	}
-	ipType, hostType := gwapiv1.IPAddressType, gwapiv1.HostnameAddressType
-	var out []gwapiv1.GatewayStatusAddress
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		switch {
-		case in.IP != "":
-			out = append(out, gwapiv1.GatewayStatusAddress{Type: &ipType, Value: in.IP})
-		case in.Hostname != "":
-			out = append(out, gwapiv1.GatewayStatusAddress{Type: &hostType, Value: in.Hostname})
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
-	ips := svc.Spec.ClusterIPs
-	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
-		ips = []string{svc.Spec.ClusterIP}
-	}
-	for _, ip := range ips {
-		if ip != "" && ip != corev1.ClusterIPNone {
-			out = append(out, gwapiv1.GatewayStatusAddress{Type: &ipType, Value: ip})
-		}
-	}
-	return out
 }

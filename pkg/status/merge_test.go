@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -176,25 +175,5 @@ func TestWithStaleRoutes(t *testing.T) {
 		if k.Name != "detached" || len(v.Parents) != 0 {
 			t.Errorf("got %s with %d parents", k, len(v.Parents))
 		}
-	}
-}
-
-func TestGatewayAddresses(t *testing.T) {
-	if GatewayAddresses(nil) != nil {
-		t.Error("a missing Service gives addresses")
-	}
-	svc := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.20", ClusterIPs: []string{"10.96.0.20"}}}
-	got := GatewayAddresses(svc)
-	if len(got) != 1 || got[0].Value != "10.96.0.20" || *got[0].Type != gwapiv1.IPAddressType {
-		t.Errorf("cluster IP: %+v", got)
-	}
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.244.1.10"}, {Hostname: "lb.example.com"}}
-	got = GatewayAddresses(svc)
-	if len(got) != 2 || got[0].Value != "10.244.1.10" || *got[1].Type != gwapiv1.HostnameAddressType {
-		t.Errorf("load balancer: %+v", got)
-	}
-	headless := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}}
-	if len(GatewayAddresses(headless)) != 0 {
-		t.Error("a headless Service gives an address")
 	}
 }

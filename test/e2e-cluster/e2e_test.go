@@ -468,6 +468,8 @@ func (e *env) run(mode string) {
 		t.Errorf("web answered an unrouted host: %+v", r)
 	}
 
+	e.staticAddress()
+
 	// Editing a route: the new route answers and the Envoy pods are neither
 	// restarted nor re-rolled.
 	fleetNS, fleetName := releaseNamespace, "envoy-"+className
@@ -628,6 +630,45 @@ spec:
 	if mode == "Shared" {
 		e.switchModes(web)
 	}
+}
+
+// staticAddress checks that a Gateway requesting an address in
+// spec.addresses gets it from the load balancer, reports it in
+// status.addresses and answers on it; then deletes that Gateway.
+func (e *env) staticAddress() {
+	const want = "10.244.1.240"
+	e.mustKubectl(`apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: static
+  namespace: xds-example
+spec:
+  gatewayClassName: xds-controller
+  addresses:
+  - value: `+want+`
+  listeners:
+  - name: http
+    protocol: HTTP
+    port: 80
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: static
+  namespace: xds-example
+spec:
+  parentRefs:
+  - name: static
+  rules:
+  - backendRefs:
+    - name: bar
+      port: 80
+`, "apply", "-f", "-")
+	if got := e.gatewayAddress("static", 3*time.Minute); got != want {
+		e.t.Errorf("Gateway static: status.addresses[0] = %s, want the requested %s", got, want)
+	}
+	e.expectBackend(want, "any.example.com", "/", "bar", 2*time.Minute)
+	e.mustKubectl("", "-n", exampleNamespace, "delete", "httproute/static", "gateway/static", "--wait=true")
 }
 
 // switchModes moves the class's Gateways (web is left) from Shared to

@@ -122,5 +122,8 @@ func translateOptions(controller gwapiv1.GatewayController, r Resolver) gatewaya
 		Scope:             r.ScopeFor,
 		BindPort:          r.BindPortFor,
 		InvalidParameters: r.InvalidParameters(),
+		// The Gateway's Service carries spec.addresses (infra.Renderer);
+		// Envoy binds the wildcard address in its pods.
+		AddressesOnService: true,
 	}
 }

@@ -333,7 +333,9 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 }
 
 // setAddresses fills status.addresses of every Gateway in st from the
-// Service the resolver names for it (left empty while it does not exist).
+// Service the resolver names for it (left empty while it does not exist),
+// and sets Programmed=False when the address the Gateway requests in
+// spec.addresses is not the Service's (status.GatewayAddresses).
 func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 	svcs := make(map[types.NamespacedName]*corev1.Service, len(res.Services))
 	for _, s := range res.Services {
@@ -344,7 +346,9 @@ func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 		if gs == nil {
 			continue
 		}
-		gs.Addresses = status.GatewayAddresses(svcs[r.ServiceFor(gw)])
+		var problem *status.AddressProblem
+		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIP(gw), svcs[r.ServiceFor(gw)])
+		problem.Apply(gs)
 	}
 }
 

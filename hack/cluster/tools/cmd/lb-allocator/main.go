@@ -2,7 +2,7 @@
 // pool routed to the local cluster's own bridge, and writes it into the
 // Service's status; kube-proxy then programs the address. It handles Services
 // whose spec.loadBalancerClass is unset, honours spec.loadBalancerIP when that
-// address is in the pool and free, and clears addresses of Services that stop
+// address is in the pool and free (also when it changes later), and clears addresses of Services that stop
 // being of type LoadBalancer.
 package main
 
@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -148,12 +149,25 @@ func (a *allocator) sync(ctx context.Context, key string) error {
 		}
 		return err
 	}
-	if len(current) > 0 {
-		return nil
+	moving := len(current) > 0
+	if moving {
+		// An address is kept unless spec.loadBalancerIP now asks for
+		// another pool address; the Service then moves there when it is
+		// free (as MetalLB does), and stays where it is when it is not.
+		want, err := netip.ParseAddr(svc.Spec.LoadBalancerIP)
+		if err != nil || slices.Contains(current, want) || !a.inPool(want) {
+			return nil
+		}
 	}
 	ip, err := a.pick(svc)
 	if err != nil {
 		return err
+	}
+	if moving && ip.String() != svc.Spec.LoadBalancerIP {
+		a.mu.Lock()
+		delete(a.reserved, ip)
+		a.mu.Unlock()
+		return nil
 	}
 	s := svc.DeepCopy()
 	vip := corev1.LoadBalancerIPModeVIP
@@ -164,6 +178,13 @@ func (a *allocator) sync(ctx context.Context, key string) error {
 		a.mu.Unlock()
 		return err
 	}
+	a.mu.Lock()
+	for _, old := range current {
+		if a.reserved[old] == key {
+			delete(a.reserved, old)
+		}
+	}
+	a.mu.Unlock()
 	klog.Infof("%s: assigned %s", key, ip)
 	return nil
 }

@@ -121,3 +121,32 @@ func TestReleasesWhenNoLongerLoadBalancer(t *testing.T) {
 		t.Errorf("reservation kept: %v", a.reserved)
 	}
 }
+
+func TestMovesWhenRequestedAddressChanges(t *testing.T) {
+	s := svc("gw", corev1.ServiceTypeLoadBalancer, "10.244.1.12", "10.244.1.10")
+	a, cs := newAllocator(t, 3, s, svc("other", corev1.ServiceTypeLoadBalancer, "", "10.244.1.11"))
+	a.reserved[netip.MustParseAddr("10.244.1.10")] = "ns/gw"
+	ctx := context.Background()
+	if err := a.sync(ctx, "ns/gw"); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, cs, "gw"); len(got) != 1 || got[0] != "10.244.1.12" {
+		t.Errorf("gw got %v, want it moved to [10.244.1.12]", got)
+	}
+	if k, ok := a.reserved[netip.MustParseAddr("10.244.1.10")]; ok {
+		t.Errorf("the old address is still reserved for %s", k)
+	}
+
+	// Asking for a taken address keeps the current one.
+	taken := svc("gw2", corev1.ServiceTypeLoadBalancer, "10.244.1.11", "10.244.1.10")
+	a, cs = newAllocator(t, 3, taken, svc("other", corev1.ServiceTypeLoadBalancer, "", "10.244.1.11"))
+	if err := a.sync(ctx, "ns/gw2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, cs, "gw2"); len(got) != 1 || got[0] != "10.244.1.10" {
+		t.Errorf("gw2 got %v, want it kept at [10.244.1.10]", got)
+	}
+	if len(a.reserved) != 0 {
+		t.Errorf("a failed move left reservations: %v", a.reserved)
+	}
+}

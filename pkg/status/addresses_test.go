@@ -1,0 +1,103 @@
+package status
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+func TestGatewayAddressesWithoutRequest(t *testing.T) {
+	if got, p := GatewayAddresses("", nil); got != nil || p != nil {
+		t.Errorf("a missing Service gives %+v, %+v", got, p)
+	}
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.20", ClusterIPs: []string{"10.96.0.20"}}}
+	got, p := GatewayAddresses("", svc)
+	if p != nil || len(got) != 1 || got[0].Value != "10.96.0.20" || *got[0].Type != gwapiv1.IPAddressType {
+		t.Errorf("cluster IP: %+v, %+v", got, p)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.244.1.10"}, {Hostname: "lb.example.com"}}
+	got, p = GatewayAddresses("", svc)
+	if p != nil || len(got) != 2 || got[0].Value != "10.244.1.10" || *got[1].Type != gwapiv1.HostnameAddressType {
+		t.Errorf("load balancer: %+v, %+v", got, p)
+	}
+	headless := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}}
+	if got, _ := GatewayAddresses("", headless); len(got) != 0 {
+		t.Errorf("a headless Service gives %+v", got)
+	}
+}
+
+func TestGatewayAddressesRequested(t *testing.T) {
+	lb := func(ingress ...string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-xds"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.7", LoadBalancerIP: "10.244.1.50"}}
+		for _, ip := range ingress {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+		}
+		return s
+	}
+	clusterIP := func(external ...string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-xds"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.7", ExternalIPs: external}}
+	}
+	for _, tc := range []struct {
+		name      string
+		svc       *corev1.Service
+		addresses []string
+		reason    gwapiv1.GatewayConditionReason
+		message   string
+	}{
+		{"no Service yet", nil, nil, gwapiv1.GatewayReasonAddressNotAssigned, "Service does not exist yet"},
+		{"load balancer still pending", lb(), nil, gwapiv1.GatewayReasonAddressNotAssigned, "waiting for the load balancer to assign 10.244.1.50"},
+		{"load balancer assigned it", lb("10.244.1.50"), []string{"10.244.1.50"}, "", ""},
+		{"load balancer assigned another", lb("10.244.1.11"), []string{"10.244.1.11"}, gwapiv1.GatewayReasonAddressNotUsable, "assigned 10.244.1.11 to Service ns/web-xds instead of the requested 10.244.1.50"},
+		{"external IP taken", clusterIP("10.244.1.50"), []string{"10.244.1.50"}, "", ""},
+		{"external IP missing", clusterIP(), nil, gwapiv1.GatewayReasonAddressNotAssigned, "not an external IP of Service ns/web-xds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, p := GatewayAddresses("10.244.1.50", tc.svc)
+			var values []string
+			for _, a := range got {
+				values = append(values, a.Value)
+			}
+			if strings.Join(values, ",") != strings.Join(tc.addresses, ",") {
+				t.Errorf("addresses %v, want %v", values, tc.addresses)
+			}
+			switch {
+			case tc.reason == "" && p != nil:
+				t.Errorf("unexpected problem %+v", p)
+			case tc.reason != "" && (p == nil || p.Reason != tc.reason || !strings.Contains(p.Message, tc.message)):
+				t.Errorf("problem %+v, want reason %s with %q", p, tc.reason, tc.message)
+			}
+		})
+	}
+}
+
+func TestAddressProblemApply(t *testing.T) {
+	st := &gwapiv1.GatewayStatus{Conditions: []metav1.Condition{
+		{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"},
+		{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", ObservedGeneration: 3},
+	}}
+	p := &AddressProblem{gwapiv1.GatewayReasonAddressNotAssigned, "waiting"}
+	p.Apply(st)
+	c := st.Conditions[1]
+	if c.Status != metav1.ConditionFalse || c.Reason != "AddressNotAssigned" || c.Message != "waiting" || c.ObservedGeneration != 3 {
+		t.Errorf("Programmed after Apply: %+v", c)
+	}
+	if st.Conditions[0].Status != metav1.ConditionTrue {
+		t.Error("Apply changed Accepted")
+	}
+	// A Gateway not programmed for another reason keeps that reason.
+	st.Conditions[1] = metav1.Condition{Type: "Programmed", Status: metav1.ConditionFalse, Reason: "Invalid", Message: "bad listener"}
+	p.Apply(st)
+	if st.Conditions[1].Reason != "Invalid" {
+		t.Errorf("Apply replaced another reason: %+v", st.Conditions[1])
+	}
+	st.Conditions[1] = metav1.Condition{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed"}
+	(*AddressProblem)(nil).Apply(st)
+	if st.Conditions[1].Status != metav1.ConditionTrue {
+		t.Errorf("a nil problem changed Programmed: %+v", st.Conditions[1])
+	}
+}

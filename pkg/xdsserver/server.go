@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,29 +46,43 @@ type ScopeHash struct{}
 // ID returns node.cluster.
 func (ScopeHash) ID(node *corev3.Node) string { return node.GetCluster() }
 
-// Server is the snapshot cache and the ADS server in front of it.
+// Server is the snapshot cache and the ADS server in front of it, with the
+// ACK/NACK bookkeeping of every connected proxy (generations.go).
 type Server struct {
-	cache cachev3.SnapshotCache
-	log   *slog.Logger
+	cache   cachev3.SnapshotCache
+	log     *slog.Logger
+	metrics metrics
 
-	mu       sync.Mutex
-	versions map[string]string // scope -> published version
+	mu      sync.Mutex
+	scopes  map[string]*scopeState
+	acks    *Tracker
+	nacks   []Nack
+	nackSeq uint64
+
+	subMu sync.Mutex
+	subs  []chan struct{}
 }
 
 // New returns a Server with an empty cache. log receives connection and
 // NACK messages.
 func New(log *slog.Logger) *Server {
 	return &Server{
-		cache:    cachev3.NewSnapshotCache(true, ScopeHash{}, nil),
-		log:      log,
-		versions: map[string]string{},
+		cache:   cachev3.NewSnapshotCache(true, ScopeHash{}, nil),
+		log:     log,
+		metrics: newMetrics(),
+		scopes:  map[string]*scopeState{},
+		acks:    NewTracker(),
 	}
 }
 
-// Publish makes r the configuration of scope and returns its version (see
-// Version). changed is false, and nothing changes, when r equals what the
-// scope already has. It fails when the snapshot is inconsistent (a route or
-// cluster referenced but absent).
+// Publish makes r the configuration of scope, as its next generation, and
+// returns its version (see Version). changed is false, and nothing changes,
+// when r equals what the scope was last given. It fails, and nothing
+// changes, when a resource breaks its proto validation rules (ValidateAll)
+// or the snapshot is inconsistent (a route or cluster referenced but
+// absent). A version that a proxy rejected before becomes the scope's
+// generation but is not served again: the error says so, and the scope
+// keeps serving the last accepted one.
 func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Resources) (version string, changed bool, err error) {
 	version, err = Version(r)
 	if err != nil {
@@ -75,8 +90,12 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.versions[scope] == version {
+	st := s.scopes[scope]
+	if st != nil && st.desired == version {
 		return version, false, nil
+	}
+	if err := validateAll(r); err != nil {
+		return version, false, fmt.Errorf("scope %s: %w", scope, err)
 	}
 	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{
 		resource.ListenerType: r.Listeners,
@@ -91,10 +110,22 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	if err := snap.Consistent(); err != nil {
 		return version, false, fmt.Errorf("scope %s: inconsistent snapshot: %w", scope, err)
 	}
+	if st == nil {
+		st = newScopeState()
+		s.scopes[scope] = st
+	}
+	st.published(version, snap)
+	defer func() { go s.notify() }()
+	if n, bad := st.rejected[version]; bad {
+		return version, true, fmt.Errorf("scope %s: Envoy proxy %s rejected this configuration before (%s); the scope keeps serving generation %d",
+			scope, n.NodeID, n.Detail, st.genOf[st.served])
+	}
 	if err := s.cache.SetSnapshot(ctx, scope, snap); err != nil {
 		return version, false, err
 	}
-	s.versions[scope] = version
+	st.served = version
+	st.snaps[version] = snap
+	st.prune()
 	return version, true, nil
 }
 
@@ -103,23 +134,35 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 func (s *Server) Remove(scope string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.versions[scope]; !ok {
+	if _, ok := s.scopes[scope]; !ok {
 		return
 	}
-	delete(s.versions, scope)
+	delete(s.scopes, scope)
 	s.cache.ClearSnapshot(scope)
+	go s.notify()
 }
 
-// Scopes returns the scopes that have a published snapshot and their
-// versions.
+// Scopes returns the scopes that have a published snapshot and the
+// versions last published to them.
 func (s *Server) Scopes() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]string, len(s.versions))
-	for k, v := range s.versions {
-		out[k] = v
+	out := make(map[string]string, len(s.scopes))
+	for k, st := range s.scopes {
+		out[k] = st.desired
 	}
 	return out
+}
+
+// Served returns the version the cache serves to scope's proxies: the
+// last published one, or after a NACK the last accepted one.
+func (s *Server) Served(scope string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.scopes[scope]; st != nil {
+		return st.served
+	}
+	return ""
 }
 
 // Version is the content hash of r: the first 16 hex digits of SHA-256 over
@@ -170,24 +213,31 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 	return nil
 }
 
-// callbacks log stream opens and closes and every NACK with Envoy's error
-// detail.
+// callbacks feed every request and response into the ACK/NACK bookkeeping
+// (generations.go) and log stream opens and closes.
 func (s *Server) callbacks() serverv3.Callbacks {
-	nack := func(node *corev3.Node, typeURL, version string, detail string) {
-		s.log.Warn("Envoy rejected configuration (NACK)", "node", node.GetId(), "scope", node.GetCluster(), "type", typeURL, "version", version, "error", detail)
-	}
 	return serverv3.CallbackFuncs{
-		StreamRequestFunc: func(_ int64, req *discoveryv3.DiscoveryRequest) error {
-			if req.ErrorDetail != nil {
-				nack(req.Node, req.TypeUrl, req.VersionInfo, req.ErrorDetail.GetMessage())
+		StreamRequestFunc: func(id int64, req *discoveryv3.DiscoveryRequest) error {
+			s.onRequest(id, req.GetNode().GetId(), req.GetNode().GetCluster(), req.GetTypeUrl(), req.GetVersionInfo(),
+				req.GetResponseNonce(), req.GetErrorDetail() != nil, req.GetErrorDetail().GetMessage())
+			return nil
+		},
+		StreamResponseFunc: func(_ context.Context, id int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
+			s.onResponse(id, resp.GetTypeUrl(), resp.GetNonce(), resp.GetVersionInfo())
+		},
+		StreamDeltaRequestFunc: func(id int64, req *discoveryv3.DeltaDiscoveryRequest) error {
+			s.onRequest(id, req.GetNode().GetId(), req.GetNode().GetCluster(), req.GetTypeUrl(), "",
+				req.GetResponseNonce(), req.GetErrorDetail() != nil, req.GetErrorDetail().GetMessage())
+			if req.GetResponseNonce() == "" && len(req.GetInitialResourceVersions()) > 0 {
+				_, scope := s.nodeOf(id)
+				names := req.GetResourceNamesSubscribe()
+				wildcard := len(names) == 0 || slices.Contains(names, "*")
+				s.onDeltaInitial(id, scope, req.GetTypeUrl(), req.GetInitialResourceVersions(), wildcard)
 			}
 			return nil
 		},
-		StreamDeltaRequestFunc: func(_ int64, req *discoveryv3.DeltaDiscoveryRequest) error {
-			if req.ErrorDetail != nil {
-				nack(req.Node, req.TypeUrl, "", req.ErrorDetail.GetMessage())
-			}
-			return nil
+		StreamDeltaResponseFunc: func(id int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
+			s.onResponse(id, resp.GetTypeUrl(), resp.GetNonce(), resp.GetSystemVersionInfo())
 		},
 		StreamOpenFunc: func(ctx context.Context, id int64, _ string) error {
 			s.log.Debug("xDS stream opened", "stream", id)
@@ -195,6 +245,7 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		},
 		StreamClosedFunc: func(id int64, node *corev3.Node) {
 			s.log.Debug("xDS stream closed", "stream", id, "node", node.GetId())
+			s.onClosed(id)
 		},
 		DeltaStreamOpenFunc: func(ctx context.Context, id int64, _ string) error {
 			s.log.Debug("delta xDS stream opened", "stream", id)
@@ -202,6 +253,7 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		},
 		DeltaStreamClosedFunc: func(id int64, node *corev3.Node) {
 			s.log.Debug("delta xDS stream closed", "stream", id, "node", node.GetId())
+			s.onClosed(id)
 		},
 	}
 }

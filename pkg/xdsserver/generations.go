@@ -1,0 +1,366 @@
+package xdsserver
+
+import (
+	"fmt"
+
+	"context"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+	"slices"
+
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+)
+
+// Generations. Versions are content hashes, so they say nothing about
+// order; every scope therefore numbers its published snapshots 1, 2, 3, ...
+// (its generations; the numbering restarts with the process). A proxy that
+// ACKed version v serves the generation v was last published as: the same
+// content may come back under a newer number, and it is the same
+// configuration.
+//
+// Last good. A version that some proxy ACKed and none NACKed is good. When a
+// proxy NACKs the snapshot being served, the server withdraws it and serves
+// the newest good one again, so that proxies that (re)connect start from a
+// configuration Envoy accepted; the rejected version is remembered and not
+// served again, and the scope stays on the good one until the input
+// changes. Without a known good version (say, the first snapshot after a
+// restart is rejected) the rejected one stays in the cache: Envoy keeps
+// what it had either way, and there is nothing better to offer.
+
+// goodLimit bounds the good versions (and their snapshots) kept per scope.
+const goodLimit = 4
+
+// trackedTypes are the types whose resource names Since reports: those
+// that make a Gateway's listeners.
+var trackedTypes = []string{resource.ListenerType, resource.RouteType}
+
+type scopeState struct {
+	gen     uint64            // the latest published generation
+	desired string            // its version
+	served  string            // the version in the cache ("" none)
+	genOf   map[string]uint64 // version -> generation it was last published as
+	// since: type -> name -> first generation of the unbroken run of
+	// published generations, up to gen, that contain the resource.
+	since    map[string]map[string]uint64
+	snaps    map[string]*cachev3.Snapshot // served and good versions
+	good     []string                     // ACKed, never NACKed; oldest first
+	rejected map[string]Nack              // version -> its first NACK
+}
+
+func newScopeState() *scopeState {
+	return &scopeState{genOf: map[string]uint64{}, since: map[string]map[string]uint64{},
+		snaps: map[string]*cachev3.Snapshot{}, rejected: map[string]Nack{}}
+}
+
+// published records snap (version) as the next generation.
+func (st *scopeState) published(version string, snap *cachev3.Snapshot) {
+	st.gen++
+	st.desired = version
+	st.genOf[version] = st.gen
+	for _, typ := range trackedTypes {
+		prev := st.since[typ]
+		next := map[string]uint64{}
+		for name := range snap.GetResources(typ) {
+			if g, ok := prev[name]; ok {
+				next[name] = g
+			} else {
+				next[name] = st.gen
+			}
+		}
+		st.since[typ] = next
+	}
+}
+
+// prune drops snapshots that can no longer be served.
+func (st *scopeState) prune() {
+	for v := range st.snaps {
+		if v != st.served && !slices.Contains(st.good, v) {
+			delete(st.snaps, v)
+		}
+	}
+	// genOf only needs versions a proxy may still report; keep it from
+	// growing without bound on a long-lived scope.
+	if len(st.genOf) > 1024 {
+		for v, g := range st.genOf {
+			if g+512 < st.gen && v != st.served && !slices.Contains(st.good, v) {
+				delete(st.genOf, v)
+			}
+		}
+	}
+}
+
+// Nack is one rejection of a configuration by a proxy.
+type Nack struct {
+	// Seq numbers the NACKs the server saw, from 1.
+	Seq uint64
+	// Scope, NodeID: the proxy; TypeURL: the resource type it rejected.
+	Scope, NodeID, TypeURL string
+	// Version is the rejected snapshot version ("" when unknown) and
+	// Generation its generation in Scope (0 when unknown).
+	Version    string
+	Generation uint64
+	// Detail is Envoy's error_detail message.
+	Detail string
+}
+
+// ScopeView is the data-plane state of one scope, for status.
+type ScopeView struct {
+	// Generation is the latest published generation (what the input
+	// asks for); Served the one the cache serves (older after a NACK).
+	Generation, Served uint64
+	// Since maps a type URL (Listener, RouteConfiguration) to its
+	// resource names and the generation since which every published
+	// snapshot has contained them.
+	Since map[string]map[string]uint64
+	// Rejected is set when a proxy NACKed the latest published snapshot.
+	Rejected *Nack
+	// Proxies are the connected proxies of the scope.
+	Proxies []ProxyView
+}
+
+// ProxyView is one connected proxy: the generation it ACKed per type URL
+// (0: nothing known).
+type ProxyView struct {
+	NodeID string
+	Acked  map[string]uint64
+}
+
+// View returns the data-plane state of every scope that has a published
+// snapshot or a connected proxy. The result is a copy.
+func (s *Server) View() map[string]ScopeView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]ScopeView{}
+	for scope, st := range s.scopes {
+		v := ScopeView{Generation: st.gen, Served: st.genOf[st.served], Since: map[string]map[string]uint64{}}
+		for typ, m := range st.since {
+			c := make(map[string]uint64, len(m))
+			for k, g := range m {
+				c[k] = g
+			}
+			v.Since[typ] = c
+		}
+		if n, ok := st.rejected[st.desired]; ok {
+			v.Rejected = &n
+		}
+		out[scope] = v
+	}
+	for _, p := range s.acks.Proxies() {
+		v := out[p.Scope]
+		st := s.scopes[p.Scope]
+		pv := ProxyView{NodeID: p.NodeID, Acked: map[string]uint64{}}
+		for typ, ts := range p.Types {
+			if st != nil && ts.Acked != "" {
+				pv.Acked[typ] = st.genOf[ts.Acked]
+			}
+		}
+		v.Proxies = append(v.Proxies, pv)
+		out[p.Scope] = v
+	}
+	return out
+}
+
+// Subscribe returns a channel that receives a value (coalesced: at most
+// one pending) after every change of View or a new NACK: a publish, an
+// ACK, a NACK, a proxy that connects or goes away.
+func (s *Server) Subscribe() <-chan struct{} {
+	c := make(chan struct{}, 1)
+	s.subMu.Lock()
+	s.subs = append(s.subs, c)
+	s.subMu.Unlock()
+	return c
+}
+
+func (s *Server) notify() {
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	for _, c := range s.subs {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// nackLimit bounds the NACKs NacksSince can return.
+const nackLimit = 256
+
+// NacksSince returns the NACKs with Seq > seq, oldest first (at most the
+// last 256).
+func (s *Server) NacksSince(seq uint64) []Nack {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Nack
+	for _, n := range s.nacks {
+		if n.Seq > seq {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// onRequest handles one request of either protocol. It returns after the
+// bookkeeping; withdrawing a rejected snapshot happens on its own goroutine
+// (the cache answers watches of the very stream whose callback this is).
+func (s *Server) onRequest(stream int64, nodeID, scope, typeURL, versionInfo, nonce string, nack bool, detail string) {
+	s.mu.Lock()
+	outcome, version := s.acks.Request(stream, nodeID, scope, typeURL, versionInfo, nonce, nack, detail)
+	nodeID, scope = s.acks.Node(stream)
+	st := s.scopes[scope]
+	var withdraw bool
+	switch outcome {
+	case OutcomeAck:
+		s.metrics.acks.WithLabelValues(scope, typeName(typeURL)).Inc()
+		if st != nil {
+			st.accepted(version)
+		}
+	case OutcomeNack:
+		s.metrics.nacks.WithLabelValues(scope, typeName(typeURL)).Inc()
+		s.nackSeq++
+		n := Nack{Seq: s.nackSeq, Scope: scope, NodeID: nodeID, TypeURL: typeURL, Version: version, Detail: detail}
+		if st != nil {
+			n.Generation = st.genOf[version]
+			if _, seen := st.rejected[version]; version != "" && !seen {
+				st.rejected[version] = n
+				st.good = slices.DeleteFunc(st.good, func(v string) bool { return v == version })
+				withdraw = st.served == version
+			}
+		}
+		s.nacks = append(s.nacks, n)
+		if len(s.nacks) > nackLimit {
+			s.nacks = s.nacks[len(s.nacks)-nackLimit:]
+		}
+		s.log.Warn("Envoy rejected configuration (NACK)", "node", nodeID, "scope", scope, "type", typeURL,
+			"version", version, "generation", n.Generation, "error", detail)
+	}
+	s.mu.Unlock()
+	if withdraw {
+		go s.withdraw(scope, version)
+	}
+	if outcome != OutcomeNone {
+		s.notify()
+	}
+}
+
+// accepted marks version good when no proxy rejected it.
+func (st *scopeState) accepted(version string) {
+	if version == "" || st.genOf[version] == 0 || slices.Contains(st.good, version) {
+		return
+	}
+	if _, bad := st.rejected[version]; bad || st.snaps[version] == nil {
+		return
+	}
+	st.good = append(st.good, version)
+	slices.SortFunc(st.good, func(a, b string) int { return int(st.genOf[a]) - int(st.genOf[b]) })
+	if len(st.good) > goodLimit {
+		st.good = st.good[len(st.good)-goodLimit:]
+	}
+	st.prune()
+}
+
+// withdraw replaces the rejected version of scope, if it is still the
+// served one, with the newest good version.
+func (s *Server) withdraw(scope, rejected string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.scopes[scope]
+	if st == nil || st.served != rejected {
+		return
+	}
+	if len(st.good) == 0 {
+		s.log.Warn("Envoy rejected the served configuration and no accepted one is known; it stays in the cache", "scope", scope, "version", rejected)
+		return
+	}
+	good := st.good[len(st.good)-1]
+	if err := s.cache.SetSnapshot(context.Background(), scope, st.snaps[good]); err != nil {
+		s.log.Error("serving the last accepted configuration again failed", "scope", scope, "version", good, "error", err)
+		return
+	}
+	st.served = good
+	st.prune()
+	s.log.Warn("withdrew the rejected configuration; serving the last accepted one again",
+		"scope", scope, "rejected", rejected, "serving", good, "generation", st.genOf[good])
+	go s.notify()
+}
+
+// onDeltaInitial handles the first delta request of a type on a stream:
+// when the proxy's initial_resource_versions equal those of the served
+// snapshot, the server sends nothing, and the proxy is known to hold it.
+func (s *Server) onDeltaInitial(stream int64, scope, typeURL string, initial map[string]string, wildcard bool) {
+	s.mu.Lock()
+	st := s.scopes[scope]
+	if st == nil || st.served == "" || len(initial) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	served := st.served
+	res := st.snaps[served].GetResources(typeURL)
+	match := !wildcard || len(res) == len(initial)
+	for name, v := range initial {
+		r, ok := res[name]
+		if !ok || !match {
+			match = false
+			break
+		}
+		b, err := cachev3.MarshalResource(r)
+		if err != nil || cachev3.HashResource(b) != v {
+			match = false
+		}
+	}
+	if match {
+		s.acks.Holds(stream, typeURL, served)
+		st.accepted(served)
+	}
+	s.mu.Unlock()
+	if match {
+		s.notify()
+	}
+}
+
+func (s *Server) onResponse(stream int64, typeURL, nonce, version string) {
+	s.mu.Lock()
+	s.acks.Sent(stream, typeURL, nonce, version)
+	s.mu.Unlock()
+}
+
+func (s *Server) onClosed(stream int64) {
+	s.mu.Lock()
+	s.acks.Closed(stream)
+	s.mu.Unlock()
+	s.notify()
+}
+
+// typeName is the short name of a type URL: "Listener",
+// "RouteConfiguration", "Cluster", ...
+func typeName(typeURL string) string {
+	for i := len(typeURL) - 1; i >= 0; i-- {
+		if typeURL[i] == '.' || typeURL[i] == '/' {
+			return typeURL[i+1:]
+		}
+	}
+	return typeURL
+}
+
+func (s *Server) nodeOf(stream int64) (nodeID, scope string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acks.Node(stream)
+}
+
+// validateAll runs every resource's protoc-gen-validate rules (the
+// generated ValidateAll of Envoy's API, the rules Envoy checks on load).
+func validateAll(r *xdstranslator.Resources) error {
+	for _, list := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
+		for _, res := range list {
+			v, ok := res.(interface{ ValidateAll() error })
+			if !ok {
+				continue
+			}
+			if err := v.ValidateAll(); err != nil {
+				return fmt.Errorf("%s %s: %w", typeName(string(res.ProtoReflect().Descriptor().FullName())), cachev3.GetResourceName(res), err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package xdsserver
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+)
+
+// withListener adds a listener without filter chains (valid for the
+// cache and for ValidateAll) to r.
+func withListener(r *xdstranslator.Resources, name string) *xdstranslator.Resources {
+	r.Listeners = append(r.Listeners, types.Resource(&listenerv3.Listener{Name: name}))
+	return r
+}
+
+// eventually polls cond for up to 10 seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("%s: not within 10s", what)
+}
+
+// respond and answer play one proxy on stream 1: the server sends version
+// of typ with nonce, the proxy ACKs (detail "") or NACKs it.
+func respond(s *Server, nonce, version string) {
+	s.onResponse(1, resource.ListenerType, nonce, version)
+}
+
+func answer(s *Server, nonce, detail string) {
+	s.onRequest(1, "", "", resource.ListenerType, "", nonce, detail != "", detail)
+}
+
+func TestNackWithdrawsToLastGood(t *testing.T) {
+	s := New(slog.Default())
+	reg := prometheus.NewRegistry()
+	if err := s.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	notified := s.Subscribe()
+	v1, _, err := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A delta proxy connects, gets v1 and ACKs it.
+	s.onRequest(1, "envoy-1", "a", resource.ListenerType, "", "", false, "")
+	respond(s, "1", v1)
+	answer(s, "1", "")
+	<-notified
+	if g := s.View()["a"].Proxies[0].Acked[resource.ListenerType]; g != 1 {
+		t.Fatalf("ACKed generation = %d, want 1", g)
+	}
+
+	v2, _, _ := s.Publish(ctx, "a", withListener(withListener(cluster("two"), "l1"), "l2"))
+	respond(s, "2", v2)
+	answer(s, "2", "Invalid regex '(': missing )")
+	eventually(t, "rejected version withdrawn", func() bool { return s.Served("a") == v1 })
+
+	v := s.View()["a"]
+	if v.Generation != 2 || v.Served != 1 || v.Rejected == nil || v.Rejected.Generation != 2 || v.Rejected.NodeID != "envoy-1" {
+		t.Errorf("view = %+v rejected %+v, want generation 2 rejected by envoy-1, serving 1", v, v.Rejected)
+	}
+	if v.Since[resource.ListenerType]["l1"] != 1 || v.Since[resource.ListenerType]["l2"] != 2 {
+		t.Errorf("since = %v, want l1 since 1, l2 since 2", v.Since)
+	}
+	if n := s.NacksSince(0); len(n) != 1 || n[0].Detail != "Invalid regex '(': missing )" || n[0].Version != v2 {
+		t.Errorf("NACKs = %+v", n)
+	}
+	if c := testutil.ToFloat64(s.metrics.nacks.WithLabelValues("a", "Listener")); c != 1 {
+		t.Errorf("xds_controller_xds_nacks_total{scope=a,type=Listener} = %v, want 1", c)
+	}
+
+	// The same input again changes nothing: the scope stays on the last
+	// good configuration.
+	if _, changed, _ := s.Publish(ctx, "a", withListener(withListener(cluster("two"), "l1"), "l2")); changed || s.Served("a") != v1 {
+		t.Errorf("republishing the rejected input: changed=%v served=%s, want no change and %s", changed, s.Served("a"), v1)
+	}
+	// A new input is served.
+	v3, changed, err := s.Publish(ctx, "a", withListener(cluster("three"), "l1"))
+	if err != nil || !changed || s.Served("a") != v3 {
+		t.Errorf("new input: changed=%v err=%v served=%s, want %s", changed, err, s.Served("a"), v3)
+	}
+	if v := s.View()["a"]; v.Rejected != nil || v.Generation != 3 || v.Since[resource.ListenerType]["l1"] != 1 {
+		t.Errorf("after a new input: %+v", v)
+	}
+	// Going back to the rejected content does not serve it again.
+	if _, _, err := s.Publish(ctx, "a", withListener(withListener(cluster("two"), "l1"), "l2")); err == nil || s.Served("a") != v3 {
+		t.Errorf("a version rejected before was served again (err=%v, served %s)", err, s.Served("a"))
+	}
+	s.onClosed(1)
+	if ps := s.View()["a"].Proxies; len(ps) != 0 {
+		t.Errorf("closed proxy still listed: %+v", ps)
+	}
+}
+
+func TestNackWithoutGoodVersionKeepsSnapshot(t *testing.T) {
+	s := New(slog.Default())
+	v1, _, _ := s.Publish(context.Background(), "a", cluster("one"))
+	s.onRequest(1, "envoy-1", "a", resource.ListenerType, "", "", false, "")
+	respond(s, "1", v1)
+	answer(s, "1", "bad")
+	if s.Served("a") != v1 || s.View()["a"].Rejected == nil {
+		t.Errorf("served %q rejected %+v, want %s kept and reported rejected", s.Served("a"), s.View()["a"].Rejected, v1)
+	}
+}
+
+func TestDeltaReconnectHoldingServedVersion(t *testing.T) {
+	s := New(slog.Default())
+	v1, _, _ := s.Publish(context.Background(), "a", withListener(cluster("one"), "l1"))
+	snap := s.scopes["a"].snaps[v1]
+	if err := snap.ConstructVersionMap(); err != nil {
+		t.Fatal(err)
+	}
+	held := snap.GetVersionMap(resource.ListenerType)
+	s.onRequest(5, "envoy-1", "a", resource.ListenerType, "", "", false, "")
+	s.onDeltaInitial(5, "a", resource.ListenerType, map[string]string{"l1": "stale"}, true)
+	if g := s.View()["a"].Proxies[0].Acked[resource.ListenerType]; g != 0 {
+		t.Errorf("a proxy holding other content counts as serving generation %d", g)
+	}
+	s.onDeltaInitial(5, "a", resource.ListenerType, held, true)
+	if g := s.View()["a"].Proxies[0].Acked[resource.ListenerType]; g != 1 {
+		t.Errorf("a proxy holding the served content serves generation %d, want 1", g)
+	}
+}
+
+func TestPublishRunsValidateAll(t *testing.T) {
+	// Cluster.connect_timeout must be positive (validate.rules gt 0s).
+	r := cluster("one")
+	r.Clusters[0].(*clusterv3.Cluster).ConnectTimeout = durationpb.New(-time.Second)
+	if _, _, err := New(slog.Default()).Publish(context.Background(), "a", r); err == nil || !strings.Contains(err.Error(), "ConnectTimeout") {
+		t.Errorf("a cluster with a negative connect_timeout was published (err=%v)", err)
+	}
+}

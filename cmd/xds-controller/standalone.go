@@ -51,6 +51,7 @@ local backend can be described as a Service with clusterIP 127.0.0.1.`,
 	f.Uint32Var(&cfg.ReadinessPort, "readiness-port", 19001, "Envoy readiness port (GET /ready)")
 	f.StringVar(&cfg.TrustDomain, "trust-domain", "xds-controller.local", "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.Debounce, "debounce", 0, "wait this long after a file change before re-reading (default 50ms)")
+	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", `address of /metrics (Prometheus), e.g. 127.0.0.1:9090 ("" disables)`)
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
+	"github.com/xds-controller/xds-controller/internal/testhook"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/pki"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
@@ -65,6 +67,9 @@ type Config struct {
 	Out io.Writer
 	// Log receives operational messages.
 	Log *slog.Logger
+	// MetricsAddress, when set, is where /metrics (Prometheus) is served:
+	// xds_controller_xds_acks_total and xds_controller_xds_nacks_total.
+	MetricsAddress string
 }
 
 // Run serves until ctx ends. It fails early when the state folder, the
@@ -100,7 +105,15 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 
 	srv := xdsserver.New(cfg.Log)
+	var metricsLis net.Listener
+	if cfg.MetricsAddress != "" {
+		if metricsLis, err = net.Listen("tcp", cfg.MetricsAddress); err != nil {
+			lis.Close()
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+	}
 	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}, loader: &file.Loader{}}
+	changes := srv.Subscribe()
 	r.reload(ctx)
 
 	// The xDS server stops after Envoy, so that Envoy never sees its
@@ -120,13 +133,30 @@ func Run(ctx context.Context, cfg Config) error {
 		envoyDone.Wait()
 		stopServer()
 	})
-	if cfg.EnvoyPath != "" {
-		bootPath, err := r.writeBootstrap(creds, lis.Addr().(*net.TCPAddr))
-		if err != nil {
-			cancel()
-			wg.Wait()
-			return err
+	if metricsLis != nil {
+		wg.Go(func() { serveMetrics(ctx, cfg.Log, metricsLis, srv) })
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changes:
+				r.refresh()
+			}
 		}
+	})
+	// The bootstrap is written with --no-envoy too: an Envoy started by
+	// hand (or by a test) connects with it.
+	bootPath, err := r.writeBootstrap(creds, lis.Addr().(*net.TCPAddr))
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	if cfg.EnvoyPath == "" {
+		fmt.Fprintf(cfg.Out, "Envoy bootstrap: %s\n", bootPath)
+	} else {
 		args := []string{"-c", bootPath, "--disable-hot-restart", "--drain-time-s", "1", "--log-level", "warn"}
 		logPath := filepath.Join(cfg.StateDir, "envoy.log")
 		fmt.Fprintf(cfg.Out, "Envoy: %s (admin http://127.0.0.1:%d, log %s)\n", cfg.EnvoyPath, cfg.AdminPort, logPath)
@@ -147,15 +177,27 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 type runner struct {
-	loader    *file.Loader
-	cfg       Config
-	srv       *xdsserver.Server
+	loader *file.Loader
+	cfg    Config
+	srv    *xdsserver.Server
+
+	// mu guards what follows: reload runs on the file watcher's goroutine,
+	// refresh on the xDS server's notifications.
+	mu        sync.Mutex
 	lastLines map[string]string
+	// loadLines are the last reload's load problems and warnings; out its
+	// translation (nil when it failed).
+	loadLines map[string]string
+	out       *translate.Output
+	// nackSeq is the last NACK printed.
+	nackSeq uint64
 }
 
 // reload reads the config, translates it and publishes the result. Status
 // lines and load errors that changed since the last reload are printed.
 func (r *runner) reload(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	loaded, err := r.loader.Load(r.cfg.ConfigPath)
 	if err != nil {
 		r.print("config", "error: "+err.Error()+" (the last configuration keeps serving)")
@@ -171,29 +213,56 @@ func (r *runner) reload(ctx context.Context) {
 	}
 	out, err := translate.Run(loaded.Resources, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }})
 	if out != nil && out.Result != nil {
-		for k, v := range status.Summary(out.Result.Status) {
-			lines[k] = v
-		}
 		for _, w := range out.Result.Status.Warnings {
 			lines["warning: "+w] = ""
 		}
 	}
-	r.printChanges(lines)
+	r.loadLines, r.out = lines, out
 	if err != nil {
+		r.printStatus()
 		// A translator bug: keep serving the last good configuration.
 		r.cfg.Log.Error("translation failed; the previous configuration keeps serving", "error", err)
 		return
 	}
-	xds := out.XDS[Scope]
+	xds := testhook.Apply(out.XDS)[Scope]
 	if xds == nil {
 		xds = &xdstranslator.Resources{}
 	}
+	defer r.printStatus()
 	if v, changed, err := r.srv.Publish(ctx, Scope, xds); err != nil {
 		r.cfg.Log.Error("publishing failed; the previous configuration keeps serving", "error", err)
 	} else if changed {
 		r.cfg.Log.Info("configuration published", "scope", Scope, "version", v,
 			"listeners", len(xds.Listeners), "routes", len(xds.Routes), "clusters", len(xds.Clusters))
 	}
+}
+
+// refresh prints the status again after the data plane changed (an ACK,
+// a NACK, a proxy that came or went), without translating again.
+func (r *runner) refresh() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.printStatus()
+}
+
+// printStatus prints new NACKs and the status lines that changed: load
+// problems, warnings, and every object's conditions with Programmed
+// decided by the data plane (status.WithDataPlane).
+func (r *runner) printStatus() {
+	for _, n := range r.srv.NacksSince(r.nackSeq) {
+		fmt.Fprintf(r.cfg.Out, "xDS: Envoy proxy %s of scope %s rejected generation %d (%s): %s\n",
+			n.NodeID, n.Scope, n.Generation, n.TypeURL, n.Detail)
+		r.nackSeq = n.Seq
+	}
+	lines := maps.Clone(r.loadLines)
+	if r.out != nil && r.out.Result != nil {
+		st := r.out.Result.Status
+		if r.out.XDS != nil {
+			st = status.WithDataPlane(st, r.out.Result.IR, r.out.XDS, r.srv.View())
+		}
+		maps.Copy(lines, status.Summary(st))
+	}
+	r.printChanges(lines)
 }
 
 func (r *runner) print(key, line string) {

@@ -171,8 +171,8 @@ func decide(conds *[]metav1.Condition, typ, scope string, view xdsserver.ScopeVi
 			detail = detail[:maxEnvoyDetail] + "..."
 		}
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonRejected
-		c.Message = fmt.Sprintf("Envoy proxy %s rejected generation %d of scope %s (%s): %s; proxies keep serving the last configuration they accepted (generation %d)",
-			r.NodeID, r.Generation, scope, shortType(r.TypeURL), detail, view.Served)
+		c.Message = fmt.Sprintf("Envoy proxy %s rejected generation %d of scope %s (%s): %s; proxies keep serving the last configuration they accepted",
+			r.NodeID, r.Generation, scope, shortType(r.TypeURL), detail)
 	case total == 0:
 		c.Status, c.Reason = metav1.ConditionFalse, string(gwapiv1.GatewayReasonPending)
 		c.Message = fmt.Sprintf("no Envoy proxy of scope %s is connected", scope)

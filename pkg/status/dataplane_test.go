@@ -69,7 +69,7 @@ func TestWithDataPlane(t *testing.T) {
 		{"rejected", xdsserver.ScopeView{Generation: 8, Served: 7, Since: since(1, 7),
 			Proxies:  []xdsserver.ProxyView{proxy("e1", 7, 7)},
 			Rejected: &xdsserver.Nack{NodeID: "e1", TypeURL: resource.RouteType, Generation: 8, Detail: "Invalid regex '('"}},
-			"False", "False", "False", "Rejected", "Envoy proxy e1 rejected generation 8 of scope s (RouteConfiguration): Invalid regex '('; proxies keep serving the last configuration they accepted (generation 7)"},
+			"False", "False", "False", "Rejected", "Envoy proxy e1 rejected generation 8 of scope s (RouteConfiguration): Invalid regex '('; proxies keep serving the last configuration they accepted"},
 		{"never published", xdsserver.ScopeView{Proxies: []xdsserver.ProxyView{proxy("e1", 0, 0)}},
 			"False", "False", "False", "Pending", "not published yet"},
 	} {

@@ -143,6 +143,16 @@ type fixture struct {
 	vals    map[string]any
 	cancel  context.CancelFunc
 	stopped chan struct{}
+
+	// bin is the built binary, state its state folder, xds its xDS
+	// address, envoy the Envoy binary.
+	bin, state, xds, envoy string
+	// env are extra environment variables and args extra arguments of
+	// the controller process; noEnvoy runs it with --no-envoy.
+	env, args []string
+	noEnvoy   bool
+	// proc is the running controller process.
+	proc *exec.Cmd
 }
 
 func render(t *testing.T, path, text string, data any) {
@@ -161,14 +171,34 @@ func render(t *testing.T, path, text string, data any) {
 	}
 }
 
-func start(t *testing.T) *fixture {
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// start builds the binary (once per test run), writes the config and
+// starts `serve standalone`; setup may change the fixture first (env,
+// args, noEnvoy).
+func start(t *testing.T, setup ...func(*fixture)) *fixture {
 	envoy := testenvoy.Path(t)
-	bin := filepath.Join(t.TempDir(), "xds-controller")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/xds-controller").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "xds-controller-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "xds-controller")
+		if out, err := exec.Command("go", "build", "-o", builtBin, "../../cmd/xds-controller").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
 	alpha, beta := backend(t, "alpha"), backend(t, "beta")
-	f := &fixture{t: t, dir: t.TempDir(), gwPort: freePort(t), out: &syncBuffer{}, admin: freePort(t), stopped: make(chan struct{})}
+	f := &fixture{t: t, dir: t.TempDir(), gwPort: freePort(t), out: &syncBuffer{}, admin: freePort(t),
+		bin: builtBin, state: t.TempDir(), xds: fmt.Sprintf("127.0.0.1:%d", freePort(t)), envoy: envoy}
 	f.client = &http.Client{Timeout: 2 * time.Second}
 	type be struct {
 		Name string
@@ -180,28 +210,48 @@ func start(t *testing.T) *fixture {
 	})
 	f.vals = map[string]any{"HostABackend": "alpha"}
 	render(t, filepath.Join(f.dir, "routes.yaml"), routesYAML, f.vals)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	f.cancel = cancel
-	cmd := exec.CommandContext(ctx, bin, "serve", "standalone",
-		"--config", f.dir, "--envoy-path", envoy, "--state-dir", t.TempDir(),
-		"--xds-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--admin-port", fmt.Sprint(f.admin), "--readiness-port", fmt.Sprint(freePort(t)))
-	cmd.Stdout, cmd.Stderr = f.out, f.out
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	for _, s := range setup {
+		s(f)
 	}
-	go func() { _ = cmd.Wait(); close(f.stopped) }()
+	f.launch()
 	t.Cleanup(func() {
-		cancel()
-		<-f.stopped
+		f.stop()
 		if t.Failed() {
 			t.Logf("controller output:\n%s", f.out.String())
 		}
 	})
 	return f
+}
+
+// launch starts the controller process.
+func (f *fixture) launch() {
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	f.stopped = make(chan struct{})
+	args := []string{"serve", "standalone", "--config", f.dir, "--state-dir", f.state, "--xds-address", f.xds}
+	if f.noEnvoy {
+		args = append(args, "--no-envoy")
+	} else {
+		args = append(args, "--envoy-path", f.envoy,
+			"--admin-port", fmt.Sprint(f.admin), "--readiness-port", fmt.Sprint(freePort(f.t)))
+	}
+	cmd := exec.CommandContext(ctx, f.bin, append(args, f.args...)...)
+	cmd.Env = append(os.Environ(), f.env...)
+	cmd.Stdout, cmd.Stderr = f.out, f.out
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.proc = cmd
+	stopped := f.stopped
+	go func() { _ = cmd.Wait(); close(stopped) }()
+}
+
+// stop ends the controller process (SIGINT) and waits for it.
+func (f *fixture) stop() {
+	f.cancel()
+	<-f.stopped
 }
 
 // get sends a request for host and path through Envoy, with extra headers

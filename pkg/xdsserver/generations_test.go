@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-controller/xds-controller/internal/xdsclient"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
@@ -146,4 +147,31 @@ func TestPublishRunsValidateAll(t *testing.T) {
 	if _, _, err := New(slog.Default()).Publish(context.Background(), "a", r); err == nil || !strings.Contains(err.Error(), "ConnectTimeout") {
 		t.Errorf("a cluster with a negative connect_timeout was published (err=%v)", err)
 	}
+}
+
+// TestAckNackOverADS runs the bookkeeping behind go-control-plane's real
+// state-of-the-world server with a proxy that ACKs, then NACKs.
+func TestAckNackOverADS(t *testing.T) {
+	s := New(slog.Default())
+	addr, tlsc := serveWith(t, s)
+	ctx := context.Background()
+	v1, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	p, err := xdsclient.Connect(addr, tlsc, "envoy-1", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	eventually(t, "ACK of generation 1", func() bool {
+		v := s.View()["a"]
+		return len(v.Proxies) == 1 && v.Proxies[0].Acked[resource.ListenerType] == 1 && v.Proxies[0].Acked[resource.ClusterType] == 1
+	})
+	p.Reject("no thanks")
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	eventually(t, "NACK of generation 2 and withdrawal", func() bool {
+		v := s.View()["a"]
+		return v.Rejected != nil && v.Rejected.Version == v2 && v.Rejected.Detail == "no thanks" && s.Served("a") == v1
+	})
+	p.Reject("")
+	// The withdrawal sends generation 1 again, which the proxy accepts.
+	eventually(t, "the proxy back on v1", func() bool { return p.Accepted(resource.ClusterType) == v1 })
 }

@@ -68,16 +68,30 @@ func TestPublishRejectsInconsistent(t *testing.T) {
 // and the CA that signs its peers.
 func serve(t *testing.T) (string, *pki.CA) {
 	t.Helper()
+	s := New(slog.Default())
+	if _, _, err := s.Publish(context.Background(), "gatewayclass/demo", cluster("service/default/web/80")); err != nil {
+		t.Fatal(err)
+	}
+	return serveCA(t, s)
+}
+
+// serveWith serves s and returns its address and a client TLS
+// configuration with a certificate of its CA.
+func serveWith(t *testing.T, s *Server) (string, *tls.Config) {
+	addr, ca := serveCA(t, s)
+	c, _ := ca.Issue(spiffeid.RequireFromPath(td, "/ns/x/sa/envoy"), time.Hour, pki.ClientAuth, nil, nil)
+	pair, _ := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
+	return addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{pair}}
+}
+
+func serveCA(t *testing.T, s *Server) (string, *pki.CA) {
+	t.Helper()
 	ca, _, err := pki.NewCA(td, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srvCert, _ := ca.Issue(spiffeid.RequireFromPath(td, "/ns/x/sa/controller"), time.Hour, pki.ServerAuth, []string{"localhost"}, nil)
 	pair, _ := tls.X509KeyPair(srvCert.CertPEM, srvCert.KeyPEM)
-	s := New(slog.Default())
-	if _, _, err := s.Publish(context.Background(), "gatewayclass/demo", cluster("service/default/web/80")); err != nil {
-		t.Fatal(err)
-	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -228,7 +228,9 @@ spec:
 		t.Errorf("Gateways a and b share bind port %d", bind["a"])
 	}
 	// The translation binds the same ports the Services target: both
-	// Gateways are accepted in one scope without a port conflict.
+	// Gateways are accepted in one scope without a port conflict, and
+	// are Programmed once a proxy of the scope ACKs.
+	fakeProxy(t, r, "fleet-pod-1", "gatewayclass/"+class)
 	for _, name := range []string{"a", "b"} {
 		eventually(t, 10*time.Second, "Gateway "+name+" Programmed", func() error {
 			var gw gwapiv1.Gateway

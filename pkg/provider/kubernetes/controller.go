@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -233,6 +234,14 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		ident:   ident,
 		secrets: newSecretCache(mgr.GetCache(), mgr.GetAPIReader()),
 		kick:    make(chan struct{}, 1),
+		changes: srv.Subscribe(),
+		events:  mgr.GetEventRecorder("xds-controller"),
+	}
+	// The NACK counters on the manager's /metrics. A second controller in
+	// one process (tests) finds them registered already and keeps its own
+	// unexported.
+	if err := srv.Register(ctrlmetrics.Registry); err != nil {
+		cfg.Log.Debug("xDS metrics not registered", "error", err)
 	}
 	if cfg.Hooks.Provisioner != nil {
 		c.pipe.prov = newProvisionLoop(cfg.Hooks.Provisioner, leader, cfg.Log)

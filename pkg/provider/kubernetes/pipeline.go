@@ -16,9 +16,12 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/internal/testhook"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/status"
 	"github.com/xds-controller/xds-controller/pkg/translate"
@@ -52,6 +55,25 @@ type pipeline struct {
 	failed atomic.Int64 // runs that kept the previous configuration
 
 	prov *provisionLoop
+
+	// changes tells of data-plane changes (ACKs, NACKs, proxies coming and
+	// going); events records the NACK Events (leader only).
+	changes <-chan struct{}
+	events  recorder.EventRecorder
+	// The last translation, for status refreshes without translating
+	// again: its status (with addresses and stale routes), IR, xDS and
+	// Gateways; and the last NACK handled. Used by the Start goroutine
+	// only.
+	last    *lastRun
+	nackSeq uint64
+}
+
+// lastRun is what a status refresh needs from the last translation.
+type lastRun struct {
+	status   *gatewayapi.Status
+	ir       *ir.IR
+	xds      map[string]*xdstranslator.Resources
+	gateways map[types.NamespacedName]*gwapiv1.Gateway
 }
 
 func (p *pipeline) NeedLeaderElection() bool { return false }
@@ -79,6 +101,9 @@ func (p *pipeline) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-p.changes:
+			p.refresh()
+			continue
 		case <-p.kick:
 		}
 		first := time.Now()
@@ -287,11 +312,16 @@ func (p *pipeline) run(ctx context.Context) {
 		p.log.Error("translation failed (a bug); the previous configuration keeps serving", "error", err)
 		return
 	}
-	p.publish(ctx, out.XDS)
+	p.publish(ctx, testhook.Apply(out.XDS))
 
 	st := status.WithStaleRoutes(out.Result.Status, res.HTTPRoutes, p.cfg.ControllerName)
 	setAddresses(st, res, resolver)
-	p.writer.Update(st)
+	gws := make(map[types.NamespacedName]*gwapiv1.Gateway, len(res.Gateways))
+	for _, g := range res.Gateways {
+		gws[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = g
+	}
+	p.last = &lastRun{status: st, ir: out.Result.IR, xds: out.XDS, gateways: gws}
+	p.refresh()
 
 	if p.prov != nil {
 		p.prov.offer(&ProvisionInput{
@@ -308,6 +338,34 @@ func (p *pipeline) run(ctx context.Context) {
 	p.runs.Add(1)
 	p.synced.Store(true)
 	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "scopes", len(out.XDS))
+}
+
+// refresh hands the last translation's status, with Programmed decided by
+// the data plane (status.WithDataPlane), to the status writer (which writes
+// only what changed), and records a Warning Event reason Rejected on every
+// Gateway of a scope whose proxy NACKed, once per NACK, on the leader.
+func (p *pipeline) refresh() {
+	nacks := p.srv.NacksSince(p.nackSeq)
+	if len(nacks) > 0 {
+		p.nackSeq = nacks[len(nacks)-1].Seq
+	}
+	if p.last == nil {
+		return
+	}
+	p.writer.Update(status.WithDataPlane(p.last.status, p.last.ir, p.last.xds, p.srv.View()))
+	if p.events == nil || !p.leader.Leading() {
+		return
+	}
+	for _, n := range nacks {
+		for _, g := range p.last.ir.Gateways {
+			obj := p.last.gateways[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}]
+			if g.Scope != n.Scope || obj == nil {
+				continue
+			}
+			p.events.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonRejected, "Programming",
+				"Envoy proxy %s rejected generation %d of scope %s (%s): %s", n.NodeID, n.Generation, n.Scope, n.TypeURL, n.Detail)
+		}
+	}
 }
 
 // publish publishes every scope of x (the server skips unchanged ones) and

@@ -1,0 +1,97 @@
+package xdsclient
+
+import (
+	"context"
+	"crypto/tls"
+	"sync"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+)
+
+// Proxy plays an Envoy on a state-of-the-world ADS stream: it subscribes
+// to every Cluster, Listener and RouteConfiguration and ACKs each response,
+// or NACKs it while Reject has set a message.
+type Proxy struct {
+	conn   *grpc.ClientConn
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	reject   string
+	accepted map[string]string // type URL -> version
+}
+
+// Connect opens the stream to addr over TLS (client) as node nodeID of
+// scope (node cluster) and starts answering responses.
+func Connect(addr string, client *tls.Config, nodeID, scope string) (*Proxy, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(client)))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		cancel()
+		conn.Close()
+		return nil, err
+	}
+	p := &Proxy{conn: conn, cancel: cancel, done: make(chan struct{}), accepted: map[string]string{}}
+	node := &corev3.Node{Id: nodeID, Cluster: scope}
+	for _, typ := range []string{resource.ClusterType, resource.ListenerType, resource.RouteType} {
+		if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typ}); err != nil {
+			cancel()
+			conn.Close()
+			return nil, err
+		}
+	}
+	go func() {
+		defer close(p.done)
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			req := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resp.TypeUrl, ResponseNonce: resp.Nonce}
+			p.mu.Lock()
+			if p.reject != "" {
+				req.VersionInfo = p.accepted[resp.TypeUrl]
+				req.ErrorDetail = &statuspb.Status{Code: 3, Message: p.reject}
+			} else {
+				p.accepted[resp.TypeUrl] = resp.VersionInfo
+				req.VersionInfo = resp.VersionInfo
+			}
+			p.mu.Unlock()
+			if err := stream.Send(req); err != nil {
+				return
+			}
+		}
+	}()
+	return p, nil
+}
+
+// Reject makes the proxy NACK every following response with msg, or ACK
+// them again when msg is "".
+func (p *Proxy) Reject(msg string) {
+	p.mu.Lock()
+	p.reject = msg
+	p.mu.Unlock()
+}
+
+// Accepted returns the version last accepted of typeURL.
+func (p *Proxy) Accepted(typeURL string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted[typeURL]
+}
+
+// Close ends the stream and the connection.
+func (p *Proxy) Close() {
+	p.cancel()
+	p.conn.Close()
+	<-p.done
+}

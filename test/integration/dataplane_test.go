@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/internal/xdsclient"
+	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
+	"github.com/xds-controller/xds-controller/pkg/status"
+)
+
+// fakeProxy connects an ADS client that ACKs (internal/xdsclient.Proxy) to
+// the replica as node nodeID of scope, with a fleet certificate from the
+// controller's CA.
+func fakeProxy(t *testing.T, r *replica, nodeID, scope string) *xdsclient.Proxy {
+	t.Helper()
+	certPEM, keyPEM, _, err := r.Identity().IssueFleetCertificate(controllerNamespace, "envoy-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := xdsclient.Connect(r.XDSAddr().String(), &tls.Config{
+		RootCAs:      r.Identity().CA.Pool(),
+		ServerName:   kubernetes.DefaultServiceAccount + "." + controllerNamespace + ".svc",
+		Certificates: []tls.Certificate{pair},
+	}, nodeID, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// expectNoProxy is the status a Gateway has while no proxy of its scope is
+// connected: what the translator programmed is Programmed=False reason
+// Pending (status.WithDataPlane).
+func expectNoProxy(w *gwapiv1.GatewayStatus, scope string) *gwapiv1.GatewayStatus {
+	w = w.DeepCopy()
+	pending := func(cs []metav1.Condition) {
+		if c := meta.FindStatusCondition(cs, "Programmed"); c != nil && c.Status == metav1.ConditionTrue {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Pending", "no Envoy proxy of scope "+scope+" is connected"
+		}
+	}
+	pending(w.Conditions)
+	for i := range w.Listeners {
+		pending(w.Listeners[i].Conditions)
+	}
+	return w
+}
+
+func programmed(t *testing.T) *metav1.Condition {
+	t.Helper()
+	return meta.FindStatusCondition(getGateway(t).Status.Conditions, "Programmed")
+}
+
+// TestProgrammedFollowsEnvoy: Programmed waits for a proxy's ACK, a NACK
+// turns it False with Envoy's message and a Warning Event, and the
+// rejected snapshot is withdrawn.
+func TestProgrammedFollowsEnvoy(t *testing.T) {
+	requireAPIServer(t)
+	ctx := context.Background()
+	r := startReplica(t, replicaOptions{identity: "dataplane"})
+	applyFile(t, filepath.Join(testdata, "01-basic-http.in.yaml"))
+	const scope = "gatewayclass/xds"
+
+	eventually(t, 20*time.Second, "Programmed=False without proxies", func() error {
+		if c := programmed(t); c == nil || c.Reason != "Pending" || !strings.Contains(c.Message, "no Envoy proxy") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+
+	p := fakeProxy(t, r, "envoy-1", scope)
+	began := time.Now()
+	eventually(t, 20*time.Second, "Programmed=True after the ACK", func() error {
+		if c := programmed(t); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "1/1 Envoy proxies serve generation") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+	t.Logf("Programmed=True %s after the proxy connected: %s", time.Since(began).Round(time.Millisecond), programmed(t).Message)
+	good := r.XDS().Served(scope)
+
+	// The proxy rejects the next configuration.
+	p.Reject("Invalid regex '(': missing )")
+	hr := getRoute(t)
+	hr.Spec.Hostnames = append(hr.Spec.Hostnames, "nack.example.com")
+	if err := update(ctx, hr); err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	eventually(t, 20*time.Second, "Programmed=False reason Rejected", func() error {
+		if c := programmed(t); c == nil || c.Reason != status.ReasonRejected || !strings.Contains(c.Message, "Invalid regex '(': missing )") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+	gw := getGateway(t)
+	t.Logf("NACK in the Gateway's status %s after the edit:\n%s", time.Since(began).Round(time.Millisecond), toYAML(gw.Status.Conditions))
+	if got := r.XDS().Served(scope); got != good {
+		t.Errorf("served version %s after the NACK, want the last accepted %s", got, good)
+	}
+	eventually(t, 20*time.Second, "a Warning Event on the Gateway", func() error {
+		var evs eventsv1.EventList
+		if err := k8sClient.List(ctx, &evs, client.InNamespace("default")); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "Gateway" && e.Regarding.Name == gw.Name && e.Reason == status.ReasonRejected && e.Type == "Warning" {
+				t.Logf("Event: %s %s: %s", e.Type, e.Reason, e.Note)
+				return nil
+			}
+		}
+		return fmt.Errorf("no Rejected Event among %d", len(evs.Items))
+	})
+
+	// A new input that the proxy accepts makes the Gateway Programmed again.
+	p.Reject("")
+	hr = getRoute(t)
+	hr.Spec.Hostnames = append(hr.Spec.Hostnames, "fixed.example.com")
+	if err := update(ctx, hr); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "Programmed=True again", func() error {
+		if c := programmed(t); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+}

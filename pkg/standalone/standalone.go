@@ -224,6 +224,14 @@ func (r *runner) reload(ctx context.Context) {
 		r.cfg.Log.Error("translation failed; the previous configuration keeps serving", "error", err)
 		return
 	}
+	if ps := out.Refused[Scope]; len(ps) > 0 {
+		for _, p := range ps {
+			r.loadLines["refused: "+p.String()] = ""
+		}
+		r.printStatus()
+		r.cfg.Log.Error("the configuration fails pre-validation and no object can be blamed; the previous configuration keeps serving", "problems", len(ps))
+		return
+	}
 	xds := testhook.Apply(out.XDS)[Scope]
 	if xds == nil {
 		xds = &xdstranslator.Resources{}

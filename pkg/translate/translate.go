@@ -18,6 +18,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
 )
 
 // Output is what one run of the pipeline produced.
@@ -26,6 +27,11 @@ type Output struct {
 	Result *gatewayapi.Result
 	// XDS is the xDS configuration per proxy scope.
 	XDS map[string]*xdstranslator.Resources
+	// Refused are the scopes whose xDS failed pre-validation
+	// (pkg/xdsvalidate) in a way that no object can be blamed for; they
+	// must not be published (their last good configuration keeps
+	// serving). Their problems are listed.
+	Refused map[string][]xdsvalidate.Problem
 }
 
 // Run translates res (sorted) with opts. It fails when the IR breaks an
@@ -47,6 +53,23 @@ func Run(res *resources.Resources, opts gatewayapi.Options) (out *Output, err er
 	x, err := xdstranslator.Translate(out.Result.IR)
 	if err != nil {
 		return out, fmt.Errorf("xDS translation: %w", err)
+	}
+	// Pre-validation: a problem inside an HTTPRoute's Envoy route is
+	// blamed on that route rule, which answers 500 from then on (or, for a
+	// match Envoy would refuse, loses that match), and the route gets
+	// PartiallyInvalid=True; then the xDS is rendered again.
+	if blame(out.Result, x) {
+		if x, err = xdstranslator.Translate(out.Result.IR); err != nil {
+			return out, fmt.Errorf("xDS translation: %w", err)
+		}
+	}
+	for scope, r := range x {
+		if ps := xdsvalidate.Check(r); len(ps) > 0 {
+			if out.Refused == nil {
+				out.Refused = map[string][]xdsvalidate.Problem{}
+			}
+			out.Refused[scope] = ps
+		}
 	}
 	out.XDS = x
 	return out, nil

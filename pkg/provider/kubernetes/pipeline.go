@@ -27,6 +27,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/translate"
 	"github.com/xds-controller/xds-controller/pkg/xdsserver"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
 )
 
 // pipeline is the runnable that runs on every replica: watch, debounce,
@@ -312,7 +313,7 @@ func (p *pipeline) run(ctx context.Context) {
 		p.log.Error("translation failed (a bug); the previous configuration keeps serving", "error", err)
 		return
 	}
-	p.publish(ctx, testhook.Apply(out.XDS))
+	p.publish(ctx, testhook.Apply(out.XDS), out.Refused)
 
 	st := status.WithStaleRoutes(out.Result.Status, res.HTTPRoutes, p.cfg.ControllerName)
 	setAddresses(st, res, resolver)
@@ -369,10 +370,15 @@ func (p *pipeline) refresh() {
 }
 
 // publish publishes every scope of x (the server skips unchanged ones) and
-// removes the scopes that vanished. A scope that fails to publish keeps its
-// previous snapshot.
-func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Resources) {
+// removes the scopes that vanished. A scope that fails to publish, or that
+// pre-validation refused, keeps its previous snapshot.
+func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Resources, refused map[string][]xdsvalidate.Problem) {
 	for _, scope := range translate.ScopeNames(x) {
+		if ps := refused[scope]; len(ps) > 0 {
+			p.log.Error("the scope's configuration fails pre-validation and no object can be blamed; its previous configuration keeps serving",
+				"scope", scope, "problems", fmt.Sprint(ps))
+			continue
+		}
 		v, changed, err := p.srv.Publish(ctx, scope, x[scope])
 		switch {
 		case err != nil:

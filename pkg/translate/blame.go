@@ -1,0 +1,131 @@
+package translate
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
+)
+
+// ruleRef is one HTTPRoute rule, parsed from an Envoy route name
+// "httproute/<ns>/<name>/rule/<i>/match/<j>" (xdstranslator).
+type ruleRef struct {
+	route types.NamespacedName
+	rule  int
+	// prefix is "httproute/<ns>/<name>/rule/<i>/match/".
+	prefix string
+}
+
+func parseRouteName(n string) (ruleRef, bool) {
+	p := strings.Split(n, "/")
+	if len(p) != 7 || p[0] != "httproute" || p[3] != "rule" || p[5] != "match" {
+		return ruleRef{}, false
+	}
+	i, err := strconv.Atoi(p[4])
+	if err != nil {
+		return ruleRef{}, false
+	}
+	return ruleRef{route: types.NamespacedName{Namespace: p[1], Name: p[2]}, rule: i, prefix: strings.Join(p[:6], "/") + "/"}, true
+}
+
+// blame runs xdsvalidate.Check on every scope of x and traces the problems
+// found inside HTTPRoute routes back to their rules: in res.IR, a rule with
+// a problem outside its matches answers 500 (direct response, no filters,
+// no backends), and a match with a problem is dropped; the HTTPRoute's
+// parents of ours get PartiallyInvalid=True reason UnsupportedValue with the
+// problem. It reports whether it changed the IR.
+func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) bool {
+	type verdict struct {
+		msgs    []string
+		dropped map[string]bool // IR route names whose match is dropped
+		whole   bool            // a problem outside the matches
+	}
+	rules := map[string]*verdict{} // rule prefix -> verdict
+	routes := map[string]types.NamespacedName{}
+	var order []string
+	for _, scope := range ScopeNames(x) {
+		for _, p := range xdsvalidate.Check(x[scope]) {
+			ref, ok := parseRouteName(p.Route)
+			if !ok {
+				continue
+			}
+			v := rules[ref.prefix]
+			if v == nil {
+				v = &verdict{dropped: map[string]bool{}}
+				rules[ref.prefix] = v
+				routes[ref.prefix] = ref.route
+				order = append(order, ref.prefix)
+			}
+			if p.InMatch {
+				v.dropped[p.Route] = true
+			} else {
+				v.whole = true
+			}
+			msg := fmt.Sprintf("rule %d: %s", ref.rule, p.Message)
+			if p.InMatch {
+				msg = fmt.Sprintf("rule %d match %s: %s; Envoy would refuse it, so the match is not served", ref.rule, p.Route[len(ref.prefix):], p.Message)
+			} else {
+				msg += "; Envoy would refuse it, so the rule answers 500"
+			}
+			if !slices.Contains(v.msgs, msg) {
+				v.msgs = append(v.msgs, msg)
+			}
+		}
+	}
+	if len(rules) == 0 {
+		return false
+	}
+	for _, g := range res.IR.Gateways {
+		for _, l := range g.Listeners {
+			kept := l.HTTPRoutes[:0]
+			for _, r := range l.HTTPRoutes {
+				ref, ok := parseRouteName(r.Name)
+				v := rules[ref.prefix]
+				switch {
+				case !ok || v == nil:
+				case v.dropped[r.Name]:
+					continue
+				case v.whole:
+					// A problem outside the matches: the rule answers 500.
+					r.Backends, r.Filters, r.Timeouts, r.Retry = nil, ir.HTTPFilters{}, nil, nil
+					r.DirectResponse = &ir.DirectResponse{StatusCode: 500}
+				}
+				kept = append(kept, r)
+			}
+			l.HTTPRoutes = kept
+		}
+	}
+	for _, prefix := range order {
+		st := res.Status.HTTPRoutes[routes[prefix]]
+		if st == nil {
+			continue
+		}
+		for i := range st.Parents {
+			conds := &st.Parents[i].Conditions
+			gen := int64(0)
+			if a := meta.FindStatusCondition(*conds, string(gwapiv1.RouteConditionAccepted)); a != nil {
+				gen = a.ObservedGeneration
+			}
+			msg := strings.Join(rules[prefix].msgs, "; ")
+			if c := meta.FindStatusCondition(*conds, string(gwapiv1.RouteConditionPartiallyInvalid)); c != nil && c.Status == metav1.ConditionTrue {
+				c.Message += "; " + msg
+				continue
+			}
+			// Appended, not meta.SetStatusCondition: translation is pure,
+			// lastTransitionTime stays zero for the status writer to fill.
+			*conds = append(*conds, metav1.Condition{Type: string(gwapiv1.RouteConditionPartiallyInvalid), Status: metav1.ConditionTrue,
+				Reason: string(gwapiv1.RouteReasonUnsupportedValue), Message: msg, ObservedGeneration: gen})
+		}
+	}
+	return true
+}

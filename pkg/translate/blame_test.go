@@ -1,0 +1,84 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
+)
+
+// TestBlame: problems that only pre-validation sees (the Gateway API
+// translator lets them through here because the IR is made by hand) are
+// traced back to their HTTPRoute rules; everything else keeps serving.
+func TestBlame(t *testing.T) {
+	direct := func(name string, m ir.HTTPMatch) *ir.HTTPRoute {
+		return &ir.HTTPRoute{Name: name, Hostname: "*", Match: m, DirectResponse: &ir.DirectResponse{StatusCode: 200}}
+	}
+	prefix := func(p string) ir.HTTPMatch {
+		return ir.HTTPMatch{Path: &ir.StringMatch{Type: ir.MatchPathPrefix, Value: p}}
+	}
+	// A redirect that replaces a long prefix becomes a regex rewrite over
+	// Envoy's program size limit: a problem outside the match.
+	badRewrite := direct("httproute/default/hdr/rule/0/match/0", prefix("/"+strings.Repeat("b", 120)))
+	badRewrite.DirectResponse = nil
+	badRewrite.Filters.Redirect = &ir.Redirect{Path: &ir.PathModifier{Type: ir.ReplacePrefixMatch, Value: "/"}, StatusCode: 302}
+	huge := ir.HTTPMatch{Path: &ir.StringMatch{Type: ir.MatchRegex, Value: "/" + strings.Repeat("a", 120)}}
+	res := &gatewayapi.Result{
+		IR: &ir.IR{Gateways: []*ir.Gateway{{Namespace: "default", Name: "gw", Class: "c", Scope: "s", Listeners: []*ir.Listener{{
+			Name: "default/gw/http", Protocol: ir.ProtocolHTTP, Address: "0.0.0.0", Port: 8080, GatewayPort: 8080,
+			HTTPRoutes: []*ir.HTTPRoute{
+				badRewrite,
+				direct("httproute/default/re/rule/0/match/0", huge),
+				direct("httproute/default/re/rule/0/match/1", prefix("/re")),
+				direct("httproute/default/ok/rule/0/match/0", prefix("/")),
+			},
+		}}}}},
+		Status: &gatewayapi.Status{HTTPRoutes: map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{}},
+	}
+	for _, n := range []string{"hdr", "re", "ok"} {
+		res.Status.HTTPRoutes[types.NamespacedName{Namespace: "default", Name: n}] = &gwapiv1.HTTPRouteStatus{RouteStatus: gwapiv1.RouteStatus{
+			Parents: []gwapiv1.RouteParentStatus{{Conditions: []metav1.Condition{{Type: "Accepted", Status: "True", Reason: "Accepted", ObservedGeneration: 4}}}}}}
+	}
+	x, err := xdstranslator.Translate(res.IR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !blame(res, x) {
+		t.Fatal("nothing blamed")
+	}
+	routes := res.IR.Gateways[0].Listeners[0].HTTPRoutes
+	var names []string
+	for _, r := range routes {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, " ") != "httproute/default/hdr/rule/0/match/0 httproute/default/re/rule/0/match/1 httproute/default/ok/rule/0/match/0" {
+		t.Errorf("routes left: %v, want the oversized regex match dropped and the rest kept", names)
+	}
+	if r := routes[0]; r.DirectResponse == nil || r.DirectResponse.StatusCode != 500 || r.Filters.Redirect != nil {
+		t.Errorf("the rule with an oversized rewrite: %+v, want a bare 500", r)
+	}
+	if r := routes[2]; r.DirectResponse.StatusCode != 200 {
+		t.Errorf("an innocent route changed: %+v", r)
+	}
+	for n, want := range map[string]string{"hdr": "rule 0: ", "re": "rule 0 match 0: regex"} {
+		c := meta.FindStatusCondition(res.Status.HTTPRoutes[types.NamespacedName{Namespace: "default", Name: n}].Parents[0].Conditions, "PartiallyInvalid")
+		if c == nil || c.Status != "True" || c.Reason != "UnsupportedValue" || !strings.HasPrefix(c.Message, want) || c.ObservedGeneration != 4 || !c.LastTransitionTime.IsZero() {
+			t.Errorf("HTTPRoute %s PartiallyInvalid = %+v, want True UnsupportedValue %q...", n, c, want)
+		}
+	}
+	if c := meta.FindStatusCondition(res.Status.HTTPRoutes[types.NamespacedName{Namespace: "default", Name: "ok"}].Parents[0].Conditions, "PartiallyInvalid"); c != nil {
+		t.Errorf("an innocent route got %+v", c)
+	}
+	x, _ = xdstranslator.Translate(res.IR)
+	if ps := xdsvalidate.Check(x["s"]); len(ps) != 0 {
+		t.Errorf("problems left after blame: %v", ps)
+	}
+}

@@ -1,0 +1,322 @@
+// Package xdsvalidate checks xDS resources before they are published, for
+// the mistakes that Envoy would answer with a NACK of the whole resource
+// (and with it every Gateway it serves): protoc-gen-validate rules
+// (ValidateAll), regular expressions that RE2 refuses or that exceed
+// Envoy's program size limit, illegal header names and values, two filter
+// chains of one listener with the same match, and references to clusters
+// and route configurations that do not exist.
+//
+// Check is pure. Every problem found inside an Envoy route names that route
+// (xdstranslator names routes "httproute/<ns>/<name>/rule/<i>/match/<j>"),
+// so that the caller can trace it back to the HTTPRoute rule that caused it.
+package xdsvalidate
+
+import (
+	"fmt"
+	"math"
+	"regexp/syntax"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+)
+
+// MaxRegexProgramSize is the largest RE2 program Envoy accepts by default
+// (runtime key re2.max_program_size.error_level, 100).
+const MaxRegexProgramSize = 100
+
+// regexProgramMargin: Go's compiled program for an expression is a few
+// instructions smaller than RE2's (measured with Envoy 1.40: "/a{N}" is N+3
+// in Go, N+5 in RE2), so Go's count must stay this far below the limit.
+const regexProgramMargin = 5
+
+// Problem is one finding.
+type Problem struct {
+	// Type is the resource type ("Listener", "RouteConfiguration",
+	// "Cluster", ...) and Resource its name.
+	Type, Resource string
+	// Route is the Envoy route the problem is in ("" when it is not in a
+	// route); InMatch says whether it is in the route's match.
+	Route   string
+	InMatch bool
+	// Message says what is wrong.
+	Message string
+}
+
+func (p Problem) String() string {
+	s := p.Type + " " + p.Resource
+	if p.Route != "" {
+		s += " route " + p.Route
+	}
+	return s + ": " + p.Message
+}
+
+// Check returns every problem of r, in resource order.
+func Check(r *xdstranslator.Resources) []Problem {
+	if r == nil {
+		return nil
+	}
+	c := &checker{clusters: names(r.Clusters), routes: names(r.Routes)}
+	for _, l := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
+		for _, res := range l {
+			c.resource(res)
+		}
+	}
+	return c.problems
+}
+
+func names(l []types.Resource) map[string]bool {
+	m := make(map[string]bool, len(l))
+	for _, r := range l {
+		m[cachev3.GetResourceName(r)] = true
+	}
+	return m
+}
+
+type checker struct {
+	clusters, routes map[string]bool
+	problems         []Problem
+}
+
+// where is the location a walk reports problems at.
+type where struct {
+	typ, resource, route string
+	inMatch              bool
+}
+
+func (c *checker) add(w where, format string, a ...any) {
+	c.problems = append(c.problems, Problem{Type: w.typ, Resource: w.resource, Route: w.route, InMatch: w.inMatch, Message: fmt.Sprintf(format, a...)})
+}
+
+func (c *checker) resource(res types.Resource) {
+	w := where{typ: string(res.ProtoReflect().Descriptor().Name()), resource: cachev3.GetResourceName(res)}
+	if rc, ok := res.(*routev3.RouteConfiguration); ok {
+		// Route by route, so that problems name their route.
+		for _, vh := range rc.VirtualHosts {
+			for _, rt := range vh.Routes {
+				rw := w
+				rw.route = rt.Name
+				validate(c, rw, rt)
+				c.walk(rw, rt.ProtoReflect())
+			}
+		}
+		rest := proto.Clone(rc).(*routev3.RouteConfiguration)
+		for _, vh := range rest.VirtualHosts {
+			vh.Routes = nil
+		}
+		validate(c, w, rest)
+		c.walk(w, rest.ProtoReflect())
+		return
+	}
+	validate(c, w, res)
+	c.walk(w, res.ProtoReflect())
+	if l, ok := res.(*listenerv3.Listener); ok {
+		c.filterChains(w, l)
+	}
+}
+
+// validate runs m's protoc-gen-validate rules.
+func validate(c *checker, w where, m proto.Message) {
+	if v, ok := m.(interface{ ValidateAll() error }); ok {
+		if err := v.ValidateAll(); err != nil {
+			c.add(w, "%v", err)
+		}
+	}
+}
+
+// filterChains finds two filter chains with equal matches: Envoy refuses
+// the listener ("multiple filter chains with the same matching rules").
+func (c *checker) filterChains(w where, l *listenerv3.Listener) {
+	for i, a := range l.FilterChains {
+		for _, b := range l.FilterChains[:i] {
+			ma, mb := a.GetFilterChainMatch(), b.GetFilterChainMatch()
+			if ma == nil {
+				ma = &listenerv3.FilterChainMatch{}
+			}
+			if mb == nil {
+				mb = &listenerv3.FilterChainMatch{}
+			}
+			if proto.Equal(ma, mb) {
+				c.add(w, "filter chains %q and %q have the same filter_chain_match", b.Name, a.Name)
+			}
+		}
+	}
+}
+
+// walk visits every message under m, Any payloads included.
+func (c *checker) walk(w where, m protoreflect.Message) {
+	c.visit(w, m)
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		fw := w
+		if fd.ContainingMessage().FullName() == "envoy.config.route.v3.Route" && fd.Name() == "match" {
+			fw.inMatch = true
+		}
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				c.walkMessage(fw, l.Get(i).Message())
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				c.walkMessage(fw, mv.Message())
+				return true
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			c.walkMessage(fw, v.Message())
+		}
+		return true
+	})
+}
+
+func (c *checker) walkMessage(w where, m protoreflect.Message) {
+	if a, ok := m.Interface().(*anypb.Any); ok {
+		inner, err := a.UnmarshalNew()
+		if err != nil {
+			c.add(w, "typed config %s cannot be decoded: %v", a.TypeUrl, err)
+			return
+		}
+		m = inner.ProtoReflect()
+	}
+	c.walk(w, m)
+}
+
+// visit checks one message by its type.
+func (c *checker) visit(w where, m protoreflect.Message) {
+	str := func(field protoreflect.Name) string {
+		fd := m.Descriptor().Fields().ByName(field)
+		if fd == nil {
+			return ""
+		}
+		return m.Get(fd).String()
+	}
+	strs := func(field protoreflect.Name) []string {
+		fd := m.Descriptor().Fields().ByName(field)
+		if fd == nil || !fd.IsList() {
+			return nil
+		}
+		l := m.Get(fd).List()
+		out := make([]string, l.Len())
+		for i := range out {
+			out[i] = l.Get(i).String()
+		}
+		return out
+	}
+	switch m.Descriptor().FullName() {
+	case "envoy.type.matcher.v3.RegexMatcher":
+		if msg := RegexProblem(str("regex")); msg != "" {
+			c.add(w, "regex %q %s", str("regex"), msg)
+		}
+	case "envoy.config.core.v3.HeaderValue":
+		if msg := HeaderNameProblem(str("key")); msg != "" {
+			c.add(w, "header name %q %s", str("key"), msg)
+		}
+		if msg := HeaderValueProblem(str("value")); msg != "" {
+			c.add(w, "value of header %q %s", str("key"), msg)
+		}
+	case "envoy.config.route.v3.HeaderMatcher":
+		if msg := HeaderNameProblem(str("name")); msg != "" {
+			c.add(w, "header match name %q %s", str("name"), msg)
+		}
+	case "envoy.config.route.v3.Route", "envoy.config.route.v3.VirtualHost", "envoy.config.route.v3.RouteConfiguration":
+		// Envoy refuses to modify pseudo-headers and Host in requests.
+		for _, h := range m.Interface().(interface {
+			GetRequestHeadersToAdd() []*corev3.HeaderValueOption
+		}).GetRequestHeadersToAdd() {
+			if n := strings.ToLower(h.GetHeader().GetKey()); strings.HasPrefix(n, ":") || n == "host" {
+				c.add(w, "request header %q cannot be modified (pseudo-headers and host are Envoy's)", h.GetHeader().GetKey())
+			}
+		}
+		for _, n := range strs("request_headers_to_remove") {
+			if l := strings.ToLower(n); strings.HasPrefix(l, ":") || l == "host" {
+				c.add(w, "request header %q cannot be removed (pseudo-headers and host are Envoy's)", n)
+			}
+		}
+	case "envoy.config.route.v3.RouteAction", "envoy.config.route.v3.RouteAction.RequestMirrorPolicy",
+		"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy":
+		c.clusterRef(w, str("cluster"))
+	case "envoy.config.route.v3.WeightedCluster.ClusterWeight",
+		"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight":
+		c.clusterRef(w, str("name"))
+	case "envoy.extensions.filters.network.http_connection_manager.v3.Rds":
+		if n := str("route_config_name"); !c.routes[n] {
+			c.add(w, "route configuration %q does not exist", n)
+		}
+	}
+}
+
+// clusterRef checks a cluster reference. xdstranslator.InvalidBackendCluster
+// is absent on purpose (its share of requests gets 500).
+func (c *checker) clusterRef(w where, name string) {
+	if name != "" && name != xdstranslator.InvalidBackendCluster && !c.clusters[name] {
+		c.add(w, "cluster %q does not exist", name)
+	}
+}
+
+// RegexProblem says why Envoy would refuse RE2 expression v: it does not
+// compile, or its program is larger than MaxRegexProgramSize. "" when it
+// is fine. Go's regexp/syntax parses RE2 syntax (Perl flags, as RE2's
+// default); its program size stands in for RE2's, with a margin.
+func RegexProblem(v string) string {
+	if v == "" {
+		return "is empty"
+	}
+	re, err := syntax.Parse(v, syntax.Perl)
+	if err != nil {
+		return "is not a valid RE2 regular expression: " + err.Error()
+	}
+	if n := RegexProgramSize(re); n > MaxRegexProgramSize-regexProgramMargin {
+		return fmt.Sprintf("compiles to a program of about %d instructions; Envoy refuses regular expressions larger than %d", n, MaxRegexProgramSize)
+	}
+	return ""
+}
+
+// RegexProgramSize is the number of instructions of re's compiled program
+// (MaxInt when it does not compile).
+func RegexProgramSize(re *syntax.Regexp) int {
+	p, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(p.Inst)
+}
+
+// HeaderNameProblem says why n is not a header name Envoy accepts: an RFC
+// 9110 token, or a pseudo-header (":" and a token). "" when it is fine.
+func HeaderNameProblem(n string) string {
+	t := strings.TrimPrefix(n, ":")
+	if t == "" {
+		return "is empty"
+	}
+	for i := 0; i < len(t); i++ {
+		if !isTokenChar(t[i]) {
+			return fmt.Sprintf("has %q, which a header name (RFC 9110 token) cannot hold", t[i])
+		}
+	}
+	return ""
+}
+
+// HeaderValueProblem says why v is not a header value Envoy accepts: NUL,
+// CR and LF are refused (RFC 9110 field-value; Envoy's HeaderValue rule).
+func HeaderValueProblem(v string) string {
+	if strings.ContainsAny(v, "\x00\r\n") {
+		return "contains NUL, CR or LF"
+	}
+	return ""
+}
+
+func isTokenChar(b byte) bool {
+	switch {
+	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+}

@@ -228,12 +228,12 @@ func (f *fixture) launch() {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	f.stopped = make(chan struct{})
-	args := []string{"serve", "standalone", "--config", f.dir, "--state-dir", f.state, "--xds-address", f.xds}
+	args := []string{"serve", "standalone", "--config", f.dir, "--state-dir", f.state, "--xds-address", f.xds,
+		"--admin-port", fmt.Sprint(f.admin), "--readiness-port", fmt.Sprint(freePort(f.t))}
 	if f.noEnvoy {
 		args = append(args, "--no-envoy")
 	} else {
-		args = append(args, "--envoy-path", f.envoy,
-			"--admin-port", fmt.Sprint(f.admin), "--readiness-port", fmt.Sprint(freePort(f.t)))
+		args = append(args, "--envoy-path", f.envoy)
 	}
 	cmd := exec.CommandContext(ctx, f.bin, append(args, f.args...)...)
 	cmd.Env = append(os.Environ(), f.env...)

@@ -68,6 +68,9 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The scale tests create tens of thousands of objects; client-go's
+	// default of 5 requests a second would take hours.
+	rc.QPS, rc.Burst = 500, 1000
 	e := &env{t: t, kubeconfig: kubeconfig}
 	e.kube = kubernetes.NewForConfigOrDie(rc)
 	e.dyn = dynamic.NewForConfigOrDie(rc)
@@ -306,9 +309,15 @@ func (e *env) waitNamespaceGone(ns string) {
 // in status, and returns the address.
 func (e *env) gatewayAddress(name string, timeout time.Duration) string {
 	e.t.Helper()
+	return e.gatewayAddressIn(exampleNamespace, name, timeout)
+}
+
+// gatewayAddressIn is gatewayAddress for a Gateway in namespace ns.
+func (e *env) gatewayAddressIn(ns, name string, timeout time.Duration) string {
+	e.t.Helper()
 	var addr string
 	e.eventually("Gateway "+name+" Programmed with an address", timeout, func() error {
-		gw, err := e.dyn.Resource(gatewayGVR).Namespace(exampleNamespace).Get(context.Background(), name, metav1.GetOptions{})
+		gw, err := e.dyn.Resource(gatewayGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,128 @@
+package e2ecluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var httpRouteGVR = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
+
+// routed reports whether Envoy at addr:80 has a route for host: any answer
+// but 404 (Envoy's answer for a host no virtual host matches; the
+// benchmark's backends have no endpoints, so a routed request gets 503).
+func routed(c *http.Client, addr, host string) bool {
+	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(addr, "80")+"/", nil)
+	if err != nil {
+		return false
+	}
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusNotFound
+}
+
+// waitRouted polls every 5 ms until host is routed at addr, and returns
+// how long that took from start; it fails after timeout.
+func (e *env) waitRouted(addr, host string, start time.Time, timeout time.Duration) time.Duration {
+	e.t.Helper()
+	c := &http.Client{Timeout: 2 * time.Second}
+	for !routed(c, addr, host) {
+		if time.Since(start) > timeout {
+			e.dumpState()
+			e.t.Fatalf("host %s not routed at %s after %s", host, addr, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// TestRoutePropagation measures how fast a route reaches Envoy on the local
+// cluster, with the shared benchmark input (../shared/bench/gen-routes.py N:
+// one Gateway, N HTTPRoutes and Services; their fixed clusterIPs are dropped
+// because they collide with the cluster's own Services). It reports:
+//   - bulk: from `kubectl apply` of the whole input until the last route
+//     answers through the Gateway's address;
+//   - single: with the N routes in place, from the API server's answer to a
+//     create of one more HTTPRoute until Envoy routes its host; 20 samples,
+//     median, 90th percentile and maximum.
+//
+// It asserts only that every route arrives. Skipped without
+// E2E_BENCH_ROUTES=N:
+//
+//	make e2e E2E_RUN=TestRoutePropagation E2E_BENCH_ROUTES=1000
+func TestRoutePropagation(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("E2E_BENCH_ROUTES"))
+	if n <= 0 {
+		t.Skip("set E2E_BENCH_ROUTES=N to measure with N routes")
+	}
+	e := setup(t)
+	e.cleanup()
+	input := e.benchInput(n)
+	removeInput := func() {
+		_, _ = e.kubectl(input, "delete", "--ignore-not-found", "--wait=false", "-f", "-")
+		_, _ = e.kubectl("", "-n", "default", "delete", "httproutes", "-l", "xds-bench=probe", "--ignore-not-found")
+	}
+	removeInput()
+	if os.Getenv("E2E_KEEP") == "" {
+		t.Cleanup(func() { removeInput(); e.cleanup() })
+	}
+	e.helmInstall("Shared")
+
+	start := time.Now()
+	e.mustKubectl(input, "apply", "--server-side", "-f", "-")
+	applied := time.Since(start)
+	addr := e.gatewayAddressIn("default", "bench", 5*time.Minute)
+	last := e.waitRouted(addr, fmt.Sprintf("svc-%d.example.com", n-1), start, 10*time.Minute)
+	e.waitRouted(addr, "svc-0.example.com", start, time.Minute)
+	t.Logf("bulk: %d routes applied in %s; the last one answered %s after the apply started", n, applied.Round(time.Millisecond), last.Round(time.Millisecond))
+
+	ctx := context.Background()
+	var samples []time.Duration
+	for i := range 20 {
+		host := fmt.Sprintf("probe-%d.example.com", i)
+		route := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "gateway.networking.k8s.io/v1",
+			"kind":       "HTTPRoute",
+			"metadata":   map[string]any{"name": fmt.Sprintf("probe-%d", i), "namespace": "default", "labels": map[string]any{"xds-bench": "probe"}},
+			"spec": map[string]any{
+				"parentRefs": []any{map[string]any{"name": "bench"}},
+				"hostnames":  []any{host},
+				"rules":      []any{map[string]any{"backendRefs": []any{map[string]any{"name": "svc-0", "port": int64(8080)}}}},
+			},
+		}}
+		if _, err := e.dyn.Resource(httpRouteGVR).Namespace("default").Create(ctx, route, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, e.waitRouted(addr, host, time.Now(), time.Minute))
+		time.Sleep(500 * time.Millisecond)
+	}
+	slices.Sort(samples)
+	t.Logf("single route with %d in place: median %s, p90 %s, max %s (20 samples, from the create's answer to Envoy routing the host)",
+		n, samples[len(samples)/2].Round(time.Millisecond), samples[len(samples)*9/10].Round(time.Millisecond), samples[len(samples)-1].Round(time.Millisecond))
+}
+
+// benchInput is gen-routes.py n without the Services' fixed clusterIPs.
+func (e *env) benchInput(n int) string {
+	e.t.Helper()
+	out, err := exec.Command("python3", repoRoot+"/../shared/bench/gen-routes.py", strconv.Itoa(n)).Output()
+	if err != nil {
+		e.t.Skipf("../shared/bench/gen-routes.py: %v", err)
+	}
+	return regexp.MustCompile(`(?m)^\s*clusterIP: .*\n`).ReplaceAllString(string(out), "")
+}

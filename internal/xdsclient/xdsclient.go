@@ -48,3 +48,35 @@ func FetchClusters(addr string, client *tls.Config, scope string) ([]string, err
 	}
 	return names, nil
 }
+
+// FetchClustersDelta is FetchClusters over an incremental (delta) ADS
+// stream.
+func FetchClustersDelta(addr string, client *tls.Config, scope string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(client)))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := stream.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "p1", Cluster: scope}, TypeUrl: resource.ClusterType}); err != nil {
+		return nil, err
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, r := range resp.Resources {
+		c := &clusterv3.Cluster{}
+		if err := r.GetResource().UnmarshalTo(c); err != nil {
+			return nil, err
+		}
+		names = append(names, c.Name)
+	}
+	return names, nil
+}

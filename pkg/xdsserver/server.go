@@ -52,6 +52,7 @@ type Server struct {
 	cache   cachev3.SnapshotCache
 	log     *slog.Logger
 	metrics metrics
+	authz   *Authorizer
 
 	mu      sync.Mutex
 	scopes  map[string]*scopeState
@@ -72,6 +73,7 @@ func New(log *slog.Logger) *Server {
 		metrics: newMetrics(),
 		scopes:  map[string]*scopeState{},
 		acks:    NewTracker(),
+		authz:   &Authorizer{},
 	}
 }
 
@@ -184,13 +186,14 @@ func Version(r *xdstranslator.Resources) (string, error) {
 }
 
 // Serve serves ADS on lis with tlsConfig (which must require and verify a
-// client certificate) until ctx ends. It returns the gRPC server's error,
+// client certificate) until ctx ends. Every stream is authorized by the
+// Authorizer (authz.go). It returns the gRPC server's error,
 // or nil after ctx ends.
 func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Config) error {
 	if tlsConfig == nil || tlsConfig.ClientAuth != tls.RequireAndVerifyClientCert {
 		return errors.New("xds: the server requires mutual TLS")
 	}
-	srv := serverv3.NewServer(ctx, s.cache, s.callbacks())
+	srv := serverv3.NewServer(ctx, s.cache, withAuthorization(s.callbacks(), s.authz))
 	g := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(tlsConfig)),
 		grpc.MaxConcurrentStreams(1_000_000),

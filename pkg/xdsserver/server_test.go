@@ -69,6 +69,10 @@ func TestPublishRejectsInconsistent(t *testing.T) {
 func serve(t *testing.T) (string, *pki.CA) {
 	t.Helper()
 	s := New(slog.Default())
+	s.Authorizer().Set(ScopeTable{
+		spiffeid.RequireFromPath(td, "/ns/x/sa/envoy"):   {"gatewayclass/demo"},
+		spiffeid.RequireFromPath(td, "/ns/y/sa/web-xds"): {"gateway/y/web"},
+	})
 	if _, _, err := s.Publish(context.Background(), "gatewayclass/demo", cluster("service/default/web/80")); err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +80,10 @@ func serve(t *testing.T) (string, *pki.CA) {
 }
 
 // serveWith serves s and returns its address and a client TLS
-// configuration with a certificate of its CA.
+// configuration with a certificate of its CA, whose SPIFFE ID may
+// subscribe to the scopes "a" and "b".
 func serveWith(t *testing.T, s *Server) (string, *tls.Config) {
+	s.Authorizer().Set(ScopeTable{spiffeid.RequireFromPath(td, "/ns/x/sa/envoy"): {"a", "b"}})
 	addr, ca := serveCA(t, s)
 	c, _ := ca.Issue(spiffeid.RequireFromPath(td, "/ns/x/sa/envoy"), time.Hour, pki.ClientAuth, nil, nil)
 	pair, _ := tls.X509KeyPair(c.CertPEM, c.KeyPEM)

@@ -1,7 +1,9 @@
 // Package bootstrap renders the Envoy bootstrap that xds-controller's
-// proxies start with: ADS to the controller over mutual TLS, the node id and
+// proxies start with: ADS to the controller over mutual TLS (the proxy's
+// SVID and trust bundle through file-based SDS, SDSFiles), the node id and
 // cluster naming the proxy scope, the admin interface on loopback, and a
-// readiness listener. The template, bootstrap.yaml.tmpl, is embedded.
+// readiness listener. The templates, bootstrap.yaml.tmpl and
+// sds.yaml.tmpl, are embedded.
 package bootstrap
 
 import (
@@ -10,18 +12,73 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"path"
 	"text/template"
 )
 
 //go:embed bootstrap.yaml.tmpl
 var templateText string
 
-var tmpl = template.Must(template.New("bootstrap").Funcs(template.FuncMap{
+//go:embed sds.yaml.tmpl
+var sdsTemplateText string
+
+var funcs = template.FuncMap{
 	"json": func(v any) (string, error) {
 		b, err := json.Marshal(v)
 		return string(b), err
 	},
-}).Parse(templateText))
+}
+
+var (
+	tmpl    = template.Must(template.New("bootstrap").Funcs(funcs).Parse(templateText))
+	sdsTmpl = template.Must(template.New("sds").Funcs(funcs).Parse(sdsTemplateText))
+)
+
+// The xDS channel's credentials on disk: the SVID agent (pkg/agent) keeps
+// these files in the SDS folder, and Envoy reads them through the SDS
+// resource files that SDSFiles renders.
+const (
+	// SVIDCertFile, SVIDKeyFile and BundleFile are the names, in the SDS
+	// folder, of the SVID (PEM certificate chain), its key (PEM PKCS#8)
+	// and the trust bundle (PEM CA certificates).
+	SVIDCertFile = "tls.crt"
+	SVIDKeyFile  = "tls.key"
+	BundleFile   = "ca.crt"
+	// SVIDConfigFile and BundleConfigFile are the SDS resource files.
+	SVIDConfigFile   = "sds-svid.yaml"
+	BundleConfigFile = "sds-bundle.yaml"
+	// SVIDSecretName and BundleSecretName name the SDS secrets.
+	SVIDSecretName   = "xds_client_svid"
+	BundleSecretName = "xds_trust_bundle"
+)
+
+// SDSFiles renders the two SDS resource files (SVIDConfigFile,
+// BundleConfigFile) for the credentials in sdsDir, an absolute path: put
+// them in the folder given as Params.SDSConfigDir. Envoy re-reads the
+// credentials whenever an entry of sdsDir is moved to (the TlsCertificate
+// and CertificateValidationContext watched_directory).
+func SDSFiles(sdsDir string) (map[string][]byte, error) {
+	if sdsDir == "" {
+		return nil, errors.New("bootstrap: SDS folder required")
+	}
+	data := map[string]string{
+		"Dir":              sdsDir,
+		"CertFile":         path.Join(sdsDir, SVIDCertFile),
+		"KeyFile":          path.Join(sdsDir, SVIDKeyFile),
+		"BundleFile":       path.Join(sdsDir, BundleFile),
+		"SVIDSecretName":   SVIDSecretName,
+		"BundleSecretName": BundleSecretName,
+	}
+	out := map[string][]byte{}
+	for name, def := range map[string]string{SVIDConfigFile: "svid", BundleConfigFile: "bundle"} {
+		var buf bytes.Buffer
+		if err := sdsTmpl.ExecuteTemplate(&buf, def, data); err != nil {
+			return nil, err
+		}
+		out[name] = buf.Bytes()
+	}
+	return out, nil
+}
 
 // Params fill the bootstrap template.
 type Params struct {
@@ -37,9 +94,9 @@ type Params struct {
 	// SPIFFE ID its certificate must carry.
 	XDSServerName string
 	XDSServerID   string
-	// CertFile, KeyFile and CAFile are paths of this proxy's SVID, its key
-	// and the trust bundle, PEM.
-	CertFile, KeyFile, CAFile string
+	// SDSConfigDir is the folder holding the SDS resource files of
+	// SDSFiles (absolute path).
+	SDSConfigDir string
 	// AdminAddress and AdminPort: default 127.0.0.1:9901.
 	AdminAddress string
 	AdminPort    uint32
@@ -54,8 +111,8 @@ type Params struct {
 // Render returns the bootstrap YAML for p, with defaults applied. It fails
 // when a required field is empty.
 func Render(p Params) ([]byte, error) {
-	if p.NodeID == "" || p.Scope == "" || p.XDSHost == "" || p.XDSPort == 0 || p.CertFile == "" || p.KeyFile == "" || p.CAFile == "" || p.XDSServerID == "" {
-		return nil, errors.New("bootstrap: NodeID, Scope, XDSHost, XDSPort, XDSServerID, CertFile, KeyFile and CAFile are required")
+	if p.NodeID == "" || p.Scope == "" || p.XDSHost == "" || p.XDSPort == 0 || p.SDSConfigDir == "" || p.XDSServerID == "" {
+		return nil, errors.New("bootstrap: NodeID, Scope, XDSHost, XDSPort, XDSServerID and SDSConfigDir are required")
 	}
 	if p.AdminAddress == "" {
 		p.AdminAddress = "127.0.0.1"
@@ -75,7 +132,13 @@ func Render(p Params) ([]byte, error) {
 	var buf bytes.Buffer
 	err := tmpl.Execute(&buf, struct {
 		Params
-		XDSHostIsIP bool
-	}{p, net.ParseIP(p.XDSHost) != nil})
+		XDSHostIsIP                      bool
+		SVIDSecretName, BundleSecretName string
+		SVIDConfigPath, BundleConfigPath string
+	}{
+		p, net.ParseIP(p.XDSHost) != nil,
+		SVIDSecretName, BundleSecretName,
+		path.Join(p.SDSConfigDir, SVIDConfigFile), path.Join(p.SDSConfigDir, BundleConfigFile),
+	})
 	return buf.Bytes(), err
 }

@@ -23,15 +23,24 @@ func params(t *testing.T) Params {
 		t.Fatal(err)
 	}
 	svid, _ := ca.Issue(spiffeid.RequireFromPath(td, "/ns/a/sa/b"), time.Hour, pki.ClientAuth, nil, nil)
-	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	_ = os.WriteFile(cert, svid.CertPEM, 0o600)
-	_ = os.WriteFile(key, svid.KeyPEM, 0o600)
+	sds := filepath.Join(dir, "sds")
+	_ = os.Mkdir(sds, 0o700)
+	_ = os.WriteFile(filepath.Join(sds, SVIDCertFile), svid.CertPEM, 0o600)
+	_ = os.WriteFile(filepath.Join(sds, SVIDKeyFile), svid.KeyPEM, 0o600)
+	_ = os.WriteFile(filepath.Join(sds, BundleFile), ca.CertPEM, 0o600)
+	files, err := SDSFiles(sds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		_ = os.WriteFile(filepath.Join(dir, name), b, 0o600)
+	}
 	return Params{
 		NodeID: "envoy-0", Scope: "gatewayclass/demo",
 		XDSHost: "xds-controller.system.svc", XDSPort: 18000,
-		XDSServerID: "spiffe://test.local/ns/system/sa/xds-controller",
-		CertFile:    cert, KeyFile: key, CAFile: filepath.Join(dir, pki.CACertFile),
-		Delta: true,
+		XDSServerID:  "spiffe://test.local/ns/system/sa/xds-controller",
+		SDSConfigDir: dir,
+		Delta:        true,
 	}
 }
 
@@ -75,9 +84,9 @@ func TestRenderFields(t *testing.T) {
 
 func TestRenderRequiresIdentity(t *testing.T) {
 	p := params(t)
-	p.CertFile = ""
+	p.SDSConfigDir = ""
 	if _, err := Render(p); err == nil {
-		t.Error("rendered a bootstrap without a client certificate")
+		t.Error("rendered a bootstrap without the SDS configuration of its client certificate")
 	}
 }
 

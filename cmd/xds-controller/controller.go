@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/infra"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/provisioner"
@@ -26,7 +27,9 @@ func newControllerCommand() *cobra.Command {
 		Long: `Watches GatewayClasses of controllerName xds-controller.dev/gateway-controller,
 their Gateways and HTTPRoutes and what they reference, translates them, serves
 the result over xDS (mutual TLS; the CA is kept in the Secret xds-controller-ca
-of --namespace, created when missing), writes status conditions and
+of --namespace, created when missing), issues short-lived SVIDs to the Envoy
+pods' agents (identity service: projected ServiceAccount token checked with
+TokenReview, CSR), writes status conditions and
 provisions the Envoy fleets that serve the Gateways (GatewayParameters mode
 Shared: one fleet per GatewayClass in --namespace; Dedicated: one per
 Gateway in its namespace). Envoy reaches the xDS server at
@@ -62,6 +65,10 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringVar(&cfg.Namespace, "namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), kubernetes.DefaultNamespace), "the controller's namespace (CA Secret, leader Lease, shared fleets)")
 	f.StringVar(&cfg.XDSAddress, "xds-address", kubernetes.DefaultXDSAddress, "address of the xDS server (mutual TLS)")
+	f.StringVar(&cfg.IdentityAddress, "identity-address", kubernetes.DefaultIdentityAddress, "address of the identity service (TLS; Envoy pods trade their projected token and a CSR for an SVID)")
+	f.DurationVar(&cfg.SVIDLifetime, "svid-lifetime", identity.DefaultSVIDLifetime, "validity of the SVIDs issued to Envoy pods (their agents renew them at half of it)")
+	f.StringVar(&cfg.Audience, "token-audience", identity.DefaultAudience, "audience of the Envoy pods' projected ServiceAccount tokens")
+	f.StringVar(&prov.AgentImage, "agent-image", infra.DefaultAgentImage, "image of the Envoy pods' SVID agent (this controller's image)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", ":8080", `address of /metrics ("0" disables)`)
 	f.StringVar(&cfg.HealthAddress, "health-address", ":8081", `address of /healthz and /readyz ("0" disables)`)
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect a leader among replicas; only the leader writes status and infrastructure")

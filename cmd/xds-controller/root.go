@@ -38,8 +38,8 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
-	serve := &cobra.Command{Use: "serve", Short: "Run the controller (controller, standalone)"}
-	serve.AddCommand(newControllerCommand(), newStandaloneCommand())
+	serve := &cobra.Command{Use: "serve", Short: "Run the controller (controller, standalone) or the SVID agent of an Envoy pod (agent)"}
+	serve.AddCommand(newControllerCommand(), newStandaloneCommand(), newAgentCommand())
 	root.AddCommand(serve, newTranslateCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",

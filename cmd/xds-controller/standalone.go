@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/standalone"
 )
 
@@ -18,8 +19,8 @@ func newStandaloneCommand() *cobra.Command {
 		Short: "Serve Gateway API YAML from files to a local Envoy, without Kubernetes",
 		Long: `Reads GatewayClass, Gateway, HTTPRoute, ReferenceGrant, Service,
 EndpointSlice and Secret objects from a YAML file or a folder, re-reads them on
-change, serves the translated configuration over xDS (mutual TLS, certificates
-in the state folder) and runs Envoy as a child process, restarting it if it
+change, serves the translated configuration over xDS (mutual TLS; the CA in the
+state folder, Envoy's SVID renewed at half its lifetime through file-based SDS) and runs Envoy as a child process, restarting it if it
 dies. Status conditions are printed as they change.
 
 Services without EndpointSlices are reached at their spec.clusterIP, so a
@@ -50,6 +51,7 @@ local backend can be described as a Service with clusterIP 127.0.0.1.`,
 	f.Uint32Var(&cfg.AdminPort, "admin-port", 9901, "Envoy admin port on 127.0.0.1")
 	f.Uint32Var(&cfg.ReadinessPort, "readiness-port", 19001, "Envoy readiness port (GET /ready)")
 	f.StringVar(&cfg.TrustDomain, "trust-domain", "xds-controller.local", "SPIFFE trust domain of the xDS channel")
+	f.DurationVar(&cfg.SVIDLifetime, "svid-lifetime", identity.DefaultSVIDLifetime, "validity of Envoy's SVIDs (renewed at half of it, without restarting Envoy)")
 	f.DurationVar(&cfg.Debounce, "debounce", 0, "wait this long after a file change before re-reading (default 50ms)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", `address of /metrics (Prometheus), e.g. 127.0.0.1:9090 ("" disables)`)
 	_ = cmd.MarkFlagRequired("config")

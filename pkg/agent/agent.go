@@ -81,6 +81,9 @@ type Agent struct {
 	Clock Clock
 	// Log (default slog.Default()).
 	Log *slog.Logger
+	// OnRotate, when set, is called after every SVID written, with its
+	// NotAfter.
+	OnRotate func(notAfter time.Time)
 
 	mu       sync.Mutex
 	notAfter time.Time
@@ -150,6 +153,9 @@ func (a *Agent) Rotate(ctx context.Context) (time.Time, error) {
 	a.mu.Lock()
 	a.notAfter, a.id = leaf.NotAfter, svid.ID.String()
 	a.mu.Unlock()
+	if a.OnRotate != nil {
+		a.OnRotate(leaf.NotAfter)
+	}
 	renew := RenewAt(received, leaf.NotAfter)
 	a.log().Info("SVID written", "id", svid.ID.String(), "expires", leaf.NotAfter.UTC().Format(time.RFC3339), "renewAt", renew.UTC().Format(time.RFC3339), "dir", a.Dir)
 	return renew, nil

@@ -21,13 +21,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
 )
 
-// File names in the SDS folder.
+// File names in the SDS folder: the bootstrap's (envoy-bootstrap).
 const (
-	CertFile   = "tls.crt"
-	KeyFile    = "tls.key"
-	BundleFile = "ca.crt"
+	CertFile   = bootstrap.SVIDCertFile
+	KeyFile    = bootstrap.SVIDKeyFile
+	BundleFile = bootstrap.BundleFile
 	// DataLink points at the folder of the current version.
 	DataLink = "..data"
 )

@@ -47,9 +47,9 @@ func countingClient(t *testing.T, objs ...client.Object) (client.WithWatch, *int
 func renderDedicated(t *testing.T, gw *gwapiv1.Gateway, replicas int32) []client.Object {
 	t.Helper()
 	objs, err := testRenderer().Dedicated(DedicatedInput{
-		Gateway: gw,
-		Params:  Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated), Replicas: ptr.To(replicas)}, nil),
-		Cert:    testCert,
+		Gateway:     gw,
+		Params:      Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated), Replicas: ptr.To(replicas)}, nil),
+		TrustBundle: testBundle,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestApplierApplySkipsUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Applied != 5 || *applies != 5 {
+	if res.Applied != 4 || *applies != 4 {
 		t.Fatalf("first apply: %+v, %d calls", res, *applies)
 	}
 	dep := &appsv1.Deployment{}
@@ -82,18 +82,18 @@ func TestApplierApplySkipsUnchanged(t *testing.T) {
 		t.Errorf("owner: %v", dep.OwnerReferences)
 	}
 	// The renderer's objects are not modified by Apply.
-	if objs[3].GetAnnotations()[AnnotationAppliedHash] != "" {
+	if objs[2].GetAnnotations()[AnnotationAppliedHash] != "" {
 		t.Error("Apply modified its input")
 	}
 
 	// Same objects again: no write.
 	res, err = a.Apply(ctx, renderDedicated(t, gw, 1))
-	if err != nil || res.Applied != 0 || res.Unchanged != 5 || *applies != 5 {
+	if err != nil || res.Applied != 0 || res.Unchanged != 4 || *applies != 4 {
 		t.Fatalf("second apply: %+v %v, %d calls", res, err, *applies)
 	}
 	// One field changes: one write.
 	res, err = a.Apply(ctx, renderDedicated(t, gw, 3))
-	if err != nil || res.Applied != 1 || *applies != 6 {
+	if err != nil || res.Applied != 1 || *applies != 5 {
 		t.Fatalf("third apply: %+v %v, %d calls", res, err, *applies)
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: "web-xds"}, dep); err != nil || *dep.Spec.Replicas != 3 {
@@ -101,7 +101,7 @@ func TestApplierApplySkipsUnchanged(t *testing.T) {
 	}
 	// Force writes everything.
 	a.Force = true
-	if res, _ := a.Apply(ctx, renderDedicated(t, gw, 3)); res.Applied != 5 {
+	if res, _ := a.Apply(ctx, renderDedicated(t, gw, 3)); res.Applied != 4 {
 		t.Errorf("forced: %+v", res)
 	}
 }
@@ -128,7 +128,7 @@ func TestApplierPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fleet, err := testRenderer().SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), Cert: testCert})
+	fleet, err := testRenderer().SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), TrustBundle: testBundle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +150,8 @@ func TestApplierPrune(t *testing.T) {
 	if err := a.Sync(ctx, GatewayPruneScope(web), sharedObjs); err != nil {
 		t.Fatal(err)
 	}
-	if *deletes != 4 {
-		t.Errorf("%d deletes, want 4 (SA, Secret, ConfigMap, Deployment)", *deletes)
+	if *deletes != 3 {
+		t.Errorf("%d deletes, want 3 (SA, ConfigMap, Deployment)", *deletes)
 	}
 	exists := func(obj client.Object, ns, name string) bool {
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
@@ -181,10 +181,10 @@ func TestApplierPrune(t *testing.T) {
 
 	// Deleting api: its whole scope goes. Removing the class's fleet: the
 	// shared fleet goes, the per-Gateway objects of the class stay.
-	if n, err := a.Prune(ctx, GatewayPruneScope(api), nil); err != nil || n != 5 {
+	if n, err := a.Prune(ctx, GatewayPruneScope(api), nil); err != nil || n != 4 {
 		t.Errorf("prune api: %d %v", n, err)
 	}
-	if n, err := a.Prune(ctx, ClassPruneScope("xds-system", "xds"), nil); err != nil || n != 4 {
+	if n, err := a.Prune(ctx, ClassPruneScope("xds-system", "xds"), nil); err != nil || n != 3 {
 		t.Errorf("prune class: %d %v", n, err)
 	}
 	if !exists(&corev1.Service{}, "apps", "web-xds") {

@@ -22,6 +22,9 @@ const (
 	// DefaultEnvoyImage is the Envoy image when neither the parameters nor
 	// Renderer.EnvoyImage name one: the tag the local cluster imports.
 	DefaultEnvoyImage = "docker.io/envoyproxy/envoy:v1.40-local"
+	// DefaultAgentImage is the SVID agent's image (the controller's) when
+	// none is configured: the image the local test cluster imports.
+	DefaultAgentImage = "ghcr.io/xds-controller/xds-controller:dev"
 	// DefaultSharedReplicas: a shared fleet serves every Gateway of its
 	// class, so it keeps one pod through a node drain or a rollout.
 	DefaultSharedReplicas int32 = 2

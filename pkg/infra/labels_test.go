@@ -29,10 +29,10 @@ func TestRenderedLabelsAreValid(t *testing.T) {
 		}
 		all = append(all, objs...)
 	}
-	add(r.SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), Cert: testCert}))
+	add(r.SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), TrustBundle: testBundle}))
 	add(r.SharedGateway(SharedGatewayInput{Gateway: gw, Params: Effective(nil, nil), BindPort: bp.BindPort,
 		Endpoints: EndpointsFromPods([]corev1.Pod{pod("p", "10.0.0.1", true, false), pod("q", "fd00::1", true, false)})}))
-	add(r.Dedicated(DedicatedInput{Gateway: gw, Params: Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, nil), Cert: testCert}))
+	add(r.Dedicated(DedicatedInput{Gateway: gw, Params: Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, nil), TrustBundle: testBundle}))
 	check := func(what string, labels map[string]string) {
 		for k, v := range labels {
 			for _, msg := range validation.IsQualifiedName(k) {

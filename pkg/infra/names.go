@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -54,18 +56,28 @@ const (
 
 // Paths and ports inside the Envoy pod.
 const (
-	envoyBinary       = "/usr/local/bin/envoy"
-	bootstrapDir      = "/etc/envoy"
-	bootstrapFile     = "bootstrap.yaml"
-	certDir           = "/etc/xds-controller/xds-client"
-	ReadinessPort     = 19001
-	AdminPort         = 9901
-	envoyUID          = 65532
-	containerName     = "envoy"
-	bootstrapVolume   = "bootstrap"
-	certVolume        = "xds-client"
-	tmpVolume         = "tmp"
-	maxDNSLabelLength = 63
+	envoyBinary    = "/usr/local/bin/envoy"
+	bootstrapDir   = "/etc/envoy"
+	bootstrapFile  = "bootstrap.yaml"
+	svidDir        = "/var/run/xds-controller/svid"
+	tokenDir       = "/var/run/secrets/xds-controller"
+	tokenFile      = "token"
+	agentBinary    = "/xds-controller"
+	agentContainer = "svid-agent"
+	ReadinessPort  = 19001
+	AdminPort      = 9901
+	// AgentProbePort is the SVID agent's /ready (its startup probe).
+	AgentProbePort = 19002
+	// DefaultTokenExpirationSeconds is the lifetime of the agent's
+	// projected ServiceAccount token (the kubelet renews it at 80%).
+	DefaultTokenExpirationSeconds = 600
+	envoyUID                      = 65532
+	containerName                 = "envoy"
+	bootstrapVolume               = "bootstrap"
+	svidVolume                    = "svid"
+	tokenVolume                   = "identity-token"
+	tmpVolume                     = "tmp"
+	maxDNSLabelLength             = 63
 )
 
 // Fleet names one Envoy fleet: where it lives, what it is called and which
@@ -81,12 +93,10 @@ type Fleet struct {
 	// gatewayclass/<class> or gateway/<namespace>/<name>.
 	Scope string
 	// ServiceAccount is the fleet's ServiceAccount name (= Name): the SVID
-	// of the fleet is spiffe://<trust-domain>/ns/<Namespace>/sa/<ServiceAccount>.
+	// of the fleet is spiffe://<trust-domain>/ns/<Namespace>/sa/<ServiceAccount>
+	// (FleetID).
 	ServiceAccount string
-	// ClientSecret is the name of the Secret with the fleet's xDS client
-	// certificate: <Name>-xds-client.
-	ClientSecret string
-	ClassName    string
+	ClassName      string
 	// Gateway is the Gateway's name in Dedicated mode, "" in Shared mode.
 	Gateway string
 }
@@ -100,7 +110,6 @@ func SharedFleet(controllerNamespace, class string) Fleet {
 		Namespace:      controllerNamespace,
 		Scope:          "gatewayclass/" + class,
 		ServiceAccount: name,
-		ClientSecret:   name + "-xds-client",
 		ClassName:      class,
 	}
 }
@@ -114,7 +123,6 @@ func DedicatedFleet(gw *gwapiv1.Gateway) Fleet {
 		Namespace:      gw.Namespace,
 		Scope:          fmt.Sprintf("gateway/%s/%s", gw.Namespace, gw.Name),
 		ServiceAccount: name,
-		ClientSecret:   name + "-xds-client",
 		ClassName:      string(gw.Spec.GatewayClassName),
 		Gateway:        gw.Name,
 	}
@@ -196,3 +204,41 @@ func LabelValue(name string) string {
 }
 
 func typesUID(s string) types.UID { return types.UID(s) }
+
+// FleetForScope is the fleet that serves gw when gw's proxy scope is
+// scope (Scope of its mode): its dedicated fleet for gateway/<ns>/<name>,
+// else its class's shared fleet.
+func FleetForScope(controllerNamespace string, gw *gwapiv1.Gateway, scope string) Fleet {
+	if scope == Scope(v1alpha1.ModeDedicated, gw) {
+		return DedicatedFleet(gw)
+	}
+	return SharedFleet(controllerNamespace, string(gw.Spec.GatewayClassName))
+}
+
+// FleetID is the SPIFFE ID of f's pods in td, the URI SAN of their SVIDs:
+// spiffe://<td>/ns/<f.Namespace>/sa/<f.ServiceAccount>.
+func FleetID(td spiffeid.TrustDomain, f Fleet) (spiffeid.ID, error) {
+	return spiffeid.FromSegments(td, "ns", f.Namespace, "sa", f.ServiceAccount)
+}
+
+// FleetScopes maps the SPIFFE ID of every fleet in fleets to the proxy
+// scopes it serves, each once, sorted: what a proxy with that SVID may
+// subscribe to (xdsserver.ScopeTable), and which ServiceAccounts may get
+// an SVID at all. A shared fleet envoy-<class> in the controller's
+// namespace serves gatewayclass/<class>; a dedicated fleet <gateway>-<class>
+// in namespace N serves gateway/N/<gateway>. Fleets whose names make no
+// valid SPIFFE ID are left out. It is pure.
+func FleetScopes(td spiffeid.TrustDomain, fleets []Fleet) map[spiffeid.ID][]string {
+	out := map[spiffeid.ID][]string{}
+	for _, f := range fleets {
+		id, err := FleetID(td, f)
+		if err != nil {
+			continue
+		}
+		if !slices.Contains(out[id], f.Scope) {
+			out[id] = append(out[id], f.Scope)
+			slices.Sort(out[id])
+		}
+	}
+	return out
+}

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -25,6 +26,7 @@ import (
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/identity"
 )
 
 // Renderer renders the Envoy fleets. Its methods are pure: the same input
@@ -42,6 +44,27 @@ type Renderer struct {
 	XDS XDSServer
 	// LogLevel is Envoy's --log-level. Default: info.
 	LogLevel string
+	// Identity configures the SVID agent of every Envoy pod.
+	Identity IdentityService
+}
+
+// IdentityService is where the SVID agent (`xds-controller serve agent`,
+// a native sidecar of every Envoy pod) gets the pod's SVID.
+type IdentityService struct {
+	// Host and Port of the controller's identity service (the same
+	// Service, and the same server identity XDSServer.ServerID, as xDS).
+	Host string
+	Port uint32
+	// AgentImage is the controller's image: the agent is its binary.
+	AgentImage string
+	// ImagePullPolicy of the agent (default IfNotPresent).
+	ImagePullPolicy corev1.PullPolicy
+	// Audience of the agent's projected token (default
+	// identity.DefaultAudience).
+	Audience string
+	// TokenExpirationSeconds of the projected token (default
+	// DefaultTokenExpirationSeconds; the API server's minimum is 600).
+	TokenExpirationSeconds int64
 }
 
 // XDSServer is where Envoy finds the controller (bootstrap.Params).
@@ -58,13 +81,6 @@ type XDSServer struct {
 	Delta bool
 }
 
-// ClientCert is a fleet's xDS client credential, PEM-encoded: the
-// certificate (for the fleet's SPIFFE ID), its key and the CA bundle that
-// signs the controller's certificate.
-type ClientCert struct {
-	CertPEM, KeyPEM, CAPEM []byte
-}
-
 // SharedFleetInput is what SharedFleet renders from.
 type SharedFleetInput struct {
 	// Class is the GatewayClass (it owns the fleet's objects; its UID must
@@ -72,7 +88,10 @@ type SharedFleetInput struct {
 	Class *gwapiv1.GatewayClass
 	// Params are the class's effective parameters: Effective(classParams, nil).
 	Params v1alpha1.GatewayParametersSpec
-	Cert   ClientCert
+	// TrustBundle is the CA bundle (PEM) that the agent authenticates the
+	// identity service with before it has an SVID (the bootstrap
+	// ConfigMap's ca.crt).
+	TrustBundle []byte
 }
 
 // SharedGatewayInput is what SharedGateway renders from.
@@ -99,7 +118,8 @@ type DedicatedInput struct {
 	// BindPort maps a listener port to its bind port (default:
 	// DedicatedBindPorts).
 	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
-	Cert     ClientCert
+	// TrustBundle: see SharedFleetInput.
+	TrustBundle []byte
 }
 
 // Endpoint is one address of a fleet pod.
@@ -113,8 +133,7 @@ type Endpoint struct {
 }
 
 // SharedFleet renders the fleet of a GatewayClass in the controller's
-// namespace: ServiceAccount, client certificate Secret, bootstrap
-// ConfigMap and Deployment, all named after SharedFleet(...) and owned by
+// namespace: ServiceAccount, bootstrap ConfigMap and Deployment, all named after SharedFleet(...) and owned by
 // the class. In this order: apply them in it.
 func (r *Renderer) SharedFleet(in SharedFleetInput) ([]client.Object, error) {
 	if in.Class == nil || in.Class.Name == "" {
@@ -125,12 +144,11 @@ func (r *Renderer) SharedFleet(in SharedFleetInput) ([]client.Object, error) {
 	}
 	f := SharedFleet(r.Namespace, in.Class.Name)
 	owner := ownerRef(gwapiv1.GroupVersion.String(), "GatewayClass", in.Class.Name, string(in.Class.UID))
-	return r.fleet(f, in.Params, in.Cert, owner, nil, nil)
+	return r.fleet(f, in.Params, in.TrustBundle, owner, nil, nil)
 }
 
 // Dedicated renders the fleet of one Gateway in its namespace:
-// ServiceAccount, client certificate Secret, bootstrap ConfigMap,
-// Deployment and the Service selecting the fleet's pods, all named
+// ServiceAccount, bootstrap ConfigMap, Deployment and the Service selecting the fleet's pods, all named
 // <gateway>-<class> and owned by the Gateway.
 func (r *Renderer) Dedicated(in DedicatedInput) ([]client.Object, error) {
 	gw := in.Gateway
@@ -140,7 +158,7 @@ func (r *Renderer) Dedicated(in DedicatedInput) ([]client.Object, error) {
 	f := DedicatedFleet(gw)
 	owner := gatewayOwner(gw)
 	labels, annotations := infraMeta(gw)
-	objs, err := r.fleet(f, in.Params, in.Cert, owner, labels, annotations)
+	objs, err := r.fleet(f, in.Params, in.TrustBundle, owner, labels, annotations)
 	if err != nil {
 		return nil, err
 	}
@@ -171,15 +189,22 @@ func (r *Renderer) SharedGateway(in SharedGatewayInput) ([]client.Object, error)
 	return append(objs, endpointSlices(gw, svc, in.Endpoints)...), nil
 }
 
-// fleet renders the ServiceAccount, Secret, ConfigMap and Deployment of f.
+// fleet renders the ServiceAccount, ConfigMap and Deployment of f.
 // labels and annotations are a Gateway's infrastructure metadata (Dedicated
 // mode), nil for a shared fleet.
-func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, cert ClientCert, owner metav1.OwnerReference, infraLabels, infraAnnotations map[string]string) ([]client.Object, error) {
-	if len(cert.CertPEM) == 0 || len(cert.KeyPEM) == 0 || len(cert.CAPEM) == 0 {
-		return nil, errors.New("infra: the fleet's client certificate, key and CA are required")
+//
+// The ServiceAccount is bound to no role and its token is never mounted
+// as such: only the SVID agent gets a projected token, audience-bound to
+// the identity service, which it trades for the pod's SVID.
+func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, bundle []byte, owner metav1.OwnerReference, infraLabels, infraAnnotations map[string]string) ([]client.Object, error) {
+	if len(bundle) == 0 {
+		return nil, errors.New("infra: the fleet's trust bundle is required")
 	}
 	if r.XDS.Host == "" || r.XDS.Port == 0 || r.XDS.ServerID == "" {
 		return nil, errors.New("infra: Renderer.XDS Host, Port and ServerID are required")
+	}
+	if r.Identity.Host == "" || r.Identity.Port == 0 || r.Identity.AgentImage == "" {
+		return nil, errors.New("infra: Renderer.Identity Host, Port and AgentImage are required")
 	}
 	boot, err := bootstrap.Render(bootstrap.Params{
 		// Overridden by --service-node $(POD_NAME): every pod has its own node id.
@@ -189,14 +214,16 @@ func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, cert Cl
 		XDSPort:       r.XDS.Port,
 		XDSServerName: r.XDS.ServerName,
 		XDSServerID:   r.XDS.ServerID,
-		CertFile:      path.Join(certDir, corev1.TLSCertKey),
-		KeyFile:       path.Join(certDir, corev1.TLSPrivateKeyKey),
-		CAFile:        path.Join(certDir, corev1.ServiceAccountRootCAKey),
+		SDSConfigDir:  bootstrapDir,
 		AdminAddress:  "127.0.0.1",
 		AdminPort:     AdminPort,
 		ReadinessPort: ReadinessPort,
 		Delta:         r.XDS.Delta,
 	})
+	if err != nil {
+		return nil, err
+	}
+	sds, err := bootstrap.SDSFiles(svidDir)
 	if err != nil {
 		return nil, err
 	}
@@ -214,29 +241,26 @@ func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, cert Cl
 		ObjectMeta:                   meta(f.ServiceAccount),
 		AutomountServiceAccountToken: ptr.To(false),
 	}
-	secret := &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: meta(f.ClientSecret),
-		Type:       corev1.SecretTypeTLS,
-		Data: map[string][]byte{
-			corev1.TLSCertKey:              cert.CertPEM,
-			corev1.TLSPrivateKeyKey:        cert.KeyPEM,
-			corev1.ServiceAccountRootCAKey: cert.CAPEM,
-		},
+	data := map[string]string{
+		bootstrapFile:        string(boot),
+		bootstrap.BundleFile: string(bundle),
+	}
+	for name, b := range sds {
+		data[name] = string(b)
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: meta(f.Name),
-		Data:       map[string]string{bootstrapFile: string(boot)},
+		Data:       data,
 	}
 	tmpl, err := r.podTemplate(f, params, infraLabels, infraAnnotations)
 	if err != nil {
 		return nil, err
 	}
 	// The pod template hash covers everything the pods start from: the
-	// template itself, the bootstrap and the CA bundle (the client
-	// certificate is not included: re-issuing it must not re-roll pods).
-	tmpl.Annotations[AnnotationPodTemplateHash] = podTemplateHash(tmpl, boot, cert.CAPEM)
+	// template itself and the ConfigMap (bootstrap, SDS files, trust
+	// bundle). SVIDs are the agent's business: they never re-roll pods.
+	tmpl.Annotations[AnnotationPodTemplateHash] = podTemplateHash(tmpl, data)
 	dep := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: meta(f.Name),
@@ -254,7 +278,7 @@ func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, cert Cl
 			Template: *tmpl,
 		},
 	}
-	return []client.Object{sa, secret, cm, dep}, nil
+	return []client.Object{sa, cm, dep}, nil
 }
 
 func defaultReplicas(m v1alpha1.Mode) int32 {
@@ -345,7 +369,7 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 				},
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: bootstrapVolume, MountPath: bootstrapDir, ReadOnly: true},
-					{Name: certVolume, MountPath: certDir, ReadOnly: true},
+					{Name: svidVolume, MountPath: svidDir, ReadOnly: true},
 					{Name: tmpVolume, MountPath: "/tmp"},
 				},
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -354,12 +378,26 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 				{Name: bootstrapVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 					LocalObjectReference: corev1.LocalObjectReference{Name: f.Name},
 				}}},
-				{Name: certVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName:  f.ClientSecret,
-					DefaultMode: ptr.To[int32](0o440),
+				// The SVID and its key: in memory, shared by the agent
+				// (writes) and Envoy (reads).
+				{Name: svidVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+					Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
+				}}},
+				// The agent's token: audience-bound to the identity
+				// service, short-lived, renewed by the kubelet.
+				{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+					DefaultMode: ptr.To[int32](0o400),
+					Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+						Audience:          cmp.Or(r.Identity.Audience, identity.DefaultAudience),
+						ExpirationSeconds: ptr.To(cmp.Or(r.Identity.TokenExpirationSeconds, DefaultTokenExpirationSeconds)),
+						Path:              tokenFile,
+					}}},
 				}}},
 				{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
+			// A native sidecar: it starts first, Envoy starts once its
+			// startup probe sees an SVID, and it keeps renewing it.
+			InitContainers: []corev1.Container{r.agentContainer()},
 		},
 	}
 	out, err := applyOverlay(tmpl, params.PodTemplate)
@@ -381,14 +419,16 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 	return out, nil
 }
 
-func podTemplateHash(tmpl *corev1.PodTemplateSpec, boot, ca []byte) string {
+func podTemplateHash(tmpl *corev1.PodTemplateSpec, configMap map[string]string) string {
 	h := sha256.New()
 	b, _ := json.Marshal(tmpl)
 	h.Write(b)
-	h.Write([]byte{0})
-	h.Write(boot)
-	h.Write([]byte{0})
-	h.Write(ca)
+	for _, k := range slices.Sorted(maps.Keys(configMap)) {
+		h.Write([]byte{0})
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(configMap[k]))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 

@@ -26,10 +26,15 @@ func testRenderer() *Renderer {
 			Port:     18000,
 			ServerID: "spiffe://cluster.local/ns/xds-system/sa/xds-controller",
 		},
+		Identity: IdentityService{
+			Host:       "xds-controller.xds-system.svc.cluster.local",
+			Port:       18443,
+			AgentImage: "ghcr.io/xds-controller/xds-controller:dev",
+		},
 	}
 }
 
-var testCert = ClientCert{CertPEM: []byte("CERT"), KeyPEM: []byte("KEY"), CAPEM: []byte("CA")}
+var testBundle = []byte("CA")
 
 func testClass() *gwapiv1.GatewayClass {
 	return &gwapiv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "xds", UID: "class-uid"}}
@@ -61,7 +66,7 @@ func find[T client.Object](t *testing.T, objs []client.Object) []T {
 func TestDedicated(t *testing.T) {
 	gw := withInfra(gateway("apps", "web", 0, 80, 443, -53))
 	gw.Spec.Listeners[1].Protocol = gwapiv1.HTTPSProtocolType
-	objs, err := testRenderer().Dedicated(DedicatedInput{Gateway: gw, Params: Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, nil), Cert: testCert})
+	objs, err := testRenderer().Dedicated(DedicatedInput{Gateway: gw, Params: Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, nil), TrustBundle: testBundle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +88,7 @@ func TestDedicated(t *testing.T) {
 		}
 	}
 	if d := cmp.Diff([]string{
-		"ServiceAccount/apps/web-xds", "Secret/apps/web-xds-xds-client", "ConfigMap/apps/web-xds",
+		"ServiceAccount/apps/web-xds", "ConfigMap/apps/web-xds",
 		"Deployment/apps/web-xds", "Service/apps/web-xds",
 	}, kinds); d != "" {
 		t.Errorf("objects (GEP-1762 names): %s", d)
@@ -93,15 +98,24 @@ func TestDedicated(t *testing.T) {
 	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
 		t.Error("ServiceAccount must not automount its token")
 	}
-	sec := find[*corev1.Secret](t, objs)[0]
-	if sec.Type != corev1.SecretTypeTLS || string(sec.Data["tls.crt"]) != "CERT" || string(sec.Data["tls.key"]) != "KEY" || string(sec.Data["ca.crt"]) != "CA" {
-		t.Errorf("secret: %v %v", sec.Type, sec.Data)
+	cm := find[*corev1.ConfigMap](t, objs)[0]
+	if cm.Data["ca.crt"] != "CA" {
+		t.Errorf("trust bundle in the ConfigMap: %q", cm.Data["ca.crt"])
 	}
-	boot := find[*corev1.ConfigMap](t, objs)[0].Data["bootstrap.yaml"]
+	boot := cm.Data["bootstrap.yaml"]
 	for _, want := range []string{`cluster: "gateway/apps/web"`, `address: "127.0.0.1", port_value: 9901`, `port_value: 19001`,
-		`"xds-controller.xds-system.svc.cluster.local", port_value: 18000`, `/etc/xds-controller/xds-client/tls.crt`, `/etc/xds-controller/xds-client/ca.crt`} {
+		`"xds-controller.xds-system.svc.cluster.local", port_value: 18000`, `path: "/etc/envoy/sds-svid.yaml"`, `path: "/etc/envoy/sds-bundle.yaml"`,
+		`exact: "spiffe://cluster.local/ns/xds-system/sa/xds-controller"`} {
 		if !strings.Contains(boot, want) {
 			t.Errorf("bootstrap lacks %q:\n%s", want, boot)
+		}
+	}
+	for file, want := range map[string]string{
+		"sds-svid.yaml":   `filename: "/var/run/xds-controller/svid/tls.key"`,
+		"sds-bundle.yaml": `filename: "/var/run/xds-controller/svid/ca.crt"`,
+	} {
+		if !strings.Contains(cm.Data[file], want) || !strings.Contains(cm.Data[file], `watched_directory: { path: "/var/run/xds-controller/svid" }`) {
+			t.Errorf("%s lacks %q or the watched folder:\n%s", file, want, cm.Data[file])
 		}
 	}
 
@@ -135,9 +149,7 @@ func TestDedicated(t *testing.T) {
 	if !cmp.Equal(c.Resources, DefaultResources()) {
 		t.Errorf("resources: %v", c.Resources)
 	}
-	if pod.Spec.Volumes[1].Secret.SecretName != "web-xds-xds-client" || !c.VolumeMounts[1].ReadOnly {
-		t.Errorf("client cert volume: %+v %+v", pod.Spec.Volumes[1], c.VolumeMounts[1])
-	}
+	assertAgent(t, pod)
 
 	svc := find[*corev1.Service](t, objs)[0]
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Annotations[AnnotationGatewayName] != "web" {
@@ -189,7 +201,7 @@ func assertSecurePod(t *testing.T, pod corev1.PodTemplateSpec) {
 
 func TestSharedFleet(t *testing.T) {
 	params := SharedFleetParams(&v1alpha1.GatewayParametersSpec{Envoy: &v1alpha1.EnvoySpec{Image: ptr.To("my/envoy:1")}})
-	objs, err := testRenderer().SharedFleet(SharedFleetInput{Class: testClass(), Params: params, Cert: testCert})
+	objs, err := testRenderer().SharedFleet(SharedFleetInput{Class: testClass(), Params: params, TrustBundle: testBundle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +219,7 @@ func TestSharedFleet(t *testing.T) {
 			t.Errorf("%s owner: %s", o.GetName(), d)
 		}
 	}
-	if d := cmp.Diff([]string{"ServiceAccount/xds-system/envoy-xds", "Secret/xds-system/envoy-xds-xds-client", "ConfigMap/xds-system/envoy-xds", "Deployment/xds-system/envoy-xds"}, names); d != "" {
+	if d := cmp.Diff([]string{"ServiceAccount/xds-system/envoy-xds", "ConfigMap/xds-system/envoy-xds", "Deployment/xds-system/envoy-xds"}, names); d != "" {
 		t.Error(d)
 	}
 	dep := find[*appsv1.Deployment](t, objs)[0]
@@ -221,7 +233,7 @@ func TestSharedFleet(t *testing.T) {
 	// The Renderer's image is the default when the parameters name none.
 	r := testRenderer()
 	r.EnvoyImage = "registry.example/envoy:v1.40.1"
-	objs, _ = r.SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), Cert: testCert})
+	objs, _ = r.SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), TrustBundle: testBundle})
 	if img := find[*appsv1.Deployment](t, objs)[0].Spec.Template.Spec.Containers[0].Image; img != r.EnvoyImage {
 		t.Errorf("image %s", img)
 	}
@@ -360,27 +372,25 @@ func TestServiceRequestsTheGatewayAddress(t *testing.T) {
 
 func TestPodTemplateHashStability(t *testing.T) {
 	r := testRenderer()
-	dedicated := func(gw *gwapiv1.Gateway, p v1alpha1.GatewayParametersSpec, cert ClientCert) corev1.PodTemplateSpec {
-		objs, err := r.Dedicated(DedicatedInput{Gateway: gw, Params: p, Cert: cert})
+	dedicated := func(gw *gwapiv1.Gateway, p v1alpha1.GatewayParametersSpec, bundle []byte) corev1.PodTemplateSpec {
+		objs, err := r.Dedicated(DedicatedInput{Gateway: gw, Params: p, TrustBundle: bundle})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return podTemplateOf(t, objs)
 	}
 	base := Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, nil)
-	ref := dedicated(gateway("apps", "web", 0, 80), base, testCert)
+	ref := dedicated(gateway("apps", "web", 0, 80), base, testBundle)
 	hash := ref.Annotations[AnnotationPodTemplateHash]
 
-	// Same template for listener changes, replicas, Service settings and a
-	// re-issued client certificate.
+	// Same template for listener changes, replicas and Service settings.
 	same := map[string]corev1.PodTemplateSpec{}
-	same["listeners"] = dedicated(gateway("apps", "web", 5, 80, 443, 8080, -53), base, testCert)
+	same["listeners"] = dedicated(gateway("apps", "web", 5, 80, 443, 8080, -53), base, testBundle)
 	p := Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, &v1alpha1.GatewayParametersSpec{
 		Replicas: ptr.To[int32](5),
 		Service:  &v1alpha1.ServiceSpec{Type: ptr.To(corev1.ServiceTypeNodePort), Annotations: map[string]string{"a": "b"}},
 	})
-	same["replicas and service"] = dedicated(gateway("apps", "web", 0, 80), p, testCert)
-	same["new client cert"] = dedicated(gateway("apps", "web", 0, 80), base, ClientCert{CertPEM: []byte("CERT2"), KeyPEM: []byte("KEY2"), CAPEM: testCert.CAPEM})
+	same["replicas and service"] = dedicated(gateway("apps", "web", 0, 80), p, testBundle)
 	for name, pt := range same {
 		if d := cmp.Diff(ref, pt); d != "" {
 			t.Errorf("%s changed the pod template: %s", name, d)
@@ -391,15 +401,15 @@ func TestPodTemplateHashStability(t *testing.T) {
 	diff := map[string]corev1.PodTemplateSpec{}
 	img := base
 	img.Envoy = &v1alpha1.EnvoySpec{Image: ptr.To("other:1"), Resources: base.Envoy.Resources}
-	diff["image"] = dedicated(gateway("apps", "web", 0, 80), img, testCert)
+	diff["image"] = dedicated(gateway("apps", "web", 0, 80), img, testBundle)
 	ov := base
 	ov.PodTemplate = raw(t, `{spec: {nodeSelector: {a: b}}}`)
-	diff["overlay"] = dedicated(gateway("apps", "web", 0, 80), ov, testCert)
-	diff["infrastructure labels"] = dedicated(withInfra(gateway("apps", "web", 0, 80)), base, testCert)
-	diff["CA"] = dedicated(gateway("apps", "web", 0, 80), base, ClientCert{CertPEM: []byte("CERT"), KeyPEM: []byte("KEY"), CAPEM: []byte("CA2")})
+	diff["overlay"] = dedicated(gateway("apps", "web", 0, 80), ov, testBundle)
+	diff["infrastructure labels"] = dedicated(withInfra(gateway("apps", "web", 0, 80)), base, testBundle)
+	diff["CA"] = dedicated(gateway("apps", "web", 0, 80), base, []byte("CA2"))
 	r2 := *r
 	r2.XDS.Port = 18001
-	objs, _ := r2.Dedicated(DedicatedInput{Gateway: gateway("apps", "web", 0, 80), Params: base, Cert: testCert})
+	objs, _ := r2.Dedicated(DedicatedInput{Gateway: gateway("apps", "web", 0, 80), Params: base, TrustBundle: testBundle})
 	diff["bootstrap"] = podTemplateOf(t, objs)
 	for name, pt := range diff {
 		if pt.Annotations[AnnotationPodTemplateHash] == hash {
@@ -409,8 +419,8 @@ func TestPodTemplateHashStability(t *testing.T) {
 
 	// Shared fleet: rendered from the class alone, so nothing about a
 	// Gateway (listeners, infrastructure labels) can reach it.
-	s1, _ := r.SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), Cert: testCert})
-	s2, _ := r.SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), Cert: testCert})
+	s1, _ := r.SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), TrustBundle: testBundle})
+	s2, _ := r.SharedFleet(SharedFleetInput{Class: testClass(), Params: SharedFleetParams(nil), TrustBundle: testBundle})
 	if d := cmp.Diff(podTemplateOf(t, s1), podTemplateOf(t, s2)); d != "" {
 		t.Errorf("shared fleet not deterministic: %s", d)
 	}
@@ -434,7 +444,7 @@ spec:
 	if err := Validate(&params); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := testRenderer().SharedFleet(SharedFleetInput{Class: testClass(), Params: params, Cert: testCert})
+	objs, err := testRenderer().SharedFleet(SharedFleetInput{Class: testClass(), Params: params, TrustBundle: testBundle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +468,7 @@ spec:
 	}
 	// An overlay that does not merge is an error, not a silent drop.
 	bad := SharedFleetParams(&v1alpha1.GatewayParametersSpec{PodTemplate: raw(t, `{spec: {containers: {name: x}}}`)})
-	if _, err := testRenderer().SharedFleet(SharedFleetInput{Class: testClass(), Params: bad, Cert: testCert}); err == nil {
+	if _, err := testRenderer().SharedFleet(SharedFleetInput{Class: testClass(), Params: bad, TrustBundle: testBundle}); err == nil {
 		t.Error("bad overlay rendered")
 	}
 }
@@ -483,7 +493,7 @@ func TestNames(t *testing.T) {
 		t.Error("LabelValue")
 	}
 	f := DedicatedFleet(gateway("apps", "web", 0))
-	if f.Scope != "gateway/apps/web" || f.ServiceAccount != "web-xds" || f.ClientSecret != "web-xds-xds-client" {
+	if f.Scope != "gateway/apps/web" || f.ServiceAccount != "web-xds" {
 		t.Errorf("%+v", f)
 	}
 	s := SharedFleet("xds-system", "xds")
@@ -492,5 +502,56 @@ func TestNames(t *testing.T) {
 	}
 	if Scope(v1alpha1.ModeShared, gw) != "gatewayclass/xds" || Scope(v1alpha1.ModeDedicated, gw) != "gateway/apps/"+long {
 		t.Error("Scope")
+	}
+}
+
+// assertAgent: the SVID agent is a native sidecar that alone mounts the
+// projected token (audience-bound, 10 minutes), writes the in-memory SVID
+// folder that Envoy only reads, and gates Envoy's start with its startup
+// probe.
+func assertAgent(t *testing.T, pod corev1.PodTemplateSpec) {
+	t.Helper()
+	if len(pod.Spec.InitContainers) != 1 {
+		t.Fatalf("init containers: %d", len(pod.Spec.InitContainers))
+	}
+	a := pod.Spec.InitContainers[0]
+	if a.RestartPolicy == nil || *a.RestartPolicy != corev1.ContainerRestartPolicyAlways || a.StartupProbe == nil || a.StartupProbe.HTTPGet.Port.IntValue() != AgentProbePort {
+		t.Errorf("agent is not a native sidecar with a startup probe: %s", toJSON(t, a))
+	}
+	if a.Image != "ghcr.io/xds-controller/xds-controller:dev" || !slices.Contains(a.Args, "--identity-address=xds-controller.xds-system.svc.cluster.local:18443") ||
+		!slices.Contains(a.Args, "--server-id=spiffe://cluster.local/ns/xds-system/sa/xds-controller") {
+		t.Errorf("agent: %s %v", a.Image, a.Args)
+	}
+	if sc := a.SecurityContext; !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation {
+		t.Errorf("agent security context: %s", toJSON(t, sc))
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	tok := vols[tokenVolume].Projected
+	if tok == nil || len(tok.Sources) != 1 || tok.Sources[0].ServiceAccountToken == nil ||
+		tok.Sources[0].ServiceAccountToken.Audience != "xds-controller-identity" || *tok.Sources[0].ServiceAccountToken.ExpirationSeconds != 600 {
+		t.Errorf("token volume: %s", toJSON(t, vols[tokenVolume]))
+	}
+	if v := vols[svidVolume].EmptyDir; v == nil || v.Medium != corev1.StorageMediumMemory {
+		t.Errorf("SVID volume: %s", toJSON(t, vols[svidVolume]))
+	}
+	mounts := func(c corev1.Container) map[string]corev1.VolumeMount {
+		m := map[string]corev1.VolumeMount{}
+		for _, vm := range c.VolumeMounts {
+			m[vm.Name] = vm
+		}
+		return m
+	}
+	am, em := mounts(a), mounts(pod.Spec.Containers[0])
+	if _, ok := am[tokenVolume]; !ok {
+		t.Error("the agent does not mount the token")
+	}
+	if _, ok := em[tokenVolume]; ok {
+		t.Error("Envoy mounts the token")
+	}
+	if am[svidVolume].ReadOnly || !em[svidVolume].ReadOnly || em[svidVolume].MountPath != am[svidVolume].MountPath {
+		t.Errorf("SVID folder: agent %+v, Envoy %+v", am[svidVolume], em[svidVolume])
 	}
 }

@@ -35,6 +35,12 @@ type Options struct {
 	// for that name) and the port of Config.XDSAddress.
 	XDSHost string
 	XDSPort uint32
+	// IdentityPort is the identity service's port on XDSHost (default:
+	// the port of Config.IdentityAddress).
+	IdentityPort uint32
+	// AgentImage is the image of the Envoy pods' SVID agent: the
+	// controller's own (default infra.DefaultAgentImage).
+	AgentImage string
 	// Log receives what the provisioner did (default: the Config's Log).
 	Log *slog.Logger
 }
@@ -49,15 +55,18 @@ func Install(cfg *kubernetes.Config, o Options) error {
 		return err
 	}
 	if o.XDSPort == 0 {
-		_, port, err := net.SplitHostPort(cfg.XDSAddress)
+		p, err := portOf("xDS", cfg.XDSAddress)
 		if err != nil {
-			return fmt.Errorf("xDS address %q: %w", cfg.XDSAddress, err)
+			return err
 		}
-		p, err := strconv.ParseUint(port, 10, 16)
-		if err != nil || p == 0 {
-			return fmt.Errorf("xDS address %q: no port Envoy could reach; set the xDS port", cfg.XDSAddress)
+		o.XDSPort = p
+	}
+	if o.IdentityPort == 0 {
+		p, err := portOf("identity", cfg.IdentityAddress)
+		if err != nil {
+			return err
 		}
-		o.XDSPort = uint32(p)
+		o.IdentityPort = p
 	}
 	o.XDSHost = cmp.Or(o.XDSHost, cfg.ServiceAccount+"."+cfg.Namespace+".svc")
 	if o.Log == nil {
@@ -82,14 +91,31 @@ func Install(cfg *kubernetes.Config, o Options) error {
 		},
 		Resolve: resolveFunc(cfg.ControllerName),
 		Provisioner: &Provisioner{
-			Namespace:  cfg.Namespace,
-			EnvoyImage: o.EnvoyImage,
-			XDSHost:    o.XDSHost,
-			XDSPort:    o.XDSPort,
-			Log:        o.Log,
+			Namespace:    cfg.Namespace,
+			EnvoyImage:   o.EnvoyImage,
+			XDSHost:      o.XDSHost,
+			XDSPort:      o.XDSPort,
+			IdentityPort: o.IdentityPort,
+			AgentImage:   cmp.Or(o.AgentImage, infra.DefaultAgentImage),
+			Audience:     cfg.Audience,
+			Log:          o.Log,
 		},
 	}
 	return nil
+}
+
+// portOf is the port of a listen address, which Envoy pods dial on the
+// controller's Service.
+func portOf(what, address string) (uint32, error) {
+	_, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return 0, fmt.Errorf("%s address %q: %w", what, address, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p == 0 {
+		return 0, fmt.Errorf("%s address %q: no port Envoy could reach; set the port", what, address)
+	}
+	return uint32(p), nil
 }
 
 // errNotLeading stops a pass: this replica lost the lead.
@@ -105,13 +131,17 @@ var errNotLeading = errors.New("not leading")
 type Provisioner struct {
 	// Namespace is the controller's (shared fleets, Envoy pods).
 	Namespace string
-	// EnvoyImage, XDSHost, XDSPort: see Options.
-	EnvoyImage string
-	XDSHost    string
-	XDSPort    uint32
-	Log        *slog.Logger
-
-	certs fleetCerts
+	// EnvoyImage, XDSHost, XDSPort, IdentityPort, AgentImage: see
+	// Options.
+	EnvoyImage   string
+	XDSHost      string
+	XDSPort      uint32
+	IdentityPort uint32
+	AgentImage   string
+	// Audience of the agents' projected tokens (the controller's
+	// Config.Audience).
+	Audience string
+	Log      *slog.Logger
 }
 
 // Provision runs one pass. in.Resolver must come from this package's
@@ -139,6 +169,12 @@ func (p *Provisioner) Provision(ctx context.Context, in kubernetes.ProvisionInpu
 		Namespace:  p.Namespace,
 		EnvoyImage: p.EnvoyImage,
 		XDS:        infra.XDSServer{Host: p.XDSHost, Port: p.XDSPort, ServerID: in.Identity.ServerID.String()},
+		Identity: infra.IdentityService{
+			Host:       p.XDSHost,
+			Port:       p.IdentityPort,
+			AgentImage: p.AgentImage,
+			Audience:   p.Audience,
+		},
 	}
 	var pods corev1.PodList
 	if len(pl.shared) > 0 {
@@ -203,11 +239,7 @@ func (p *Provisioner) lostLead(log *slog.Logger) error {
 }
 
 func (p *Provisioner) syncSharedFleet(ctx context.Context, a *infra.Applier, rend *infra.Renderer, in kubernetes.ProvisionInput, r *Resolver, gc *gwapiv1.GatewayClass, f infra.Fleet, now time.Time) error {
-	cert, err := p.certs.get(ctx, in.APIReader, in.Identity, f, now)
-	if err != nil {
-		return err
-	}
-	objs, err := rend.SharedFleet(infra.SharedFleetInput{Class: gc, Params: infra.SharedFleetParams(r.classParams[gc.Name]), Cert: cert})
+	objs, err := rend.SharedFleet(infra.SharedFleetInput{Class: gc, Params: infra.SharedFleetParams(r.classParams[gc.Name]), TrustBundle: in.Identity.CA.CertPEM})
 	if err != nil {
 		return err
 	}
@@ -237,12 +269,8 @@ func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, r
 }
 
 func (p *Provisioner) syncDedicated(ctx context.Context, a *infra.Applier, rend *infra.Renderer, in kubernetes.ProvisionInput, r *Resolver, gw *gwapiv1.Gateway, now time.Time) error {
-	cert, err := p.certs.get(ctx, in.APIReader, in.Identity, infra.DedicatedFleet(gw), now)
-	if err != nil {
-		return err
-	}
 	params, _ := r.Effective(gw)
-	objs, err := rend.Dedicated(infra.DedicatedInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, Cert: cert})
+	objs, err := rend.Dedicated(infra.DedicatedInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, TrustBundle: in.Identity.CA.CertPEM})
 	if err != nil {
 		return err
 	}

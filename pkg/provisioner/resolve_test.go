@@ -1,7 +1,6 @@
 package provisioner
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/infra"
-	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
@@ -253,58 +250,4 @@ func TestPlan(t *testing.T) {
 	check("shared", names(p.shared), []string{"s"})
 	check("dedicated", names(p.dedicated), []string{"d"})
 	check("departed", names(p.departed), []string{"leaving"})
-}
-
-// TestFleetCertificates: a fleet certificate is issued once, reused from
-// memory and from the live Secret (another leader's), and issued again
-// when it names another identity or is close to expiry.
-func TestFleetCertificates(t *testing.T) {
-	s, err := kubernetes.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(s).Build()
-	ctx := context.Background()
-	ident, err := kubernetes.LoadOrCreateIdentity(ctx, c, sys, "xds-controller", "cluster.local")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := infra.SharedFleet(sys, "xds")
-	now := time.Now()
-	var certs fleetCerts
-	first, err := certs.get(ctx, c, ident, f, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reusable(first, ident, f, now) {
-		t.Fatal("a fresh certificate is not reusable")
-	}
-	again, _ := certs.get(ctx, c, ident, f, now)
-	if string(again.CertPEM) != string(first.CertPEM) {
-		t.Error("the certificate was issued again within its lifetime")
-	}
-	// Another replica (empty memory) finds it in the live Secret.
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: f.ClientSecret},
-		Data:       map[string][]byte{corev1.TLSCertKey: first.CertPEM, corev1.TLSPrivateKeyKey: first.KeyPEM, corev1.ServiceAccountRootCAKey: first.CAPEM},
-	}
-	if err := c.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	var other fleetCerts
-	live, _ := other.get(ctx, c, ident, f, now)
-	if string(live.CertPEM) != string(first.CertPEM) {
-		t.Error("the live Secret's certificate was not reused")
-	}
-	if reusable(first, ident, infra.SharedFleet(sys, "other"), now) {
-		t.Error("a certificate of another fleet counts as reusable")
-	}
-	late := now.Add(kubernetes.FleetCertificateValidity * 3 / 4)
-	if reusable(first, ident, f, late) {
-		t.Error("a certificate with a quarter of its life left counts as reusable")
-	}
-	renewed, _ := certs.get(ctx, c, ident, f, late)
-	if string(renewed.CertPEM) == string(first.CertPEM) {
-		t.Error("an old certificate was not renewed")
-	}
 }

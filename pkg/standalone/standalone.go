@@ -10,8 +10,11 @@
 package standalone
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +34,9 @@ import (
 
 	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
 	"github.com/xds-controller/xds-controller/internal/testhook"
+	"github.com/xds-controller/xds-controller/pkg/agent"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/pki"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/status"
@@ -60,6 +65,9 @@ type Config struct {
 	ReadinessPort uint32
 	// TrustDomain of the SPIFFE IDs on the xDS channel.
 	TrustDomain string
+	// SVIDLifetime is the validity of Envoy's SVIDs, renewed at half of it
+	// (default identity.DefaultSVIDLifetime).
+	SVIDLifetime time.Duration
 	// Debounce is how long to wait after a file change for more changes
 	// before re-reading.
 	Debounce time.Duration
@@ -105,6 +113,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 
 	srv := xdsserver.New(cfg.Log)
+	srv.Authorizer().Set(xdsserver.ScopeTable{creds.envoyID: {Scope}})
 	var metricsLis net.Listener
 	if cfg.MetricsAddress != "" {
 		if metricsLis, err = net.Listen("tcp", cfg.MetricsAddress); err != nil {
@@ -146,6 +155,22 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 	})
+	// Envoy's SVID first: Envoy starts with it, and it is renewed at half
+	// its lifetime while we run (with --no-envoy too, for an Envoy started
+	// by hand or by a test).
+	first := make(chan struct{})
+	var once sync.Once
+	svids := &agent.Agent{
+		Dir:      creds.sdsDir,
+		Signer:   localSigner(creds.ca, creds.envoyID, cmp.Or(cfg.SVIDLifetime, identity.DefaultSVIDLifetime)),
+		Log:      cfg.Log,
+		OnRotate: func(time.Time) { once.Do(func() { close(first) }) },
+	}
+	wg.Go(func() { _ = svids.Run(ctx) })
+	select {
+	case <-first:
+	case <-ctx.Done():
+	}
 	// The bootstrap is written with --no-envoy too: an Envoy started by
 	// hand (or by a test) connects with it.
 	bootPath, err := r.writeBootstrap(creds, lis.Addr().(*net.TCPAddr))
@@ -356,44 +381,54 @@ func addWatches(w *fsnotify.Watcher, path string) error {
 }
 
 type credentials struct {
-	serverTLS                   *tls.Config
-	caFile, envoyCert, envoyKey string
-	serverID                    spiffeid.ID
+	serverTLS *tls.Config
+	serverID  spiffeid.ID
+	envoyID   spiffeid.ID
+	ca        *pki.CA
+	// sdsDir holds Envoy's SVID and bundle (kept by an agent.Agent);
+	// sdsConfigDir the SDS resource files pointing at them.
+	sdsDir, sdsConfigDir string
 }
 
 // issueCredentials creates (or loads) the CA under StateDir/pki and issues
-// the xDS server's and Envoy's SVIDs, valid 24 hours, anew at every start.
+// the xDS server's certificate (24 hours, anew at every start). Envoy's
+// SVID is not issued here: an agent.Agent keeps it in StateDir/sds with a
+// local signer (localSigner), as the agent in a Kubernetes Envoy pod does
+// with the identity service.
 func issueCredentials(cfg Config) (*credentials, error) {
 	td, err := spiffeid.TrustDomainFromString(cfg.TrustDomain)
 	if err != nil {
 		return nil, fmt.Errorf("trust domain: %w", err)
 	}
-	dir := filepath.Join(cfg.StateDir, "pki")
+	state, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(state, "pki")
 	ca, err := pki.LoadOrCreateCA(dir, td, 10*365*24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
 	serverID := spiffeid.RequireFromPath(td, "/ns/standalone/sa/xds-controller")
-	envoyID := spiffeid.RequireFromPath(td, "/ns/standalone/sa/envoy")
 	srv, err := ca.Issue(serverID, 24*time.Hour, pki.ServerAuth, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
 	if err != nil {
 		return nil, err
 	}
-	envoy, err := ca.Issue(envoyID, 24*time.Hour, pki.ClientAuth, nil, nil)
+	c := &credentials{
+		serverID:     serverID,
+		envoyID:      EnvoyID(td),
+		ca:           ca,
+		sdsDir:       filepath.Join(state, "sds"),
+		sdsConfigDir: state,
+	}
+	files, err := bootstrap.SDSFiles(c.sdsDir)
 	if err != nil {
 		return nil, err
 	}
-	c := &credentials{
-		caFile:    filepath.Join(dir, pki.CACertFile),
-		envoyCert: filepath.Join(dir, "envoy.crt"),
-		envoyKey:  filepath.Join(dir, "envoy.key"),
-		serverID:  serverID,
-	}
-	if err := os.WriteFile(c.envoyCert, envoy.CertPEM, 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(c.envoyKey, envoy.KeyPEM, 0o600); err != nil {
-		return nil, err
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(c.sdsConfigDir, name), b, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	pair, err := tls.X509KeyPair(srv.CertPEM, srv.KeyPEM)
 	if err != nil {
@@ -409,6 +444,37 @@ func issueCredentials(cfg Config) (*credentials, error) {
 	return c, nil
 }
 
+// EnvoyID is the SPIFFE ID of standalone mode's Envoy in td: the only
+// identity allowed the scope Scope.
+func EnvoyID(td spiffeid.TrustDomain) spiffeid.ID {
+	return spiffeid.RequireFromPath(td, "/ns/standalone/sa/envoy")
+}
+
+// localSigner signs Envoy's CSRs with the local CA, under the same CSR
+// rules as the identity service (identity.CheckCSR), for id, valid ttl.
+func localSigner(ca *pki.CA, id spiffeid.ID, ttl time.Duration) agent.Signer {
+	return agent.SignerFunc(func(_ context.Context, csrPEM []byte) (*identity.SignResponse, error) {
+		csr, err := identity.CheckCSR(csrPEM)
+		if err != nil {
+			return nil, err
+		}
+		der, err := ca.Sign(id, csr.PublicKey, ttl, pki.ClientAuth, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, err
+		}
+		return &identity.SignResponse{
+			SPIFFEID:  id.String(),
+			CertChain: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+			Bundle:    string(ca.CertPEM),
+			ExpiresAt: cert.NotAfter,
+		}, nil
+	})
+}
+
 func (r *runner) writeBootstrap(c *credentials, addr *net.TCPAddr) (string, error) {
 	host := addr.IP.String()
 	if addr.IP.IsUnspecified() {
@@ -421,9 +487,7 @@ func (r *runner) writeBootstrap(c *credentials, addr *net.TCPAddr) (string, erro
 		XDSPort:       uint32(addr.Port),
 		XDSServerName: "localhost",
 		XDSServerID:   c.serverID.String(),
-		CertFile:      c.envoyCert,
-		KeyFile:       c.envoyKey,
-		CAFile:        c.caFile,
+		SDSConfigDir:  c.sdsConfigDir,
 		AdminPort:     r.cfg.AdminPort,
 		// Standalone Envoy is a local process: readiness on loopback only.
 		ReadinessAddress: "127.0.0.1",

@@ -154,7 +154,10 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("--envoy-image without envoy.image: %v", args)
 	}
 	if !slices.Equal(args[:2], []string{"serve", "controller"}) || !slices.Contains(args, "--namespace=xds-system") ||
-		!slices.Contains(args, "--xds-address=:18000") || !slices.Contains(args, "--service-account=xds-controller") {
+		!slices.Contains(args, "--xds-address=:18000") || !slices.Contains(args, "--service-account=xds-controller") ||
+		!slices.Contains(args, "--identity-address=:18443") || !slices.Contains(args, "--svid-lifetime=1h") ||
+		!slices.Contains(args, "--token-audience=xds-controller-identity") ||
+		!slices.Contains(args, "--agent-image=ghcr.io/xds-controller/xds-controller:dev") {
 		t.Errorf("args %v", args)
 	}
 	if get(c, "securityContext", "readOnlyRootFilesystem") != true || get(dep, "spec", "template", "spec", "securityContext", "runAsNonRoot") != true {
@@ -262,6 +265,43 @@ func TestRBAC(t *testing.T) {
 	}
 	if _, ok := allowed["ClusterRole /pods"]; ok {
 		t.Error("pods must be readable in the controller's namespace only")
+	}
+}
+
+// TestIdentityValues: the SVID lifetime and the token audience reach the
+// controller, and the Envoy pods' agents run the controller's own image.
+func TestIdentityValues(t *testing.T) {
+	objs := render(t, map[string]any{
+		"identity": map[string]any{"svidLifetime": "2m", "tokenAudience": "my-audience"},
+		"image":    map[string]any{"repository": "registry.example/xds", "tag": "v1"},
+	})
+	c := get(find(objs, "Deployment", "xds-controller"), "spec", "template", "spec", "containers").([]any)[0].(object)
+	var args []string
+	for _, a := range c["args"].([]any) {
+		args = append(args, a.(string))
+	}
+	for _, want := range []string{"--svid-lifetime=2m", "--token-audience=my-audience", "--agent-image=registry.example/xds:v1"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args lack %s: %v", want, args)
+		}
+	}
+}
+
+// TestBindingsOnlyForTheController: every (Cluster)RoleBinding binds the
+// controller's ServiceAccount; the Envoy fleets' ServiceAccounts are bound
+// to no role.
+func TestBindingsOnlyForTheController(t *testing.T) {
+	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+		for _, o := range render(t, nil) {
+			if o["kind"] != kind {
+				continue
+			}
+			for _, sub := range o["subjects"].([]any) {
+				if sub := sub.(object); sub["kind"] != "ServiceAccount" || sub["name"] != "xds-controller" {
+					t.Errorf("%s %s binds %v", kind, str(o, "metadata", "name"), sub)
+				}
+			}
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,20 +17,23 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/internal/xdsclient"
+	"github.com/xds-controller/xds-controller/pkg/infra"
+	"github.com/xds-controller/xds-controller/pkg/pki"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/status"
 )
 
 // fakeProxy connects an ADS client that ACKs (internal/xdsclient.Proxy) to
-// the replica as node nodeID of scope, with a fleet certificate from the
+// the replica as node nodeID of scope, with the SVID of the fleet that
+// serves scope (as the identity service would issue it), signed by the
 // controller's CA.
 func fakeProxy(t *testing.T, r *replica, nodeID, scope string) *xdsclient.Proxy {
 	t.Helper()
-	certPEM, keyPEM, _, err := r.Identity().IssueFleetCertificate(controllerNamespace, "envoy-test")
+	svid, err := r.Identity().CA.Issue(fleetIDForScope(t, r, scope), time.Hour, pki.ClientAuth, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	pair, err := tls.X509KeyPair(svid.CertPEM, svid.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,4 +145,29 @@ func TestProgrammedFollowsEnvoy(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// fleetIDForScope is the SPIFFE ID of the fleet that serves scope:
+// gatewayclass/<class> is the class's shared fleet, gateway/<ns>/<name>
+// the Gateway's dedicated fleet (its class read from the API server).
+func fleetIDForScope(t *testing.T, r *replica, scope string) spiffeid.ID {
+	t.Helper()
+	var f infra.Fleet
+	switch parts := strings.Split(scope, "/"); {
+	case len(parts) == 2 && parts[0] == "gatewayclass":
+		f = infra.SharedFleet(controllerNamespace, parts[1])
+	case len(parts) == 3 && parts[0] == "gateway":
+		var gw gwapiv1.Gateway
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: parts[1], Name: parts[2]}, &gw); err != nil {
+			t.Fatalf("scope %s: %v", scope, err)
+		}
+		f = infra.DedicatedFleet(&gw)
+	default:
+		t.Fatalf("scope %q", scope)
+	}
+	id, err := infra.FleetID(r.Identity().TrustDomain, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -211,28 +211,29 @@ func startReplica(t *testing.T, o replicaOptions) *replica {
 	t.Helper()
 	counter := &requestCounter{}
 	cfg := kubernetes.Config{
-		RestConfig:     counter.wrap(restConfig),
-		Namespace:      controllerNamespace,
-		XDSAddress:     "127.0.0.1:0",
-		MetricsAddress: "0",
-		HealthAddress:  "0",
-		LeaderElect:    o.leaderElect,
-		LeaderIdentity: o.identity,
-		LeaseDuration:  3 * time.Second,
-		RenewDeadline:  2 * time.Second,
-		RetryPeriod:    300 * time.Millisecond,
-		TrustDomain:    "cluster.local",
-		Debounce:       20 * time.Millisecond,
-		MaxDebounce:    200 * time.Millisecond,
-		StatusQPS:      100,
-		StatusBurst:    100,
-		Hooks:          o.hooks,
+		RestConfig:      counter.wrap(restConfig),
+		Namespace:       controllerNamespace,
+		XDSAddress:      "127.0.0.1:0",
+		IdentityAddress: "127.0.0.1:0",
+		MetricsAddress:  "0",
+		HealthAddress:   "0",
+		LeaderElect:     o.leaderElect,
+		LeaderIdentity:  o.identity,
+		LeaseDuration:   3 * time.Second,
+		RenewDeadline:   2 * time.Second,
+		RetryPeriod:     300 * time.Millisecond,
+		TrustDomain:     "cluster.local",
+		Debounce:        20 * time.Millisecond,
+		MaxDebounce:     200 * time.Millisecond,
+		StatusQPS:       100,
+		StatusBurst:     100,
+		Hooks:           o.hooks,
 
 		GracefulShutdownTimeout: 5 * time.Second,
 		Log:                     testLogger(t, o.identity),
 	}
 	if o.provision {
-		if err := provisioner.Install(&cfg, provisioner.Options{XDSPort: 18000}); err != nil {
+		if err := provisioner.Install(&cfg, provisioner.Options{XDSPort: 18000, IdentityPort: 18443}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -176,7 +176,7 @@ spec:
 	var dep appsv1.Deployment
 	waitFor(t, controllerNamespace, fleet, &dep, nil)
 	for _, obj := range []client.Object{&dep, get(t, controllerNamespace, fleet, &corev1.ServiceAccount{}),
-		get(t, controllerNamespace, fleet, &corev1.ConfigMap{}), get(t, controllerNamespace, fleet+"-xds-client", &corev1.Secret{})} {
+		get(t, controllerNamespace, fleet, &corev1.ConfigMap{})} {
 		if err := ownedBy(obj, "GatewayClass", class, gc.UID); err != nil {
 			t.Error(err)
 		}
@@ -276,7 +276,6 @@ spec:
 	get(t, controllerNamespace, fleet, &dep)
 	depGen, hash := dep.Generation, dep.Spec.Template.Annotations[infra.AnnotationPodTemplateHash]
 	cmRV := get(t, controllerNamespace, fleet, &corev1.ConfigMap{}).ResourceVersion
-	secretRV := get(t, controllerNamespace, fleet+"-xds-client", &corev1.Secret{}).ResourceVersion
 	version := r.XDS().Scopes()["gatewayclass/"+class]
 	var hr gwapiv1.HTTPRoute
 	get(t, ns, "app", &hr)
@@ -299,9 +298,6 @@ spec:
 	}
 	if rv := get(t, controllerNamespace, fleet, &corev1.ConfigMap{}).ResourceVersion; rv != cmRV {
 		t.Error("a route edit rewrote the bootstrap ConfigMap")
-	}
-	if rv := get(t, controllerNamespace, fleet+"-xds-client", &corev1.Secret{}).ResourceVersion; rv != secretRV {
-		t.Error("a route edit rewrote the client certificate Secret")
 	}
 
 	// The class's parameters change: replicas scale the Deployment without
@@ -398,7 +394,7 @@ spec:
 	waitFor(t, ns, obj, &dep, nil)
 	var svc corev1.Service
 	waitFor(t, ns, obj, &svc, nil)
-	for _, o := range []client.Object{&dep, &svc, get(t, ns, obj, &corev1.ServiceAccount{}), get(t, ns, obj, &corev1.ConfigMap{}), get(t, ns, obj+"-xds-client", &corev1.Secret{})} {
+	for _, o := range []client.Object{&dep, &svc, get(t, ns, obj, &corev1.ServiceAccount{}), get(t, ns, obj, &corev1.ConfigMap{})} {
 		if err := ownedBy(o, "Gateway", name, gw.UID); err != nil {
 			t.Error(err)
 		}
@@ -430,7 +426,6 @@ spec:
 	waitGone(t, ns, obj, &appsv1.Deployment{})
 	waitGone(t, ns, obj, &corev1.ServiceAccount{})
 	waitGone(t, ns, obj, &corev1.ConfigMap{})
-	waitGone(t, ns, obj+"-xds-client", &corev1.Secret{})
 	waitFor(t, ns, obj, &svc, func() error {
 		if len(svc.Spec.Selector) != 0 {
 			return fmt.Errorf("selector %v", svc.Spec.Selector)

@@ -2,55 +2,159 @@ package integration
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
 	"github.com/xds-controller/xds-controller/internal/xdsclient"
+	"github.com/xds-controller/xds-controller/pkg/identity"
 )
 
-// TestXDSWithFleetCertificate: a proxy holding a certificate from
-// IssueFleetCertificate reaches the controller's xDS server over mutual
-// TLS, verifying the server as xds-controller.<ns>.svc, and receives its
-// scope's configuration; a client without a certificate is refused.
-func TestXDSWithFleetCertificate(t *testing.T) {
+// TestIdentityServiceAndXDS runs the identity service against the real
+// API server's TokenReview: a pod-bound token of the shared fleet's
+// ServiceAccount for our audience buys an SVID, which then gets the
+// class's configuration over ADS and is refused another scope with
+// PERMISSION_DENIED; a token for another audience, a token not bound to a
+// pod, and a token of a ServiceAccount that is no fleet's are refused.
+func TestIdentityServiceAndXDS(t *testing.T) {
 	requireAPIServer(t)
-	r := startReplica(t, replicaOptions{identity: "xds"})
+	ctx := context.Background()
+	r := startReplica(t, replicaOptions{identity: "identity"})
 	applyFile(t, filepath.Join(testdata, "01-basic-http.in.yaml"))
 	eventually(t, 20*time.Second, "the scope to be published", func() error {
 		if r.XDS().Scopes()["gatewayclass/xds"] == "" {
-			return context.DeadlineExceeded
+			return errors.New("not yet")
 		}
 		return nil
 	})
-	certPEM, keyPEM, caPEM, err := r.Identity().IssueFleetCertificate("default", "web-xds")
-	if err != nil {
-		t.Fatal(err)
+	kube := kubernetes.NewForConfigOrDie(restConfig)
+	fleetPod := podWithToken(t, kube, controllerNamespace, "envoy-xds")
+	strangerPod := podWithToken(t, kube, "default", "web-xds")
+
+	serverID := spiffeid.RequireFromString("spiffe://cluster.local/ns/" + controllerNamespace + "/sa/xds-controller")
+	client := identity.NewClient(r.IdentityAddr().String(), serverID, []*x509.Certificate{r.Identity().CA.Cert})
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	csrDER, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	csr := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER})
+
+	var resp *identity.SignResponse
+	eventually(t, 10*time.Second, "an SVID for the shared fleet", func() error {
+		var err error
+		resp, err = client.Sign(ctx, token(t, kube, controllerNamespace, "envoy-xds", identity.DefaultAudience, fleetPod), csr)
+		return err
+	})
+	if want := "spiffe://cluster.local/ns/" + controllerNamespace + "/sa/envoy-xds"; resp.SPIFFEID != want {
+		t.Errorf("SVID %s, want %s", resp.SPIFFEID, want)
 	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+
+	refusals := map[string]struct {
+		token string
+		code  int
+		msg   string
+	}{
+		"wrong audience":     {token(t, kube, controllerNamespace, "envoy-xds", "https://kubernetes.default.svc", fleetPod), http.StatusUnauthorized, "token review"},
+		"not pod-bound":      {token(t, kube, controllerNamespace, "envoy-xds", identity.DefaultAudience, nil), http.StatusUnauthorized, "not bound to a pod"},
+		"not a fleet's SA":   {token(t, kube, "default", "web-xds", identity.DefaultAudience, strangerPod), http.StatusForbidden, "is not the ServiceAccount of an Envoy fleet"},
+		"not a token at all": {"abc", http.StatusUnauthorized, "token review"},
+	}
+	for name, tc := range refusals {
+		_, err := client.Sign(ctx, tc.token, csr)
+		var refused *identity.RefusedError
+		if !errors.As(err, &refused) || refused.StatusCode != tc.code || !strings.Contains(refused.Message, tc.msg) {
+			t.Errorf("%s: %v, want %d with %q", name, err, tc.code, tc.msg)
+			continue
+		}
+		t.Logf("%s: %v", name, err)
+	}
+
+	// The SVID on the xDS channel.
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
+	pair, err := tls.X509KeyPair([]byte(resp.CertChain), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(caPEM)
+	roots.AppendCertsFromPEM([]byte(resp.Bundle))
 	clientTLS := &tls.Config{
 		Certificates: []tls.Certificate{pair},
 		RootCAs:      roots,
 		ServerName:   "xds-controller." + controllerNamespace + ".svc",
 		MinVersion:   tls.VersionTLS13,
 	}
-	names, err := xdsclient.FetchClusters(r.XDSAddr().String(), clientTLS, "gatewayclass/xds")
-	if err != nil {
-		t.Fatalf("ADS with a fleet certificate: %v", err)
+	names, err := xdsclient.FetchClustersDelta(r.XDSAddr().String(), clientTLS, "gatewayclass/xds")
+	if err != nil || len(names) != 1 {
+		t.Fatalf("ADS with the SVID: clusters %v, error %v", names, err)
 	}
-	if len(names) != 1 {
-		t.Errorf("clusters %v, want the one backend of 01-basic-http", names)
+	_, err = xdsclient.FetchClusters(r.XDSAddr().String(), clientTLS, "gateway/default/other")
+	if status.Code(err) != codes.PermissionDenied {
+		t.Errorf("another scope: %v, want PERMISSION_DENIED", err)
 	}
+	t.Logf("another scope: %v", err)
 	anonymous := clientTLS.Clone()
 	anonymous.Certificates = nil
 	if _, err := xdsclient.FetchClusters(r.XDSAddr().String(), anonymous, "gatewayclass/xds"); err == nil {
 		t.Error("a client without a certificate was served")
 	}
+}
+
+// podWithToken creates ServiceAccount sa and a pod running as it in ns
+// (envtest has no kubelet: the pod only exists as an object, which is
+// what a pod-bound token needs).
+func podWithToken(t *testing.T, kube kubernetes.Interface, ns, sa string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	if err := ensureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pod, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: sa + "-"},
+		Spec: corev1.PodSpec{
+			ServiceAccountName:           sa,
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers:                   []corev1.Container{{Name: "envoy", Image: "envoy"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}) })
+	return pod
+}
+
+// token requests a 10-minute token of ns/sa for audience, bound to pod
+// when pod is not nil (what a projected volume gets from the kubelet).
+func token(t *testing.T, kube kubernetes.Interface, ns, sa, audience string, pod *corev1.Pod) string {
+	t.Helper()
+	req := &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](600)}}
+	if pod != nil {
+		req.Spec.BoundObjectRef = &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa, req, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
 }

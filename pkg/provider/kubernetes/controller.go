@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/rand"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	authv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,6 +36,7 @@ import (
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/status"
 	"github.com/xds-controller/xds-controller/pkg/xdsserver"
 )
@@ -45,6 +47,7 @@ const (
 	DefaultServiceAccount   = "xds-controller"
 	DefaultLeaderElectionID = "xds-controller.dev"
 	DefaultXDSAddress       = ":18000"
+	DefaultIdentityAddress  = ":18443"
 	DefaultTrustDomain      = "cluster.local"
 	DefaultDebounce         = 100 * time.Millisecond
 	DefaultMaxDebounce      = time.Second
@@ -62,6 +65,15 @@ type Config struct {
 	ServiceAccount string
 	// XDSAddress is where the xDS server listens (default ":18000").
 	XDSAddress string
+	// IdentityAddress is where the identity service listens (default
+	// ":18443").
+	IdentityAddress string
+	// Audience the proxies' tokens must be bound to (default
+	// identity.DefaultAudience).
+	Audience string
+	// SVIDLifetime is the validity of the proxies' SVIDs (default
+	// identity.DefaultSVIDLifetime).
+	SVIDLifetime time.Duration
 	// MetricsAddress and HealthAddress serve /metrics and /healthz,
 	// /readyz; "0" or "" disables them.
 	MetricsAddress string
@@ -108,6 +120,9 @@ func (c *Config) defaults() error {
 	c.Namespace = cmp.Or(c.Namespace, os.Getenv("POD_NAMESPACE"), DefaultNamespace)
 	c.ServiceAccount = cmp.Or(c.ServiceAccount, DefaultServiceAccount)
 	c.XDSAddress = cmp.Or(c.XDSAddress, DefaultXDSAddress)
+	c.IdentityAddress = cmp.Or(c.IdentityAddress, DefaultIdentityAddress)
+	c.Audience = cmp.Or(c.Audience, identity.DefaultAudience)
+	c.SVIDLifetime = cmp.Or(c.SVIDLifetime, identity.DefaultSVIDLifetime)
 	c.LeaderElectionID = cmp.Or(c.LeaderElectionID, DefaultLeaderElectionID)
 	if c.LeaderIdentity == "" {
 		host, _ := os.Hostname()
@@ -141,6 +156,7 @@ type Controller struct {
 	ident  *Identity
 	pipe   *pipeline
 	xdsLis net.Listener
+	idLis  net.Listener
 }
 
 // Scheme returns the scheme the controller reads with: client-go's types
@@ -251,11 +267,34 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xDS listener: %w", err)
 	}
+	c.idLis, err = net.Listen("tcp", cfg.IdentityAddress)
+	if err != nil {
+		c.xdsLis.Close()
+		return nil, fmt.Errorf("identity service listener: %w", err)
+	}
+	reviews, err := authv1client.NewForConfig(cfg.RestConfig)
+	if err != nil {
+		c.closeListeners()
+		return nil, err
+	}
+	idSvc := &identity.Server{
+		CA:           ident.CA,
+		TrustDomain:  ident.TrustDomain,
+		Reviewer:     identity.TokenReviewer(reviews),
+		Fleets:       srv.Authorizer(),
+		Audience:     cfg.Audience,
+		SVIDLifetime: cfg.SVIDLifetime,
+		Log:          cfg.Log,
+	}
 	runnables := []manager.Runnable{
 		c.pipe,
 		// Every replica serves xDS (see the package comment).
 		manager.RunnableFunc(func(ctx context.Context) error {
 			return srv.Serve(ctx, c.xdsLis, ident.ServerTLS())
+		}),
+		// And the identity service.
+		manager.RunnableFunc(func(ctx context.Context) error {
+			return c.serveIdentity(ctx, c.idLis, idSvc)
 		}),
 		// The status writer runs everywhere, and writes only while leading.
 		manager.RunnableFunc(writer.Run),
@@ -269,7 +308,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
-			c.xdsLis.Close()
+			c.closeListeners()
 			return nil, err
 		}
 	}
@@ -333,13 +372,21 @@ func stripToIdentity(obj any) (any, error) {
 // Start runs the replica until ctx ends (or it loses the lead, which ends
 // the process's manager with an error, as controller-runtime does).
 func (c *Controller) Start(ctx context.Context) error {
-	c.cfg.Log.Info("controller starting", "namespace", c.cfg.Namespace, "xds", c.xdsLis.Addr().String(),
+	c.cfg.Log.Info("controller starting", "namespace", c.cfg.Namespace, "xds", c.xdsLis.Addr().String(), "identityService", c.idLis.Addr().String(),
 		"leaderElection", c.cfg.LeaderElect, "identity", c.cfg.LeaderIdentity, "serverID", c.ident.ServerID.String())
 	return c.mgr.Start(ctx)
 }
 
 // XDSAddr is the xDS listener's address.
 func (c *Controller) XDSAddr() net.Addr { return c.xdsLis.Addr() }
+
+// IdentityAddr is the identity service's address.
+func (c *Controller) IdentityAddr() net.Addr { return c.idLis.Addr() }
+
+func (c *Controller) closeListeners() {
+	c.xdsLis.Close()
+	c.idLis.Close()
+}
 
 // XDS is the replica's xDS server.
 func (c *Controller) XDS() *xdsserver.Server { return c.srv }

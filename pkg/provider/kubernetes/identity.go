@@ -17,12 +17,12 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/pki"
 )
 
-// The xDS channel's certificates until issue 5 brings SVIDs from an
-// identity service: a CA kept in the Secret CASecretName of the controller's
-// namespace (created by the first replica that finds it missing; every
-// replica reads it), a server certificate issued in memory and renewed
-// before it expires, and client certificates for the fleets, issued by the
-// provisioner through IssueFleetCertificate.
+// The xDS channel's certificates: a CA kept in the Secret CASecretName of
+// the controller's namespace (created by the first replica that finds it
+// missing; every replica reads it), and a server certificate issued in
+// memory and renewed before it expires, presented by the xDS server and
+// the identity service. The proxies' SVIDs come from the identity service
+// (pkg/identity, served by every replica), which signs them with this CA.
 
 // CASecretName is the Secret, in the controller's namespace, that holds the
 // xDS CA (keys ca.crt and ca.key).
@@ -32,9 +32,6 @@ const CASecretName = "xds-controller-ca"
 const (
 	caValidity     = 10 * 365 * 24 * time.Hour
 	serverValidity = 30 * 24 * time.Hour
-	// FleetCertificateValidity is the lifetime of a fleet's client
-	// certificate (replaced by short-lived SVIDs in issue 5).
-	FleetCertificateValidity = 365 * 24 * time.Hour
 )
 
 // Identity is the controller's CA and its xDS server certificate.
@@ -92,7 +89,7 @@ func loadOrCreateCA(ctx context.Context, c client.Client, namespace string, td s
 				return nil, fmt.Errorf("CA Secret %s: %w", key, err)
 			}
 			if time.Now().After(ca.Cert.NotAfter) {
-				return nil, fmt.Errorf("CA Secret %s expired at %s; delete it to create a new one (every fleet then needs new client certificates)", key, ca.Cert.NotAfter.Format(time.RFC3339))
+				return nil, fmt.Errorf("CA Secret %s expired at %s; delete it and restart the controller to create a new one (docs/identity.md)", key, ca.Cert.NotAfter.Format(time.RFC3339))
 			}
 			return ca, nil
 		}
@@ -162,20 +159,16 @@ func (i *Identity) ServerTLS() *tls.Config {
 	}
 }
 
-// IssueFleetCertificate issues the xDS client certificate of a fleet whose
-// pods run as serviceAccount in fleetNamespace: URI SAN
-// spiffe://<trust-domain>/ns/<fleetNamespace>/sa/<serviceAccount>, valid
-// FleetCertificateValidity. It returns the certificate, its key and the CA
-// certificate, PEM encoded, for the fleet's `<fleet>-xds-client` Secret.
-// Issue 5 replaces it with short-lived SVIDs.
-func (i *Identity) IssueFleetCertificate(fleetNamespace, serviceAccount string) (certPEM, keyPEM, caPEM []byte, err error) {
-	id, err := spiffeid.FromSegments(i.TrustDomain, "ns", fleetNamespace, "sa", serviceAccount)
-	if err != nil {
-		return nil, nil, nil, err
+// IdentityTLS is the identity service's TLS configuration: the same server
+// certificate as xDS (the agents check its SPIFFE ID), TLS 1.3, no client
+// certificate (the proxies have none yet: they authenticate with their
+// token).
+func (i *Identity) IdentityTLS() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return i.serverCertificate()
+		},
+		NextProtos: []string{"h2", "http/1.1"},
 	}
-	svid, err := i.CA.Issue(id, FleetCertificateValidity, pki.ClientAuth, nil, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return svid.CertPEM, svid.KeyPEM, i.CA.CertPEM, nil
 }

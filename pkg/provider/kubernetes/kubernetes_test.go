@@ -3,12 +3,11 @@ package kubernetes
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,7 +16,9 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
+	"github.com/xds-controller/xds-controller/pkg/xdsserver"
 )
 
 func TestReferencedSecrets(t *testing.T) {
@@ -143,25 +144,40 @@ func TestIdentity(t *testing.T) {
 		t.Error("the xDS server does not require client certificates")
 	}
 
-	certPEM, keyPEM, caPEM, err := b.IssueFleetCertificate("gw-ns", "web-xds")
-	if err != nil {
-		t.Fatal(err)
+	if a.IdentityTLS().ClientAuth != tls.NoClientCert {
+		t.Error("the identity service asks for a client certificate (proxies have none before their first SVID)")
 	}
-	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
-		t.Fatal(err)
+}
+
+// TestFleetScopes: the SVID of a shared fleet may subscribe to its class's
+// scope, a dedicated fleet's to its Gateway's, and nothing else.
+func TestFleetScopes(t *testing.T) {
+	td := spiffeid.RequireTrustDomainFromString("cluster.local")
+	x := &ir.IR{Gateways: []*ir.Gateway{
+		{Namespace: "apps", Name: "web", Class: "xds", Scope: "gatewayclass/xds"},
+		{Namespace: "apps", Name: "api", Class: "xds", Scope: "gatewayclass/xds"},
+		{Namespace: "team", Name: "web", Class: "xds", Scope: "gateway/team/web"},
+	}}
+	table := FleetScopes(td, "xds-system", x)
+	for id, scope := range map[string]string{
+		"spiffe://cluster.local/ns/xds-system/sa/envoy-xds": "gatewayclass/xds",
+		"spiffe://cluster.local/ns/team/sa/web-xds":         "gateway/team/web",
+	} {
+		if err := xdsserver.Authorize(table, spiffeid.RequireFromString(id), scope); err != nil {
+			t.Error(err)
+		}
 	}
-	blk, _ := pem.Decode(certPEM)
-	fleet, _ := x509.ParseCertificate(blk.Bytes)
-	if fleet.URIs[0].String() != "spiffe://cluster.local/ns/gw-ns/sa/web-xds" {
-		t.Errorf("fleet certificate ID %v", fleet.URIs)
+	for id, scope := range map[string]string{
+		"spiffe://cluster.local/ns/xds-system/sa/envoy-xds": "gateway/team/web",
+		"spiffe://cluster.local/ns/team/sa/web-xds":         "gatewayclass/xds",
+		"spiffe://cluster.local/ns/apps/sa/web-xds":         "gatewayclass/xds",
+	} {
+		if err := xdsserver.Authorize(table, spiffeid.RequireFromString(id), scope); err == nil {
+			t.Errorf("%s allowed %s", id, scope)
+		}
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	if _, err := fleet.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-		t.Errorf("fleet certificate does not verify against the CA: %v", err)
-	}
-	if d := time.Until(fleet.NotAfter); d < 364*24*time.Hour {
-		t.Errorf("fleet certificate valid only %s", d)
+	if len(table) != 2 {
+		t.Errorf("table %v", table)
 	}
 }
 

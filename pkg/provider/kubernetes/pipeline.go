@@ -314,6 +314,9 @@ func (p *pipeline) run(ctx context.Context) {
 		return
 	}
 	p.publish(ctx, testhook.Apply(out.XDS), out.Refused)
+	// Who may subscribe to what, and who may get an SVID: the fleets of
+	// this translation.
+	p.srv.Authorizer().Set(FleetScopes(p.ident.TrustDomain, p.cfg.Namespace, out.Result.IR))
 
 	st := status.WithStaleRoutes(out.Result.Status, res.HTTPRoutes, p.cfg.ControllerName)
 	setAddresses(st, res, resolver)

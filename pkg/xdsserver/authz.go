@@ -3,6 +3,7 @@ package xdsserver
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -96,6 +97,7 @@ func PeerID(ctx context.Context) (spiffeid.ID, error) {
 type authzCallbacks struct {
 	serverv3.Callbacks
 	authz *Authorizer
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	streams map[int64]*streamAuth
@@ -108,8 +110,8 @@ type streamAuth struct {
 	scope string
 }
 
-func withAuthorization(inner serverv3.Callbacks, a *Authorizer) serverv3.Callbacks {
-	return &authzCallbacks{Callbacks: inner, authz: a, streams: map[int64]*streamAuth{}}
+func withAuthorization(inner serverv3.Callbacks, a *Authorizer, log *slog.Logger) serverv3.Callbacks {
+	return &authzCallbacks{Callbacks: inner, authz: a, log: log, streams: map[int64]*streamAuth{}}
 }
 
 func (c *authzCallbacks) open(ctx context.Context, id int64) error {
@@ -145,6 +147,7 @@ func (c *authzCallbacks) check(id int64, node *corev3.Node) error {
 		scope = node.GetCluster()
 	}
 	if err := c.authz.Authorize(st.peer, scope); err != nil {
+		c.log.Warn("xDS stream refused", "stream", id, "peer", st.peer.String(), "scope", scope, "error", err)
 		return err
 	}
 	st.scope = scope

@@ -193,7 +193,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 	if tlsConfig == nil || tlsConfig.ClientAuth != tls.RequireAndVerifyClientCert {
 		return errors.New("xds: the server requires mutual TLS")
 	}
-	srv := serverv3.NewServer(ctx, s.cache, withAuthorization(s.callbacks(), s.authz))
+	srv := serverv3.NewServer(ctx, s.cache, withAuthorization(s.callbacks(), s.authz, s.log))
 	g := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(tlsConfig)),
 		grpc.MaxConcurrentStreams(1_000_000),

@@ -199,6 +199,12 @@ func (e *env) dumpState() {
 // --wait --set mode=MODE --set gatewayAPI.installCRDs=true`.
 func (e *env) helmInstall(mode string) {
 	e.t.Helper()
+	e.helmInstallValues(mode, chartValues(mode))
+}
+
+// helmInstallValues is helmInstall with the given values.
+func (e *env) helmInstallValues(mode string, values map[string]any) {
+	e.t.Helper()
 	cfg := e.helmConfig()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
@@ -211,7 +217,7 @@ func (e *env) helmInstall(mode string) {
 	in.Wait = true
 	in.Timeout = 3 * time.Minute
 	start := time.Now()
-	if _, err := in.Run(ch, chartValues(mode)); err != nil {
+	if _, err := in.Run(ch, values); err != nil {
 		e.dumpState()
 		e.t.Fatalf("helm install (mode %s): %v", mode, err)
 	}
@@ -611,10 +617,6 @@ spec:
 		}
 		gone["ConfigMap"] = func() error {
 			_, err := e.kube.CoreV1().ConfigMaps(exampleNamespace).Get(ctx, name, metav1.GetOptions{})
-			return err
-		}
-		gone["Secret"] = func() error {
-			_, err := e.kube.CoreV1().Secrets(exampleNamespace).Get(ctx, name+"-xds-client", metav1.GetOptions{})
 			return err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 func newControllerCommand() *cobra.Command {
 	cfg := kubernetes.Config{}
 	var kubeconfig string
+	var createCA bool
 	prov := provisioner.Options{}
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -27,7 +28,7 @@ func newControllerCommand() *cobra.Command {
 		Long: `Watches GatewayClasses of controllerName xds-controller.dev/gateway-controller,
 their Gateways and HTTPRoutes and what they reference, translates them, serves
 the result over xDS (mutual TLS; the CA is kept in the Secret xds-controller-ca
-of --namespace, created when missing), issues short-lived SVIDs to the Envoy
+of --namespace, created when missing unless --create-ca=false), issues short-lived SVIDs to the Envoy
 pods' agents (identity service: projected ServiceAccount token checked with
 TokenReview, CSR), writes status conditions and
 provisions the Envoy fleets that serve the Gateways (GatewayParameters mode
@@ -50,6 +51,9 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 				return fmt.Errorf("kubernetes client configuration: %w", err)
 			}
 			cfg.RestConfig = rc
+			if !createCA {
+				cfg.CASource = kubernetes.CAExternal
+			}
 			cfg.Log = slog.Default()
 			if err := provisioner.Install(&cfg, prov); err != nil {
 				return err
@@ -72,6 +76,7 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", ":8080", `address of /metrics ("0" disables)`)
 	f.StringVar(&cfg.HealthAddress, "health-address", ":8081", `address of /healthz and /readyz ("0" disables)`)
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect a leader among replicas; only the leader writes status and infrastructure")
+	f.BoolVar(&createCA, "create-ca", true, "create the CA Secret xds-controller-ca when missing; false waits for another writer (cert-manager) to create it")
 	f.StringVar(&cfg.TrustDomain, "trust-domain", kubernetes.DefaultTrustDomain, "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.Debounce, "debounce", kubernetes.DefaultDebounce, "quiet time after a change before translating")
 	f.DurationVar(&cfg.MaxDebounce, "max-debounce", kubernetes.DefaultMaxDebounce, "longest wait before translating while changes keep coming")

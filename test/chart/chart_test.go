@@ -287,6 +287,48 @@ func TestIdentityValues(t *testing.T) {
 	}
 }
 
+// TestCertManagerCA: by default the controller creates its CA (no
+// cert-manager objects, no --create-ca=false); with
+// identity.ca.certManager.enabled a self-signed Issuer and a CA Certificate
+// write the Secret the controller reads, and the controller waits for it.
+func TestCertManagerCA(t *testing.T) {
+	args := func(objs []object) []string {
+		c := get(find(objs, "Deployment", "xds-controller"), "spec", "template", "spec", "containers").([]any)[0].(object)
+		var out []string
+		for _, a := range c["args"].([]any) {
+			out = append(out, a.(string))
+		}
+		return out
+	}
+	objs := render(t, nil)
+	if n := kinds(objs)["Certificate"] + kinds(objs)["Issuer"]; n != 0 {
+		t.Errorf("default values render %d cert-manager objects", n)
+	}
+	if slices.Contains(args(objs), "--create-ca=false") {
+		t.Error("default values stop the controller from creating its CA")
+	}
+
+	objs = render(t, map[string]any{
+		"trustDomain": "example.org",
+		"identity":    map[string]any{"ca": map[string]any{"certManager": map[string]any{"enabled": true}}},
+	})
+	if !slices.Contains(args(objs), "--create-ca=false") {
+		t.Errorf("with cert-manager the controller still creates its CA: %v", args(objs))
+	}
+	issuer := find(objs, "Issuer", "xds-controller-selfsigned")
+	if get(issuer, "spec", "selfSigned") == nil {
+		t.Errorf("issuer is not self-signed: %v", issuer["spec"])
+	}
+	cert := find(objs, "Certificate", "xds-controller-ca")
+	if get(cert, "spec", "isCA") != true || str(cert, "spec", "secretName") != "xds-controller-ca" ||
+		str(cert, "spec", "issuerRef", "name") != "xds-controller-selfsigned" || str(cert, "spec", "issuerRef", "kind") != "Issuer" {
+		t.Errorf("CA Certificate spec: %v", cert["spec"])
+	}
+	if uris := get(cert, "spec", "uris").([]any); len(uris) != 1 || uris[0] != "spiffe://example.org" {
+		t.Errorf("CA Certificate URIs: %v", uris)
+	}
+}
+
 // TestBindingsOnlyForTheController: every (Cluster)RoleBinding binds the
 // controller's ServiceAccount; the Envoy fleets' ServiceAccounts are bound
 // to no role.

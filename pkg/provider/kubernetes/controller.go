@@ -91,6 +91,9 @@ type Config struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// TrustDomain of the xDS channel's SPIFFE IDs (default cluster.local).
 	TrustDomain string
+	// CASource says whether the controller creates its CA Secret or waits
+	// for cert-manager to write it (CASecretName).
+	CASource CASource
 	// Debounce is the quiet time after a change before a translation;
 	// MaxDebounce bounds the wait while changes keep coming.
 	Debounce, MaxDebounce time.Duration
@@ -191,7 +194,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	ident, err := LoadOrCreateIdentity(ctx, direct, cfg.Namespace, cfg.ServiceAccount, cfg.TrustDomain)
+	ident, err := LoadOrCreateIdentity(ctx, direct, cfg.Namespace, cfg.ServiceAccount, cfg.TrustDomain, cfg.CASource)
 	if err != nil {
 		return nil, err
 	}

@@ -25,8 +25,21 @@ import (
 // (pkg/identity, served by every replica), which signs them with this CA.
 
 // CASecretName is the Secret, in the controller's namespace, that holds the
-// xDS CA (keys ca.crt and ca.key).
+// xDS CA: keys ca.crt and ca.key when the controller created it, or tls.crt
+// and tls.key when cert-manager did (a Certificate with isCA: true whose
+// secretName is this; see the chart's identity.certManager value).
 const CASecretName = "xds-controller-ca"
+
+// CASource says where the CA Secret comes from.
+type CASource int
+
+const (
+	// CACreate: the first replica that finds the Secret missing creates it.
+	CACreate CASource = iota
+	// CAExternal: something else (cert-manager) writes the Secret; replicas
+	// wait for it and never create one.
+	CAExternal
+)
 
 // Validities.
 const (
@@ -48,17 +61,24 @@ type Identity struct {
 }
 
 // LoadOrCreateIdentity reads the CA from the Secret CASecretName in
-// namespace, creating it when missing (when several replicas race, the
-// loser of the Create reads the winner's), and issues the server
+// namespace. With CACreate it creates the Secret when missing (when several
+// replicas race, the loser of the Create reads the winner's); with
+// CAExternal it waits, polling every waitCAInterval until ctx ends, for
+// another writer (cert-manager) to create it. It then issues the server
 // certificate for serviceAccount: SANs DNS <serviceAccount>.<ns>.svc and
 // <serviceAccount>.<ns>.svc.cluster.local, URI the SPIFFE ID. c must read
 // Secrets from the API server, not from a cache.
-func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, serviceAccount, trustDomain string) (*Identity, error) {
+func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, serviceAccount, trustDomain string, source CASource) (*Identity, error) {
 	td, err := spiffeid.TrustDomainFromString(trustDomain)
 	if err != nil {
 		return nil, fmt.Errorf("trust domain: %w", err)
 	}
-	ca, err := loadOrCreateCA(ctx, c, namespace, td)
+	var ca *pki.CA
+	if source == CAExternal {
+		ca, err = waitForCA(ctx, c, namespace)
+	} else {
+		ca, err = loadOrCreateCA(ctx, c, namespace, td)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +104,7 @@ func loadOrCreateCA(ctx context.Context, c client.Client, namespace string, td s
 		var s corev1.Secret
 		err := c.Get(ctx, key, &s)
 		if err == nil {
-			ca, err := pki.ParseCA(s.Data[pki.CACertFile], s.Data[pki.CAKeyFile])
-			if err != nil {
-				return nil, fmt.Errorf("CA Secret %s: %w", key, err)
-			}
-			if time.Now().After(ca.Cert.NotAfter) {
-				return nil, fmt.Errorf("CA Secret %s expired at %s; delete it and restart the controller to create a new one (docs/identity.md)", key, ca.Cert.NotAfter.Format(time.RFC3339))
-			}
-			return ca, nil
+			return parseCASecret(&s)
 		}
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("reading CA Secret %s: %w", key, err)
@@ -119,6 +132,53 @@ func loadOrCreateCA(ctx context.Context, c client.Client, namespace string, td s
 		// Another replica created it first: read theirs.
 	}
 	return nil, fmt.Errorf("CA Secret %s: could not read or create it", key)
+}
+
+// waitCAInterval is how often waitForCA looks for the CA Secret.
+var waitCAInterval = 2 * time.Second
+
+// waitForCA polls for the CA Secret that another writer creates, until ctx
+// ends. Errors: ctx's, or the Secret's content (parseCASecret).
+func waitForCA(ctx context.Context, c client.Client, namespace string) (*pki.CA, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: CASecretName}
+	for {
+		var s corev1.Secret
+		err := c.Get(ctx, key, &s)
+		switch {
+		case err == nil:
+			return parseCASecret(&s)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading CA Secret %s: %w", key, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for CA Secret %s (written by cert-manager?): %w", key, ctx.Err())
+		case <-time.After(waitCAInterval):
+		}
+	}
+}
+
+// parseCASecret reads the CA from s: ca.crt and ca.key as the controller
+// writes them, else tls.crt and tls.key as cert-manager writes them for a
+// CA Certificate. Errors: neither pair present, a certificate that is not a
+// CA or does not match its key, or an expired CA.
+func parseCASecret(s *corev1.Secret) (*pki.CA, error) {
+	key := s.Namespace + "/" + s.Name
+	certPEM, keyPEM := s.Data[pki.CACertFile], s.Data[pki.CAKeyFile]
+	if len(keyPEM) == 0 {
+		certPEM, keyPEM = s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+	}
+	if len(keyPEM) == 0 {
+		return nil, fmt.Errorf("CA Secret %s has neither %s/%s nor %s/%s", key, pki.CACertFile, pki.CAKeyFile, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
+	}
+	ca, err := pki.ParseCA(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("CA Secret %s: %w", key, err)
+	}
+	if time.Now().After(ca.Cert.NotAfter) {
+		return nil, fmt.Errorf("CA Secret %s expired at %s; replace it and restart the controller (docs/identity.md)", key, ca.Cert.NotAfter.Format(time.RFC3339))
+	}
+	return ca, nil
 }
 
 // serverCertificate returns the xDS server certificate, issuing a new one

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/pki"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/xdsserver"
 )
@@ -115,12 +118,12 @@ func TestIdentity(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(s).Build()
 	ctx := context.Background()
-	a, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local")
+	a, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local", CACreate)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second replica reads the same CA.
-	b, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local")
+	b, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local", CACreate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +149,53 @@ func TestIdentity(t *testing.T) {
 
 	if a.IdentityTLS().ClientAuth != tls.NoClientCert {
 		t.Error("the identity service asks for a client certificate (proxies have none before their first SVID)")
+	}
+}
+
+// TestIdentityFromCertManager: with CAExternal the controller never
+// creates the CA Secret; it waits for it and reads the tls.crt/tls.key pair
+// that cert-manager writes for a CA Certificate.
+func TestIdentityFromCertManager(t *testing.T) {
+	s, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).Build()
+	defer func(d time.Duration) { waitCAInterval = d }(waitCAInterval)
+	waitCAInterval = 10 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local", CAExternal); err == nil || !strings.Contains(err.Error(), "cert-manager") {
+		t.Fatalf("without the Secret: %v, want an error naming cert-manager", err)
+	}
+	key := types.NamespacedName{Namespace: "system", Name: CASecretName}
+	if err := c.Get(context.Background(), key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the controller created the CA Secret itself: %v", err)
+	}
+
+	ca, keyPEM, err := pki.NewCA(spiffeid.RequireTrustDomainFromString("cluster.local"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "system", Name: CASecretName},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{"tls.crt": ca.CertPEM, "tls.key": keyPEM, "ca.crt": ca.CertPEM},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadOrCreateIdentity(context.Background(), c, "system", "xds-controller", "cluster.local", CAExternal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.CA.Cert.Equal(ca.Cert) {
+		t.Error("the identity does not use cert-manager's CA")
+	}
+
+	// A Secret without a key pair is refused with a clear error.
+	bad := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "system", Name: CASecretName}, Data: map[string][]byte{"ca.crt": ca.CertPEM}}
+	if _, err := parseCASecret(bad); err == nil || !strings.Contains(err.Error(), "neither") {
+		t.Errorf("a Secret without a key: %v", err)
 	}
 }
 

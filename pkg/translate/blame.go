@@ -43,8 +43,10 @@ func parseRouteName(n string) (ruleRef, bool) {
 // a problem outside its matches answers 500 (direct response, no filters,
 // no backends), and a match with a problem is dropped; the HTTPRoute's
 // parents of ours get PartiallyInvalid=True reason UnsupportedValue with the
-// problem. It reports whether it changed the IR.
-func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) bool {
+// problem. It reports whether it changed the IR, and every problem found,
+// by scope (those of x: when the IR did not change they are the final
+// verdict on x, so the caller need not check it again).
+func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool, map[string][]xdsvalidate.Problem) {
 	type verdict struct {
 		msgs    []string
 		dropped map[string]bool // IR route names whose match is dropped
@@ -53,8 +55,16 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) bool {
 	rules := map[string]*verdict{} // rule prefix -> verdict
 	routes := map[string]types.NamespacedName{}
 	var order []string
+	var found map[string][]xdsvalidate.Problem
 	for _, scope := range ScopeNames(x) {
-		for _, p := range xdsvalidate.Check(x[scope]) {
+		ps := xdsvalidate.Check(x[scope])
+		if len(ps) > 0 {
+			if found == nil {
+				found = map[string][]xdsvalidate.Problem{}
+			}
+			found[scope] = ps
+		}
+		for _, p := range ps {
 			ref, ok := parseRouteName(p.Route)
 			if !ok {
 				continue
@@ -83,7 +93,7 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) bool {
 		}
 	}
 	if len(rules) == 0 {
-		return false
+		return false, found
 	}
 	for _, g := range res.IR.Gateways {
 		for _, l := range g.Listeners {
@@ -127,5 +137,5 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) bool {
 				Reason: string(gwapiv1.RouteReasonUnsupportedValue), Message: msg, ObservedGeneration: gen})
 		}
 	}
-	return true
+	return true, found
 }

@@ -51,8 +51,12 @@ func TestBlame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !blame(res, x) {
+	changed, problems := blame(res, x)
+	if !changed {
 		t.Fatal("nothing blamed")
+	}
+	if n := len(problems[res.IR.Gateways[0].Scope]); n != 2 {
+		t.Errorf("%d problems reported for the scope, want the 2 found (rewrite, regex)", n)
 	}
 	routes := res.IR.Gateways[0].Listeners[0].HTTPRoutes
 	var names []string

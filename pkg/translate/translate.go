@@ -58,19 +58,23 @@ func Run(res *resources.Resources, opts gatewayapi.Options) (out *Output, err er
 	// blamed on that route rule, which answers 500 from then on (or, for a
 	// match Envoy would refuse, loses that match), and the route gets
 	// PartiallyInvalid=True; then the xDS is rendered again.
-	if blame(out.Result, x) {
+	// What is left (problems outside HTTPRoute routes) refuses the scope.
+	changed, problems := blame(out.Result, x)
+	if changed {
 		if x, err = xdstranslator.Translate(out.Result.IR); err != nil {
 			return out, fmt.Errorf("xDS translation: %w", err)
 		}
-	}
-	for scope, r := range x {
-		if ps := xdsvalidate.Check(r); len(ps) > 0 {
-			if out.Refused == nil {
-				out.Refused = map[string][]xdsvalidate.Problem{}
+		problems = nil
+		for scope, r := range x {
+			if ps := xdsvalidate.Check(r); len(ps) > 0 {
+				if problems == nil {
+					problems = map[string][]xdsvalidate.Problem{}
+				}
+				problems[scope] = ps
 			}
-			out.Refused[scope] = ps
 		}
 	}
+	out.Refused = problems
 	out.XDS = x
 	return out, nil
 }

@@ -99,21 +99,13 @@ func (c *checker) add(w where, format string, a ...any) {
 func (c *checker) resource(res types.Resource) {
 	w := where{typ: string(res.ProtoReflect().Descriptor().Name()), resource: cachev3.GetResourceName(res)}
 	if rc, ok := res.(*routev3.RouteConfiguration); ok {
-		// Route by route, so that problems name their route.
-		for _, vh := range rc.VirtualHosts {
-			for _, rt := range vh.Routes {
-				rw := w
-				rw.route = rt.Name
-				validate(c, rw, rt)
-				c.walk(rw, rt.ProtoReflect())
-			}
+		// The walk names the route of what it finds; the protoc-gen-validate
+		// rules run on the whole configuration, and only when it fails
+		// again route by route, so that problems name their route.
+		if rc.ValidateAll() != nil {
+			c.validateRoutes(w, rc)
 		}
-		rest := proto.Clone(rc).(*routev3.RouteConfiguration)
-		for _, vh := range rest.VirtualHosts {
-			vh.Routes = nil
-		}
-		validate(c, w, rest)
-		c.walk(w, rest.ProtoReflect())
+		c.walk(w, rc.ProtoReflect())
 		return
 	}
 	validate(c, w, res)
@@ -130,6 +122,24 @@ func validate(c *checker, w where, m proto.Message) {
 			c.add(w, "%v", err)
 		}
 	}
+}
+
+// validateRoutes runs the protoc-gen-validate rules of rc route by route,
+// then on the rest of rc (its routes left out), so that each problem names
+// its route.
+func (c *checker) validateRoutes(w where, rc *routev3.RouteConfiguration) {
+	for _, vh := range rc.VirtualHosts {
+		for _, rt := range vh.Routes {
+			rw := w
+			rw.route = rt.Name
+			validate(c, rw, rt)
+		}
+	}
+	rest := proto.Clone(rc).(*routev3.RouteConfiguration)
+	for _, vh := range rest.VirtualHosts {
+		vh.Routes = nil
+	}
+	validate(c, w, rest)
 }
 
 // filterChains finds two filter chains with equal matches: Envoy refuses
@@ -151,8 +161,12 @@ func (c *checker) filterChains(w where, l *listenerv3.Listener) {
 	}
 }
 
-// walk visits every message under m, Any payloads included.
+// walk visits every message under m, Any payloads included; what is found
+// under an Envoy route names that route.
 func (c *checker) walk(w where, m protoreflect.Message) {
+	if rt, ok := m.Interface().(*routev3.Route); ok {
+		w.route = rt.GetName()
+	}
 	c.visit(w, m)
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		fw := w

@@ -10,11 +10,11 @@ import (
 type TypeStatus struct {
 	// Acked is the snapshot version the proxy last accepted (ACK), "" when
 	// none is known.
-	Acked string
+	Acked string `json:"acked,omitempty"`
 	// Nacked is the snapshot version the proxy last rejected (NACK), ""
 	// when none; ErrorDetail is Envoy's error_detail message for it.
-	Nacked      string
-	ErrorDetail string
+	Nacked      string `json:"nacked,omitempty"`
+	ErrorDetail string `json:"error,omitempty"`
 }
 
 // Proxy is one connected Envoy as the xDS server saw it.
@@ -25,6 +25,9 @@ type Proxy struct {
 	NodeID, Scope string
 	// Types is the ACK/NACK state per type URL.
 	Types map[string]TypeStatus
+	// Replica is the controller replica the proxy is connected to, as
+	// named in SetPeers; "" for this one.
+	Replica string
 }
 
 // Outcome is what one discovery request meant.

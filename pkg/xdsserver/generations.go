@@ -102,6 +102,9 @@ type Nack struct {
 	Generation uint64
 	// Detail is Envoy's error_detail message.
 	Detail string
+	// Replica is the controller replica whose proxy sent the NACK, as
+	// named in SetPeers; "" for this one.
+	Replica string
 }
 
 // ScopeView is the data-plane state of one scope, for status.
@@ -120,14 +123,17 @@ type ScopeView struct {
 }
 
 // ProxyView is one connected proxy: the generation it ACKed per type URL
-// (0: nothing known).
+// (0: nothing known, or a version this replica never published).
 type ProxyView struct {
 	NodeID string
 	Acked  map[string]uint64
+	// Replica is the controller replica it is connected to ("" this one).
+	Replica string
 }
 
 // View returns the data-plane state of every scope that has a published
-// snapshot or a connected proxy. The result is a copy.
+// snapshot or a connected proxy, this replica's and its peers' (SetPeers,
+// MergeProxies). The result is a copy.
 func (s *Server) View() map[string]ScopeView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -146,10 +152,10 @@ func (s *Server) View() map[string]ScopeView {
 		}
 		out[scope] = v
 	}
-	for _, p := range s.acks.Proxies() {
+	for _, p := range MergeProxies(s.acks.Proxies(), s.peers) {
 		v := out[p.Scope]
 		st := s.scopes[p.Scope]
-		pv := ProxyView{NodeID: p.NodeID, Acked: map[string]uint64{}}
+		pv := ProxyView{NodeID: p.NodeID, Acked: map[string]uint64{}, Replica: p.Replica}
 		for typ, ts := range p.Types {
 			if st != nil && ts.Acked != "" {
 				pv.Acked[typ] = st.genOf[ts.Acked]

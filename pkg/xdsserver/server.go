@@ -59,6 +59,10 @@ type Server struct {
 	acks    *Tracker
 	nacks   []Nack
 	nackSeq uint64
+	// peers are the other replicas' reports (peers.go); peerNacks the
+	// NACKs of theirs already listed in nacks.
+	peers     map[string]Report
+	peerNacks map[peerNackKey]bool
 
 	subMu sync.Mutex
 	subs  []chan struct{}
@@ -71,9 +75,10 @@ func New(log *slog.Logger) *Server {
 		cache:   cachev3.NewSnapshotCache(true, ScopeHash{}, nil),
 		log:     log,
 		metrics: newMetrics(),
-		scopes:  map[string]*scopeState{},
-		acks:    NewTracker(),
-		authz:   &Authorizer{},
+		scopes:    map[string]*scopeState{},
+		acks:      NewTracker(),
+		authz:     &Authorizer{},
+		peerNacks: map[peerNackKey]bool{},
 	}
 }
 
@@ -118,6 +123,10 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	}
 	st.published(version, snap)
 	defer func() { go s.notify() }()
+	// A peer may have seen this version ACKed or rejected already.
+	if s.applyPeers(scope, st) && st.served != "" && st.served != version {
+		go s.withdraw(scope, st.served)
+	}
 	if n, bad := st.rejected[version]; bad {
 		return version, true, fmt.Errorf("scope %s: Envoy proxy %s rejected this configuration before (%s); the scope keeps serving generation %d",
 			scope, n.NodeID, n.Detail, st.genOf[st.served])

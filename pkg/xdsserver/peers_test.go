@@ -1,0 +1,136 @@
+package xdsserver
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+)
+
+func TestMergeProxies(t *testing.T) {
+	lds := func(v string) map[string]TypeStatus { return map[string]TypeStatus{resource.ListenerType: {Acked: v}} }
+	local := []Proxy{{Stream: 3, Scope: "a", NodeID: "e2", Types: lds("v2")}}
+	peers := map[string]Report{
+		"replica-b": {Proxies: []ReportedProxy{{Scope: "a", NodeID: "e1", Types: lds("v1")}, {Scope: "a", NodeID: "e2", Types: lds("stale")}}},
+		"replica-c": {Proxies: []ReportedProxy{{Scope: "a", NodeID: "e1", Types: lds("other")}, {Scope: "b", NodeID: "e1", Types: lds("v9")}}},
+	}
+	want := []Proxy{
+		{Scope: "a", NodeID: "e1", Types: lds("v1"), Replica: "replica-b"},
+		{Stream: 3, Scope: "a", NodeID: "e2", Types: lds("v2")},
+		{Scope: "b", NodeID: "e1", Types: lds("v9"), Replica: "replica-c"},
+	}
+	if d := cmp.Diff(want, MergeProxies(local, peers)); d != "" {
+		t.Errorf("MergeProxies (-want +got):\n%s", d)
+	}
+	if got := MergeProxies(nil, nil); len(got) != 0 {
+		t.Errorf("MergeProxies(nil, nil) = %v", got)
+	}
+}
+
+// TestPeersInView: a peer's proxy counts in View with the generation its
+// ACKed version has here; a version never published here counts as 0.
+func TestPeersInView(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	v1, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	s.SetPeers(map[string]Report{"replica-b": {Proxies: []ReportedProxy{
+		{Scope: "a", NodeID: "e1", Types: map[string]TypeStatus{resource.ListenerType: {Acked: v2}, resource.RouteType: {Acked: v1}}},
+		{Scope: "a", NodeID: "e2", Types: map[string]TypeStatus{resource.ListenerType: {Acked: "unknown"}}},
+	}}})
+	got := s.View()["a"].Proxies
+	want := []ProxyView{
+		{NodeID: "e1", Replica: "replica-b", Acked: map[string]uint64{resource.ListenerType: 2, resource.RouteType: 1}},
+		{NodeID: "e2", Replica: "replica-b", Acked: map[string]uint64{resource.ListenerType: 0}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("proxies (-want +got):\n%s", d)
+	}
+	if !slices.Equal(s.scopes["a"].good, []string{v2}) {
+		t.Errorf("good versions %v, want the peer-ACKed %s", s.scopes["a"].good, v2)
+	}
+	s.SetPeers(nil)
+	if ps := s.View()["a"].Proxies; len(ps) != 0 {
+		t.Errorf("a gone peer's proxies are still listed: %+v", ps)
+	}
+}
+
+// TestPeerNackWithdraws: a NACK on another replica rejects the version
+// here too (withdrawn to the last good one, listed once in NacksSince with
+// the replica's name, never served again), and a version a peer rejected
+// before this replica published it is not served.
+func TestPeerNackWithdraws(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	v1, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	s.SetPeers(map[string]Report{"replica-b": {Proxies: []ReportedProxy{
+		{Scope: "a", NodeID: "e1", Types: map[string]TypeStatus{resource.ListenerType: {Acked: v1}}}}}})
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	if s.Served("a") != v2 {
+		t.Fatalf("served %s, want %s", s.Served("a"), v2)
+	}
+	rejected := Report{
+		Proxies: []ReportedProxy{{Scope: "a", NodeID: "e1", Types: map[string]TypeStatus{
+			resource.ListenerType: {Acked: v1, Nacked: v2, ErrorDetail: "bad listener"}}}},
+		Nacks: []ReportedNack{{Scope: "a", NodeID: "e1", TypeURL: resource.ListenerType, Version: v2, Detail: "bad listener"}},
+	}
+	s.SetPeers(map[string]Report{"replica-b": rejected})
+	eventually(t, "the peer-rejected version withdrawn", func() bool { return s.Served("a") == v1 })
+	v := s.View()["a"]
+	if v.Rejected == nil || v.Rejected.Version != v2 || v.Rejected.Generation != 2 || v.Rejected.Replica != "replica-b" || v.Rejected.Detail != "bad listener" {
+		t.Errorf("rejected = %+v, want generation 2 by replica-b", v.Rejected)
+	}
+	s.SetPeers(map[string]Report{"replica-b": rejected})
+	if n := s.NacksSince(0); len(n) != 1 || n[0].Replica != "replica-b" || n[0].NodeID != "e1" {
+		t.Errorf("NacksSince = %+v, want the peer's NACK once", n)
+	}
+	if r := s.Report(); len(r.Nacks) != 0 {
+		t.Errorf("a peer's NACK is reported as ours: %+v", r.Nacks)
+	}
+
+	// A version the peer rejected before this replica published it.
+	v3 := mustVersion(t, withListener(cluster("three"), "l1"))
+	s.SetPeers(map[string]Report{"replica-b": {Nacks: []ReportedNack{{Scope: "a", NodeID: "e1", TypeURL: resource.ListenerType, Version: v3, Detail: "no"}}}})
+	if _, _, err := s.Publish(ctx, "a", withListener(cluster("three"), "l1")); err == nil || s.Served("a") != v1 {
+		t.Errorf("a peer-rejected version was served (err=%v, served %s)", err, s.Served("a"))
+	}
+}
+
+// TestReportIsOwnState: Report lists this replica's proxies and NACKs and
+// marshals deterministically.
+func TestReportIsOwnState(t *testing.T) {
+	s := New(slog.Default())
+	v1, _, _ := s.Publish(context.Background(), "a", cluster("one"))
+	s.onRequest(1, "envoy-1", "a", resource.ListenerType, "", "", false, "")
+	respond(s, "1", v1)
+	answer(s, "1", "bad")
+	s.SetPeers(map[string]Report{"replica-b": {Proxies: []ReportedProxy{{Scope: "a", NodeID: "e9"}}}})
+	r := s.Report()
+	want := Report{
+		Proxies: []ReportedProxy{{Scope: "a", NodeID: "envoy-1", Types: map[string]TypeStatus{resource.ListenerType: {Nacked: v1, ErrorDetail: "bad"}}}},
+		Nacks:   []ReportedNack{{Scope: "a", NodeID: "envoy-1", TypeURL: resource.ListenerType, Version: v1, Detail: "bad"}},
+	}
+	if d := cmp.Diff(want, r); d != "" {
+		t.Errorf("Report (-want +got):\n%s", d)
+	}
+	a, _ := json.Marshal(r)
+	b, _ := json.Marshal(s.Report())
+	if string(a) != string(b) {
+		t.Errorf("Report marshals differently twice:\n%s\n%s", a, b)
+	}
+}
+
+func mustVersion(t *testing.T, r *xdstranslator.Resources) string {
+	t.Helper()
+	v, err := Version(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -72,9 +72,9 @@ type Server struct {
 // NACK messages.
 func New(log *slog.Logger) *Server {
 	return &Server{
-		cache:   cachev3.NewSnapshotCache(true, ScopeHash{}, nil),
-		log:     log,
-		metrics: newMetrics(),
+		cache:     cachev3.NewSnapshotCache(true, ScopeHash{}, nil),
+		log:       log,
+		metrics:   newMetrics(),
 		scopes:    map[string]*scopeState{},
 		acks:      NewTracker(),
 		authz:     &Authorizer{},

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -170,4 +171,109 @@ func fleetIDForScope(t *testing.T, r *replica, scope string) spiffeid.ID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestProgrammedAcrossReplicas: two replicas with leader election; the
+// only proxy is connected to the replica that does not lead. Its ACK
+// reaches the leader through the follower's data-plane report, so the
+// Gateway becomes Programmed; its NACK gives Programmed=False reason
+// Rejected with Envoy's message and a Warning Event written by the leader,
+// and the leader withdraws the rejected version too.
+func TestProgrammedAcrossReplicas(t *testing.T) {
+	requireAPIServer(t)
+	ctx := context.Background()
+	a := startReplica(t, replicaOptions{leaderElect: true, identity: "peers-a"})
+	eventually(t, 15*time.Second, "peers-a to lead", func() error {
+		if a.Leading() {
+			return nil
+		}
+		return errors.New("not leading")
+	})
+	b := startReplica(t, replicaOptions{leaderElect: true, identity: "peers-b"})
+	applyFile(t, filepath.Join(testdata, "01-basic-http.in.yaml"))
+	const scope = "gatewayclass/xds"
+	eventually(t, 20*time.Second, "Programmed=False without proxies", func() error {
+		if c := programmed(t); c == nil || c.Reason != "Pending" || !strings.Contains(c.Message, "no Envoy proxy") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+	if b.Leading() {
+		t.Fatal("both replicas lead")
+	}
+
+	p := fakeProxy(t, b, "envoy-on-follower", scope)
+	began := time.Now()
+	eventually(t, 20*time.Second, "Programmed=True from the follower's proxy", func() error {
+		if c := programmed(t); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "1/1 Envoy proxies serve generation") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+	t.Logf("Programmed=True %s after the proxy connected to the follower: %s", time.Since(began).Round(time.Millisecond), programmed(t).Message)
+	if a.XDS().Report().Proxies != nil {
+		t.Errorf("the leader reports proxies of its own: %+v", a.XDS().Report().Proxies)
+	}
+	good := a.XDS().Served(scope)
+
+	p.Reject("Invalid regex '(': missing )")
+	hr := getRoute(t)
+	hr.Spec.Hostnames = append(hr.Spec.Hostnames, "nack-on-follower.example.com")
+	if err := update(ctx, hr); err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	eventually(t, 20*time.Second, "Programmed=False reason Rejected from the follower's NACK", func() error {
+		if c := programmed(t); c == nil || c.Reason != status.ReasonRejected || !strings.Contains(c.Message, "Invalid regex '(': missing )") ||
+			!strings.Contains(c.Message, "envoy-on-follower") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+	t.Logf("the follower's NACK in the Gateway's status %s after the edit:\n%s", time.Since(began).Round(time.Millisecond), toYAML(getGateway(t).Status.Conditions))
+	eventually(t, 10*time.Second, "both replicas to serve the last accepted version again", func() error {
+		if va, vb := a.XDS().Served(scope), b.XDS().Served(scope); va != good || vb != good {
+			return fmt.Errorf("leader serves %s, follower %s, want %s", va, vb, good)
+		}
+		return nil
+	})
+	eventually(t, 20*time.Second, "a Warning Event by the leader on the Gateway", func() error {
+		var evs eventsv1.EventList
+		if err := k8sClient.List(ctx, &evs, client.InNamespace("default")); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "Gateway" && e.Regarding.Name == gatewayKey.Name && e.Reason == status.ReasonRejected &&
+				strings.Contains(e.Note, "via controller replica peers-b") {
+				t.Logf("Event: %s %s: %s", e.Type, e.Reason, e.Note)
+				return nil
+			}
+		}
+		return fmt.Errorf("no Rejected Event naming replica peers-b among %d", len(evs.Items))
+	})
+	if n := b.writes.n.Load(); n != 0 {
+		t.Errorf("the follower wrote status %d times", n)
+	}
+
+	// The proxy leaves: the follower's report empties and the Gateway is
+	// Pending again (the rejection stays until the input changes).
+	p.Reject("")
+	hr = getRoute(t)
+	hr.Spec.Hostnames = append(hr.Spec.Hostnames, "fixed.example.com")
+	if err := update(ctx, hr); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "Programmed=True again", func() error {
+		if c := programmed(t); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+	p.Close()
+	eventually(t, 20*time.Second, "Pending after the proxy left the follower", func() error {
+		if c := programmed(t); c == nil || c.Reason != "Pending" || !strings.Contains(c.Message, "no Envoy proxy") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
 }

@@ -177,6 +177,8 @@ func (c *requestCounter) wrap(cfg *rest.Config) *rest.Config {
 			switch {
 			case (r.Method == http.MethodPatch || r.Method == http.MethodPut) && strings.HasSuffix(r.URL.Path, "/status"):
 				c.n.Add(1)
+			case strings.Contains(r.URL.Path, "/configmaps/"+kubernetes.ReportPrefix):
+				// every replica's data-plane report: not infrastructure
 			case write && slices.ContainsFunc(infraResources, func(s string) bool { return strings.Contains(r.URL.Path, s) }):
 				c.infra.Add(1)
 			}

@@ -89,6 +89,14 @@ type Config struct {
 	// LeaseDuration, RenewDeadline, RetryPeriod: controller-runtime's
 	// defaults (15s, 10s, 2s) when zero.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// ReplicaName names this replica's data-plane report, the ConfigMap
+	// ReportName(ReplicaName) in Namespace (peers.go), and the Pod that
+	// owns it when one of that name exists in Namespace. Default: the
+	// environment's POD_NAME, else LeaderIdentity.
+	ReplicaName string
+	// ReportInterval is the least time between two writes of the report
+	// (default DefaultReportInterval, 500ms).
+	ReportInterval time.Duration
 	// TrustDomain of the xDS channel's SPIFFE IDs (default cluster.local).
 	TrustDomain string
 	// CASource says whether the controller creates its CA Secret or waits
@@ -131,6 +139,8 @@ func (c *Config) defaults() error {
 		host, _ := os.Hostname()
 		c.LeaderIdentity = cmp.Or(host, "xds-controller") + "_" + rand.String(8)
 	}
+	c.ReplicaName = cmp.Or(c.ReplicaName, os.Getenv("POD_NAME"), c.LeaderIdentity)
+	c.ReportInterval = cmp.Or(c.ReportInterval, DefaultReportInterval)
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, 15*time.Second)
 	c.RenewDeadline = cmp.Or(c.RenewDeadline, 10*time.Second)
 	c.RetryPeriod = cmp.Or(c.RetryPeriod, 2*time.Second)
@@ -266,6 +276,19 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		c.pipe.prov = newProvisionLoop(cfg.Hooks.Provisioner, leader, cfg.Log)
 	}
 
+	// The other replicas' data-plane reports, from a cache of their
+	// ConfigMaps only (the manager's caches ConfigMaps as metadata).
+	peerOpts := peerCacheOptions(cfg.Namespace)
+	peerOpts.Scheme, peerOpts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
+	peerCache, err := cache.New(cfg.RestConfig, peerOpts)
+	if err != nil {
+		return nil, fmt.Errorf("data-plane report cache: %w", err)
+	}
+	if err := mgr.Add(peerCache); err != nil {
+		return nil, err
+	}
+	reportName := ReportName(cfg.ReplicaName)
+
 	c.xdsLis, err = net.Listen("tcp", cfg.XDSAddress)
 	if err != nil {
 		return nil, fmt.Errorf("xDS listener: %w", err)
@@ -291,15 +314,21 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	runnables := []manager.Runnable{
 		c.pipe,
-		// Every replica serves xDS (see the package comment).
-		manager.RunnableFunc(func(ctx context.Context) error {
+		// Every replica serves xDS (see the package comment). A bare
+		// RunnableFunc would run on the leader only.
+		everywhere(func(ctx context.Context) error {
 			return srv.Serve(ctx, c.xdsLis, ident.ServerTLS())
 		}),
-		// And the identity service.
-		manager.RunnableFunc(func(ctx context.Context) error {
+		// And the identity service (on every replica as well).
+		everywhere(func(ctx context.Context) error {
 			return c.serveIdentity(ctx, c.idLis, idSvc)
 		}),
-		// The status writer runs everywhere, and writes only while leading.
+		// Every replica reports its proxies to the others and reads theirs.
+		&reporter{srv: srv, c: mgr.GetClient(), api: mgr.GetAPIReader(), ns: cfg.Namespace, name: reportName,
+			pod: cfg.ReplicaName, interval: cfg.ReportInterval, log: cfg.Log},
+		&peerWatch{srv: srv, cache: peerCache, self: reportName, log: cfg.Log},
+		// The status writer runs on the leader (a RunnableFunc needs the
+		// lead), and writes only while the Lease is fresh.
 		manager.RunnableFunc(writer.Run),
 		&leaderRunnable{l: leader, onStart: func() {
 			cfg.Log.Info("leading: writing status and infrastructure", "identity", cfg.LeaderIdentity)
@@ -328,6 +357,14 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	return c, nil
 }
+
+// everywhere is a runnable that runs on every replica, leader or not
+// (controller-runtime starts a runnable that does not say so only on the
+// leader).
+type everywhere func(context.Context) error
+
+func (f everywhere) Start(ctx context.Context) error { return f(ctx) }
+func (everywhere) NeedLeaderElection() bool          { return false }
 
 // cacheOptions limit the informer caches to what we act on (see the
 // package comment), plus the hooks' own restrictions (extra).

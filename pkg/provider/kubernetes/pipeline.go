@@ -347,7 +347,9 @@ func (p *pipeline) run(ctx context.Context) {
 // refresh hands the last translation's status, with Programmed decided by
 // the data plane (status.WithDataPlane), to the status writer (which writes
 // only what changed), and records a Warning Event reason Rejected on every
-// Gateway of a scope whose proxy NACKed, once per NACK, on the leader.
+// Gateway of a scope whose proxy NACKed, once per NACK, on the leader. The
+// server's View and NACKs include those of the other replicas' proxies
+// (peers.go).
 func (p *pipeline) refresh() {
 	nacks := p.srv.NacksSince(p.nackSeq)
 	if len(nacks) > 0 {
@@ -366,8 +368,12 @@ func (p *pipeline) refresh() {
 			if g.Scope != n.Scope || obj == nil {
 				continue
 			}
+			via := ""
+			if n.Replica != "" {
+				via = " via controller replica " + n.Replica
+			}
 			p.events.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonRejected, "Programming",
-				"Envoy proxy %s rejected generation %d of scope %s (%s): %s", n.NodeID, n.Generation, n.Scope, n.TypeURL, n.Detail)
+				"Envoy proxy %s%s rejected generation %d of scope %s (%s): %s", n.NodeID, via, n.Generation, n.Scope, n.TypeURL, n.Detail)
 		}
 	}
 }

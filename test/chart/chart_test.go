@@ -500,3 +500,17 @@ func TestCRDCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestExtraEnv: extraEnv lands in the controller container after the
+// chart's own variables.
+func TestExtraEnv(t *testing.T) {
+	objs := render(t, map[string]any{"extraEnv": []any{map[string]any{"name": "XDS_CONTROLLER_TESTHOOK_REJECT_PREFIX", "value": "/nack-me"}}})
+	c := get(find(objs, "Deployment", "xds-controller"), "spec", "template", "spec", "containers").([]any)[0].(object)
+	var names []string
+	for _, e := range c["env"].([]any) {
+		names = append(names, e.(object)["name"].(string))
+	}
+	if want := []string{"POD_NAME", "POD_NAMESPACE", "XDS_CONTROLLER_TESTHOOK_REJECT_PREFIX"}; !slices.Equal(names, want) {
+		t.Errorf("env %v, want %v", names, want)
+	}
+}

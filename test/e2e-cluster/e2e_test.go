@@ -202,6 +202,17 @@ func (e *env) helmInstall(mode string) {
 	e.helmInstallValues(mode, chartValues(mode))
 }
 
+// helmInstallWith is helmInstall with further values (top-level keys
+// replace chartValues' own).
+func (e *env) helmInstallWith(mode string, extra map[string]any) {
+	e.t.Helper()
+	values := chartValues(mode)
+	for k, v := range extra {
+		values[k] = v
+	}
+	e.helmInstallValues(mode, values)
+}
+
 // helmInstallValues is helmInstall with the given values.
 func (e *env) helmInstallValues(mode string, values map[string]any) {
 	e.t.Helper()
@@ -377,7 +388,12 @@ type echoResponse struct {
 
 // get sends GET http://addr:80path with Host host.
 func (e *env) get(addr, host, path string) (*echoResponse, error) {
-	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(addr, "80")+path, nil)
+	return e.getPort(addr, "80", host, path)
+}
+
+// getPort sends GET http://addr:port/path with Host host.
+func (e *env) getPort(addr, port, host, path string) (*echoResponse, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(addr, port)+path, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,280 @@
+package e2ecluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The test hook (internal/testhook) of the controller turns every Envoy
+// route with exactly this path prefix into the regex "(", past
+// pre-validation: Envoy rejects the route configuration.
+const (
+	nackPrefix   = "/nack-me"
+	nackHookEnv  = "XDS_CONTROLLER_TESTHOOK_REJECT_PREFIX"
+	controllerLS = "app.kubernetes.io/name=xds-controller"
+)
+
+const nackRouteYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: nack-me
+  namespace: xds-example
+spec:
+  parentRefs:
+  - name: web
+  hostnames: ["nack.example.com"]
+  rules:
+  - matches:
+    - path: {type: PathPrefix, value: /nack-me}
+    backendRefs:
+    - name: foo
+      port: 80
+`
+
+// TestNackOnTheLocalCluster (issue 7) runs, with two controller replicas
+// (so that proxies connect to the leader and to the follower) and the
+// NACK test hook on:
+//   - killing every controller pod while a client sends requests through
+//     the Gateway fails no request, and Programmed comes back;
+//   - a route that Envoy rejects gives Programmed=False reason Rejected
+//     with Envoy's message and a Warning Event, and the old routes keep
+//     answering;
+//   - an Envoy pod started during the NACK serves the last good
+//     configuration;
+//   - removing the route makes the Gateway Programmed again.
+func TestNackOnTheLocalCluster(t *testing.T) {
+	e := setup(t)
+	e.cleanup()
+	if os.Getenv("E2E_KEEP") == "" {
+		t.Cleanup(e.cleanup)
+	}
+	for _, mode := range []string{"Shared", "Dedicated"} {
+		t.Run(mode, func(t *testing.T) {
+			me := *e
+			me.t = t
+			me.nack(mode)
+		})
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func (e *env) nack(mode string) {
+	t := e.t
+	ctx := context.Background()
+	e.cleanup()
+	e.helmInstallWith(mode, map[string]any{
+		"replicas": 2,
+		"extraEnv": []any{map[string]any{"name": nackHookEnv, "value": nackPrefix}},
+	})
+	e.mustKubectl("", "apply", "-f", examplesDir)
+	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "deploy/bar", "--timeout=120s")
+	web := e.gatewayAddress("web", 4*time.Minute)
+	e.expectBackend(web, "foo.example.com", "/", "foo", 3*time.Minute)
+	e.expectBackend(web, "bar.example.com", "/api/users", "bar", time.Minute)
+	fleetNS, fleetName := releaseNamespace, "envoy-"+className
+	if mode == "Dedicated" {
+		fleetNS, fleetName = exampleNamespace, "web-"+className
+	}
+	e.fleetState(fleetNS, fleetName)
+	e.logReports()
+
+	// 1. Every controller pod killed under load: no request fails.
+	load := e.startLoad(web, "foo.example.com", "/", "foo")
+	time.Sleep(2 * time.Second)
+	began := time.Now()
+	e.mustKubectl("", "-n", releaseNamespace, "delete", "pod", "-l", controllerLS, "--grace-period=0", "--force", "--wait=false")
+	e.mustKubectl("", "-n", releaseNamespace, "rollout", "status", "deploy/"+releaseName, "--timeout=180s")
+	e.eventually("web Programmed=True again after the controller pods were killed", 3*time.Minute, e.gatewayCondition("web", "Programmed", "True", "Programmed", ""))
+	t.Logf("controller pods replaced and web Programmed again %s after the kill", time.Since(began).Round(100*time.Millisecond))
+	time.Sleep(3 * time.Second)
+	n, failed, errs := load.stop()
+	t.Logf("controller kill under load: %d requests through web, %d failed %v", n, failed, errs)
+	if failed > 0 || n == 0 {
+		t.Errorf("killing the controller: %d of %d requests failed: %v", failed, n, errs)
+	}
+	e.logReports()
+
+	// 2. A route that Envoy rejects.
+	began = time.Now()
+	e.mustKubectl(nackRouteYAML, "apply", "-f", "-")
+	rejected := e.gatewayCondition("web", "Programmed", "False", "Rejected", "Invalid regex")
+	for err := rejected(); err != nil; err = rejected() {
+		if time.Since(began) > 2*time.Minute {
+			e.dumpState()
+			t.Fatalf("web not Programmed=False reason Rejected: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the NACK showed in web's status %s after `kubectl apply` of the route", time.Since(began).Round(100*time.Millisecond))
+	t.Logf("kubectl get gateway web -n %s -o yaml during the NACK:\n%s", exampleNamespace,
+		e.mustKubectl("", "-n", exampleNamespace, "get", "gateway", "web", "-o", "yaml"))
+	e.eventually("a Warning Event reason Rejected on web", time.Minute, func() error {
+		evs, err := e.kube.CoreV1().Events(exampleNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=Rejected,involvedObject.name=web"})
+		if err != nil {
+			return err
+		}
+		if len(evs.Items) == 0 {
+			return errors.New("no Event")
+		}
+		t.Logf("Event: %s %s: %s", evs.Items[0].Type, evs.Items[0].Reason, evs.Items[0].Message)
+		return nil
+	})
+	e.logReports()
+	e.steady(web, "foo.example.com", "/", "foo", 5*time.Second)
+	e.expectBackend(web, "bar.example.com", "/api/users", "bar", 10*time.Second)
+	if r, err := e.get(web, "nack.example.com", nackPrefix); err == nil {
+		t.Errorf("the rejected route answers: %+v", r)
+	}
+
+	// 3. A new Envoy pod during the NACK serves the last good configuration.
+	pods, err := e.kube.CoreV1().Pods(fleetNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=envoy,app.kubernetes.io/instance=" + fleetName})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("fleet pods: %v %d", err, len(pods.Items))
+	}
+	old := map[string]bool{}
+	for _, p := range pods.Items {
+		old[p.Name] = true
+	}
+	if err := e.kube.CoreV1().Pods(fleetNS).Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var fresh *corev1.Pod
+	e.eventually("a new Envoy pod Ready", 2*time.Minute, func() error {
+		pods, err := e.kube.CoreV1().Pods(fleetNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=envoy,app.kubernetes.io/instance=" + fleetName})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if !old[p.Name] && p.DeletionTimestamp == nil && podReady(&p) {
+				fresh = &p
+				return nil
+			}
+		}
+		return errors.New("none yet")
+	})
+	svc, err := e.kube.CoreV1().Services(exampleNamespace).Get(ctx, "web-"+className, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podAddr := net.JoinHostPort(fresh.Status.PodIP, fmt.Sprint(svc.Spec.Ports[0].TargetPort.IntValue()))
+	e.eventually("the new Envoy pod "+fresh.Name+" ("+podAddr+") serves foo.example.com", time.Minute, func() error {
+		r, err := e.getAt(podAddr, "foo.example.com", "/")
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(r.Pod, "foo-") {
+			return fmt.Errorf("answered by %s", r.Pod)
+		}
+		return nil
+	})
+	if r, err := e.getAt(podAddr, "bar.example.com", "/api/users"); err != nil || !strings.HasPrefix(r.Pod, "bar-") {
+		t.Errorf("the new Envoy pod: bar.example.com/api/users: %+v %v", r, err)
+	}
+	if r, err := e.getAt(podAddr, "nack.example.com", nackPrefix); err == nil {
+		t.Errorf("the new Envoy pod serves the rejected route: %+v", r)
+	}
+	if err := rejected(); err != nil {
+		t.Errorf("web after the new Envoy pod: %v", err)
+	}
+
+	// 4. Without the rejected route the Gateway is Programmed again.
+	e.mustKubectl("", "-n", exampleNamespace, "delete", "httproute", "nack-me")
+	e.eventually("web Programmed=True after the rejected route is gone", 2*time.Minute, e.gatewayCondition("web", "Programmed", "True", "Programmed", ""))
+	e.steady(web, "foo.example.com", "/", "foo", 3*time.Second)
+}
+
+// gatewayCondition returns a check that Gateway name (example namespace)
+// has condition typ with status, reason and a message containing msg.
+func (e *env) gatewayCondition(name, typ, status, reason, msg string) func() error {
+	return func() error {
+		gw, err := e.dyn.Resource(gatewayGVR).Namespace(exampleNamespace).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := condition(gw, typ)
+		m, _ := c["message"].(string)
+		if c == nil || c["status"] != status || c["reason"] != reason || !strings.Contains(m, msg) {
+			return fmt.Errorf("%s: %v", typ, c)
+		}
+		return nil
+	}
+}
+
+// logReports logs the controller replicas' data-plane reports.
+func (e *env) logReports() {
+	out, _ := e.kubectl("", "-n", releaseNamespace, "get", "configmaps", "-l", "xds-controller.dev/dataplane-report=true",
+		"-o", `jsonpath={range .items[*]}{.metadata.name}: {.data.report\.json}{"\n"}{end}`)
+	e.t.Logf("data-plane reports:\n%s", out)
+}
+
+// getAt sends GET http://addrpath (addr host:port) with Host host.
+func (e *env) getAt(addr, host, path string) (*echoResponse, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	return e.getPort(h, p, host, path)
+}
+
+// load sends requests one after the other until stop.
+type load struct {
+	n, failed atomic.Int64
+	mu        sync.Mutex
+	errs      []string
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// startLoad sends GET addr host path in a loop (a new connection each,
+// 20 ms apart) and counts the requests that fail or are not answered by
+// backend.
+func (e *env) startLoad(addr, host, path, backend string) *load {
+	l := &load{done: make(chan struct{})}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for {
+			select {
+			case <-l.done:
+				return
+			default:
+			}
+			r, err := e.get(addr, host, path)
+			if err == nil && !strings.HasPrefix(r.Pod, backend+"-") {
+				err = fmt.Errorf("answered by %s", r.Pod)
+			}
+			l.n.Add(1)
+			if err != nil {
+				l.failed.Add(1)
+				l.mu.Lock()
+				if len(l.errs) < 5 {
+					l.errs = append(l.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
+				}
+				l.mu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return l
+}
+
+// stop ends the load and returns the requests sent, those that failed and
+// the first few errors.
+func (l *load) stop() (n, failed int64, errs []string) {
+	close(l.done)
+	l.wg.Wait()
+	return l.n.Load(), l.failed.Load(), l.errs
+}

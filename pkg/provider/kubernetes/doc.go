@@ -62,4 +62,9 @@
 // that loses the lead stops writing at once, even before controller-runtime
 // notices and exits the process. When a replica becomes leader, the status
 // writer re-checks every object and the provisioner runs.
+//
+// Programmed depends on what every replica's proxies ACKed, so each
+// replica publishes its proxies' state (peers.go: a ConfigMap
+// xds-controller-dataplane-<replica>, the only write a follower makes) and
+// reads the others'.
 package kubernetes

@@ -2,6 +2,7 @@ package e2ecluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -95,8 +96,34 @@ func (e *env) nack(mode string) {
 	load := e.startLoad(web, "foo.example.com", "/", "foo")
 	time.Sleep(2 * time.Second)
 	began := time.Now()
+	killed := e.controllerPods()
 	e.mustKubectl("", "-n", releaseNamespace, "delete", "pod", "-l", controllerLS, "--grace-period=0", "--force", "--wait=false")
-	e.mustKubectl("", "-n", releaseNamespace, "rollout", "status", "deploy/"+releaseName, "--timeout=180s")
+	e.eventually("two new controller pods Ready", 3*time.Minute, func() error {
+		ready := 0
+		for name, ok := range e.controllerPods() {
+			if killed[name] {
+				return fmt.Errorf("pod %s still there", name)
+			}
+			if ok {
+				ready++
+			}
+		}
+		if ready != 2 {
+			return fmt.Errorf("%d ready", ready)
+		}
+		return nil
+	})
+	e.eventually("every Envoy pod reconnected to a new controller pod", 3*time.Minute, func() error {
+		envoys, err := e.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=envoy"})
+		if err != nil {
+			return err
+		}
+		reported := e.reportedProxies(killed)
+		if len(reported) != len(envoys.Items) {
+			return fmt.Errorf("%d Envoy pods, reported proxies %v", len(envoys.Items), reported)
+		}
+		return nil
+	})
 	e.eventually("web Programmed=True again after the controller pods were killed", 3*time.Minute, e.gatewayCondition("web", "Programmed", "True", "Programmed", ""))
 	t.Logf("controller pods replaced and web Programmed again %s after the kill", time.Since(began).Round(100*time.Millisecond))
 	time.Sleep(3 * time.Second)
@@ -110,7 +137,7 @@ func (e *env) nack(mode string) {
 	// 2. A route that Envoy rejects.
 	began = time.Now()
 	e.mustKubectl(nackRouteYAML, "apply", "-f", "-")
-	rejected := e.gatewayCondition("web", "Programmed", "False", "Rejected", "Invalid regex")
+	rejected := e.gatewayCondition("web", "Programmed", "False", "Rejected", "missing )")
 	for err := rejected(); err != nil; err = rejected() {
 		if time.Since(began) > 2*time.Minute {
 			e.dumpState()
@@ -218,6 +245,47 @@ func (e *env) logReports() {
 	out, _ := e.kubectl("", "-n", releaseNamespace, "get", "configmaps", "-l", "xds-controller.dev/dataplane-report=true",
 		"-o", `jsonpath={range .items[*]}{.metadata.name}: {.data.report\.json}{"\n"}{end}`)
 	e.t.Logf("data-plane reports:\n%s", out)
+}
+
+// controllerPods maps the controller's pods to their readiness.
+func (e *env) controllerPods() map[string]bool {
+	e.t.Helper()
+	pods, err := e.kube.CoreV1().Pods(releaseNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: controllerLS})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.DeletionTimestamp == nil && podReady(&p)
+	}
+	return out
+}
+
+// reportedProxies lists the proxies (node ids) in the data-plane reports
+// of the controller pods not in except.
+func (e *env) reportedProxies(except map[string]bool) []string {
+	cms, err := e.kube.CoreV1().ConfigMaps(releaseNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "xds-controller.dev/dataplane-report=true"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, cm := range cms.Items {
+		if except[strings.TrimPrefix(cm.Name, "xds-controller-dataplane-")] {
+			continue
+		}
+		var r struct {
+			Proxies []struct {
+				Node string `json:"node"`
+			} `json:"proxies"`
+		}
+		if err := json.Unmarshal([]byte(cm.Data["report.json"]), &r); err != nil {
+			continue
+		}
+		for _, p := range r.Proxies {
+			out = append(out, p.Node)
+		}
+	}
+	return out
 }
 
 // getAt sends GET http://addrpath (addr host:port) with Host host.

@@ -114,13 +114,21 @@ func (e *env) nack(mode string) {
 		return nil
 	})
 	e.eventually("every Envoy pod reconnected to a new controller pod", 3*time.Minute, func() error {
-		envoys, err := e.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=envoy"})
-		if err != nil {
-			return err
+		envoys := 0
+		for _, ns := range []string{releaseNamespace, exampleNamespace} {
+			pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=envoy"})
+			if err != nil {
+				return err
+			}
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+					envoys++
+				}
+			}
 		}
 		reported := e.reportedProxies(killed)
-		if len(reported) != len(envoys.Items) {
-			return fmt.Errorf("%d Envoy pods, reported proxies %v", len(envoys.Items), reported)
+		if envoys == 0 || len(reported) != envoys {
+			return fmt.Errorf("%d Envoy pods, reported proxies %v", envoys, reported)
 		}
 		return nil
 	})

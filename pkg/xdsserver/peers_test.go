@@ -102,6 +102,26 @@ func TestPeerNackWithdraws(t *testing.T) {
 	}
 }
 
+// TestPeerAckBeforePublish: a peer's report of a version ACKed before this
+// replica published it makes the version good here once published, so
+// that a later NACK of the next version withdraws to it.
+func TestPeerAckBeforePublish(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	one := withListener(cluster("one"), "l1")
+	v1 := mustVersion(t, one)
+	acked := ReportedProxy{Scope: "a", NodeID: "e1", Types: map[string]TypeStatus{resource.ListenerType: {Acked: v1}}}
+	s.SetPeers(map[string]Report{"replica-b": {Proxies: []ReportedProxy{acked}}})
+	s.Publish(ctx, "a", one)
+	if !slices.Equal(s.scopes["a"].good, []string{v1}) {
+		t.Fatalf("good versions %v, want the peer-ACKed %s", s.scopes["a"].good, v1)
+	}
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	acked.Types = map[string]TypeStatus{resource.ListenerType: {Acked: v1, Nacked: v2, ErrorDetail: "bad"}}
+	s.SetPeers(map[string]Report{"replica-b": {Proxies: []ReportedProxy{acked}}})
+	eventually(t, "withdrawn to the peer-ACKed version", func() bool { return s.Served("a") == v1 })
+}
+
 // TestReportIsOwnState: Report lists this replica's proxies and NACKs and
 // marshals deterministically.
 func TestReportIsOwnState(t *testing.T) {

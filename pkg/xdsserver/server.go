@@ -137,6 +137,9 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	st.served = version
 	st.snaps[version] = snap
 	st.prune()
+	// Peers' ACKs of this version count once its snapshot is held here
+	// (their reports may have come first).
+	s.applyPeers(scope, st)
 	return version, true, nil
 }
 

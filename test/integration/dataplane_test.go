@@ -202,6 +202,14 @@ func TestProgrammedAcrossReplicas(t *testing.T) {
 		t.Fatal("both replicas lead")
 	}
 
+	// The follower admits the proxy once its translation names the scope's
+	// fleet (xdsserver.Authorizer).
+	eventually(t, 20*time.Second, "the follower to publish the scope", func() error {
+		if b.XDS().Scopes()[scope] == "" {
+			return errors.New("not published")
+		}
+		return nil
+	})
 	p := fakeProxy(t, b, "envoy-on-follower", scope)
 	began := time.Now()
 	eventually(t, 20*time.Second, "Programmed=True from the follower's proxy", func() error {

@@ -1,7 +1,8 @@
 // Package xdstranslator renders the IR into Envoy xDS resources, one set per
 // proxy scope, ready for go-control-plane's snapshot cache. Translate is
 // pure: the same IR gives byte-identical resources, with deterministic names
-// and order, and every resource passes its ValidateAll.
+// and order. It does not run the resources' protoc-gen-validate rules:
+// pkg/xdsvalidate does, before anything is published.
 //
 // # Names: following one HTTPRoute into Envoy
 //
@@ -178,11 +179,6 @@ func (s *scopeBuilder) useBackend(b *ir.Backend) {
 	}
 }
 
-type validator interface {
-	proto.Message
-	ValidateAll() error
-}
-
 func (s *scopeBuilder) build() (*Resources, error) {
 	r := &Resources{}
 	for _, k := range s.bindOrder {
@@ -208,15 +204,10 @@ func (s *scopeBuilder) build() (*Resources, error) {
 	for _, name := range sortedKeys(s.secrets) {
 		r.Secrets = append(r.Secrets, secret(s.secrets[name]))
 	}
+	// protoc-gen-validate rules are checked once, by pkg/xdsvalidate, which
+	// can trace a failure inside a route back to its HTTPRoute rule.
 	for _, list := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
 		slices.SortStableFunc(list, func(a, b types.Resource) int { return cmp.Compare(resourceName(a), resourceName(b)) })
-		for _, res := range list {
-			if v, ok := res.(validator); ok {
-				if err := v.ValidateAll(); err != nil {
-					return nil, fmt.Errorf("%s %q is invalid: %w", res.ProtoReflect().Descriptor().Name(), resourceName(res), err)
-				}
-			}
-		}
 	}
 	return r, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator/xdstest"
 )
 
@@ -429,12 +430,30 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-func TestValidationErrorNamesResource(t *testing.T) {
+// TestInvalidValueIsLeftToPreValidation: a value that breaks Envoy's
+// protoc-gen-validate rules is rendered, and pkg/xdsvalidate names the
+// route it is in, so that the HTTPRoute rule behind it can be blamed.
+func TestInvalidValueIsLeftToPreValidation(t *testing.T) {
 	x := xdstest.ScaleIR(1)
-	x.Gateways[0].Listeners[0].HTTPRoutes[0].Match.Headers = []ir.StringMatch{{Name: "bad\nname", Type: ir.MatchExact, Value: "v"}}
-	_, err := xdstranslator.Translate(x)
-	if err == nil || !strings.Contains(err.Error(), `RouteConfiguration "listener/0.0.0.0/8080" is invalid`) {
-		t.Fatalf("want a ValidateAll error naming the route configuration, got %v", err)
+	route := x.Gateways[0].Listeners[0].HTTPRoutes[0]
+	route.Match.Headers = []ir.StringMatch{{Name: "bad\nname", Type: ir.MatchExact, Value: "v"}}
+	res, err := xdstranslator.Translate(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems := xdsvalidate.Check(res[x.Gateways[0].Scope])
+	if len(problems) == 0 {
+		t.Fatal("pre-validation found nothing")
+	}
+	inMatch := false
+	for _, p := range problems {
+		if p.Type != "RouteConfiguration" || p.Route != route.Name {
+			t.Errorf("problem %s: want it in route %s", p, route.Name)
+		}
+		inMatch = inMatch || p.InMatch
+	}
+	if !inMatch {
+		t.Errorf("no problem is placed in the route's match: %v", problems)
 	}
 }
 

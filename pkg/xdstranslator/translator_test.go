@@ -16,8 +16,8 @@ import (
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
-	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator/xdstest"
+	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
 )
 
 const scope = "gatewayclass/xds"

@@ -12,7 +12,7 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/xds-controller ./cmd/xds-controller
+    go build -trimpath -ldflags "-s -w -X github.com/xds-controller/xds-controller/pkg/version.version=${VERSION}" -o /out/xds-controller ./cmd/xds-controller
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/xds-controller /xds-controller

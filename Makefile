@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+LDFLAGS := -X github.com/xds-controller/xds-controller/pkg/version.version=$(VERSION)
 
 include hack/infra.mk
 include hack/controller.mk

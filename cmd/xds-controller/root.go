@@ -4,23 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xds-controller/xds-controller/pkg/version"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
-
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
 
 func newRootCommand() *cobra.Command {
 	var verbose bool
@@ -43,7 +31,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(serve, newTranslateCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), versionString()) },
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version.Get()) },
 	})
 	return root
 }

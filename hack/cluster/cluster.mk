@@ -31,4 +31,4 @@ cluster-check-clean: ## Verify no cluster process, mount, netns, bridge, chain o
 	$(XDS_CLUSTER) check-clean
 
 cluster-controller-image: ## Build the controller image from ./cmd/xds-controller and import it into a running cluster
-	$(XDS_CLUSTER) go-image ./cmd/xds-controller xds-controller ghcr.io/xds-controller/xds-controller:dev
+	GO_IMAGE_LDFLAGS='$(LDFLAGS)' $(XDS_CLUSTER) go-image ./cmd/xds-controller xds-controller ghcr.io/xds-controller/xds-controller:dev

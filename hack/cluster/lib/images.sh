@@ -25,12 +25,13 @@ image_from_binary() {
 # build_go_image PKG BINNAME IMAGE [MODULE_DIR]: builds Go main package PKG
 # (static, CGO_ENABLED=0) in MODULE_DIR (default: the repo root) and wraps it
 # as /BINNAME in image IMAGE. Used for the controller (./cmd/xds-controller).
+# GO_IMAGE_LDFLAGS adds linker flags (the Makefile's version stamp).
 build_go_image() {
   local pkg=$1 binname=$2 image=$3 moddir=${4:-$REPO_ROOT}
   local work; work=$CACHE/gobuild/$binname
   mkdir -p "$work"
   log "go build $pkg in $moddir"
-  (cd "$moddir" && CGO_ENABLED=0 nice -n 5 go build -ldflags "-s -w" -o "$work/$binname" "$pkg" >&2) \
+  (cd "$moddir" && CGO_ENABLED=0 nice -n 5 go build -ldflags "-s -w ${GO_IMAGE_LDFLAGS:-}" -o "$work/$binname" "$pkg" >&2) \
     || die "go build $pkg failed"
   image_from_binary "go-$binname" "$work/$binname" "/$binname" "$image"
 }

@@ -9,6 +9,7 @@ include hack/infra.mk
 include hack/controller.mk
 include hack/cluster/cluster.mk
 include hack/e2e.mk
+include hack/conformance.mk
 
 .PHONY: help run build envoy test unit golden generate bench translate clean
 help: ## list the targets

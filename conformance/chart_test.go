@@ -1,0 +1,85 @@
+package conformance
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/strvals"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+)
+
+const (
+	releaseName      = "xds-controller"
+	releaseNamespace = "xds-system"
+)
+
+// chartValues are the values of a conformance install: the mode's
+// GatewayParameters on the default GatewayClass (xds-controller), the
+// Gateway API v1.6.3 standard-channel CRDs from the chart, and the
+// comma-separated key=value pairs of CHART_SET on top (like `helm --set`,
+// e.g. envoy.image=docker.io/envoyproxy/envoy:v1.40.0 on kind).
+func chartValues(mode, set string) (map[string]any, error) {
+	vals := map[string]any{
+		"mode":       map[string]string{"shared": "Shared", "dedicated": "Dedicated"}[mode],
+		"gatewayAPI": map[string]any{"installCRDs": true},
+	}
+	if set != "" {
+		if err := strvals.ParseInto(set, vals); err != nil {
+			return nil, err
+		}
+	}
+	return vals, nil
+}
+
+// installChart installs the chart at dir as release xds-controller in
+// xds-system, or upgrades the release when it exists, like
+// `helm upgrade --install xds-controller DIR -n xds-system --create-namespace
+// --wait --set mode=Shared|Dedicated --set gatewayAPI.installCRDs=true`.
+func installChart(t *testing.T, dir, mode string) {
+	t.Helper()
+	vals, err := chartValues(mode, os.Getenv("CHART_SET"))
+	if err != nil {
+		t.Fatalf("CHART_SET: %v", err)
+	}
+	ch, err := loader.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := releaseNamespace
+	kc := os.Getenv("KUBECONFIG")
+	getter := &genericclioptions.ConfigFlags{KubeConfig: &kc, Namespace: &ns}
+	cfg := new(action.Configuration)
+	if err := cfg.Init(getter, releaseNamespace, "secret", func(format string, v ...any) {
+		if os.Getenv("HELM_DEBUG") != "" {
+			t.Logf("helm: "+format, v...)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := action.NewHistory(cfg).Run(releaseName); err == nil {
+		up := action.NewUpgrade(cfg)
+		up.Namespace = releaseNamespace
+		up.Wait = true
+		up.Timeout = 3 * time.Minute
+		if _, err := up.Run(releaseName, ch, vals); err != nil {
+			t.Fatalf("helm upgrade (mode %s): %v", mode, err)
+		}
+	} else {
+		in := action.NewInstall(cfg)
+		in.ReleaseName = releaseName
+		in.Namespace = releaseNamespace
+		in.CreateNamespace = true
+		in.Wait = true
+		in.Timeout = 3 * time.Minute
+		if _, err := in.Run(ch, vals); err != nil {
+			t.Fatalf("helm install (mode %s): %v", mode, err)
+		}
+	}
+	t.Logf("chart %s installed with mode %s%s in %s", dir, vals["mode"],
+		strings.TrimPrefix(" "+os.Getenv("CHART_SET"), " "), time.Since(start).Round(100*time.Millisecond))
+}

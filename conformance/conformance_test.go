@@ -1,0 +1,186 @@
+package conformance
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	upstream "sigs.k8s.io/gateway-api/conformance"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+	"sigs.k8s.io/gateway-api/pkg/features"
+	"sigs.k8s.io/yaml"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/version"
+)
+
+// The knobs, all environment variables (the suite's own -args flags such as
+// -run-test still work; a variable that is set wins):
+//
+//	MODE           shared (default) | dedicated: the report's mode, and the
+//	               chart's mode when INSTALL_CHART is set
+//	GATEWAY_CLASS  the GatewayClass under test (default xds-controller)
+//	PROFILES       comma-separated conformance profiles (default GATEWAY-HTTP)
+//	RUN_TEST       run only this test (ShortName, e.g. HTTPRouteSimpleSameNamespace)
+//	SKIP_TESTS     comma-separated tests not to run
+//	TRY_FEATURES   comma-separated extra features to test without claiming
+//	               them in GatewayClass status (to find out whether they pass)
+//	REPORT         the report's path; default
+//	               reports/<gateway-api version>/standard-<version>-<mode>-report.yaml,
+//	               and none when RUN_TEST, SKIP_TESTS or TRY_FEATURES is set
+//	INSTALL_CHART  a chart folder (e.g. ../charts/xds-controller): install or
+//	               upgrade it first with MODE's mode (see chart_test.go)
+const (
+	defaultClass   = "xds-controller"
+	defaultProfile = suite.GatewayHTTPConformanceProfileName
+	suiteModule    = "sigs.k8s.io/gateway-api/conformance"
+)
+
+// implementation is what the report says about us (upstream's reports
+// README: organization, project, url, version, contact).
+func implementation() confv1.Implementation {
+	return confv1.Implementation{
+		Organization: "xds-controller",
+		Project:      "xds-controller",
+		URL:          "https://github.com/xds-controller/xds-controller",
+		Version:      version.Get(),
+		Contact:      []string{"https://github.com/xds-controller/xds-controller/issues/new"},
+	}
+}
+
+// mode returns the deployment mode under test: shared or dedicated.
+func mode() (string, error) {
+	m := strings.ToLower(cmp.Or(os.Getenv("MODE"), "shared"))
+	if m != "shared" && m != "dedicated" {
+		return "", fmt.Errorf("MODE=%q: want shared or dedicated", m)
+	}
+	return m, nil
+}
+
+// suiteVersion is the version of the conformance module this test is built
+// with (v1.6.3): the reports folder it belongs in.
+func suiteVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == suiteModule {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+// reportPath is upstream's naming: <channel>-<implementation version>-<mode>-report.yaml
+// in a folder per Gateway API version. We run the standard channel only.
+func reportPath(gwapiVersion, implVersion, mode string) string {
+	return filepath.Join("reports", gwapiVersion, fmt.Sprintf("standard-%s-%s-report.yaml", implVersion, mode))
+}
+
+// claimedFeatures is the one list GatewayClass status.supportedFeatures
+// also reports (pkg/gatewayapi.SupportedFeatures), plus TRY_FEATURES.
+func claimedFeatures(try string) []features.FeatureName {
+	out := slices.Clone(gatewayapi.SupportedFeatures)
+	for f := range strings.SplitSeq(try, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, features.FeatureName(f))
+		}
+	}
+	return sets.List(sets.New(out...))
+}
+
+func splitList(s string) []string {
+	var out []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func TestConformance(t *testing.T) {
+	if os.Getenv("KUBECONFIG") == "" {
+		t.Skip("KUBECONFIG is not set: the conformance suite needs a cluster (make conformance)")
+	}
+	m, err := mode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chart := os.Getenv("INSTALL_CHART"); chart != "" {
+		installChart(t, chart, m)
+	}
+
+	opts := upstream.DefaultOptions(t)
+	opts.GatewayClassName = cmp.Or(os.Getenv("GATEWAY_CLASS"), opts.GatewayClassName)
+	if opts.GatewayClassName == "gateway-conformance" { // the suite's default: not ours
+		opts.GatewayClassName = defaultClass
+	}
+	opts.Mode = m
+	opts.Implementation = implementation()
+	opts.ConformanceProfiles = suite.ParseConformanceProfilesSlice(cmp.Or(os.Getenv("PROFILES"), string(defaultProfile)))
+	opts.SupportedFeatures = claimedFeatures(os.Getenv("TRY_FEATURES"))
+	opts.RunTest = cmp.Or(os.Getenv("RUN_TEST"), opts.RunTest)
+	opts.SkipTests = append(opts.SkipTests, splitList(os.Getenv("SKIP_TESTS"))...)
+
+	partial := opts.RunTest != "" || len(opts.SkipTests) > 0 || os.Getenv("TRY_FEATURES") != ""
+	opts.ReportOutputPath = os.Getenv("REPORT")
+	if opts.ReportOutputPath == "" {
+		if partial {
+			opts.ReportOutputPath = filepath.Join(t.TempDir(), "report.yaml")
+		} else {
+			opts.ReportOutputPath = reportPath(suiteVersion(), opts.Implementation.Version, m)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.ReportOutputPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Cleanups run last-in first-out: this one runs after the suite's,
+	// which writes the report.
+	t.Cleanup(func() { printSummary(t, opts.ReportOutputPath) })
+	upstream.RunConformanceWithOptions(t, opts)
+}
+
+// printSummary prints, per profile, the core and extended results with
+// their counts and the failed and skipped tests of the report at path.
+func printSummary(t *testing.T, path string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("no report to summarise: %v", err)
+		return
+	}
+	var r confv1.ConformanceReport
+	if err := yaml.Unmarshal(raw, &r); err != nil {
+		t.Errorf("report %s: %v", path, err)
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n==== conformance summary: %s %s, mode %s, Gateway API %s (%s)\n",
+		r.Implementation.Project, r.Implementation.Version, r.Mode, r.GatewayAPIVersion, r.GatewayAPIChannel)
+	for _, p := range r.ProfileReports {
+		fmt.Fprintf(&b, "%s core: %s (passed %d, failed %d, skipped %d)\n", p.Name, p.Core.Result,
+			p.Core.Statistics.Passed, p.Core.Statistics.Failed, p.Core.Statistics.Skipped)
+		writeTests(&b, "  failed", p.Core.FailedTests)
+		writeTests(&b, "  skipped", p.Core.SkippedTests)
+		if p.Extended != nil {
+			fmt.Fprintf(&b, "%s extended: %s (passed %d, failed %d, skipped %d) supported %v\n", p.Name, p.Extended.Result,
+				p.Extended.Statistics.Passed, p.Extended.Statistics.Failed, p.Extended.Statistics.Skipped, p.Extended.SupportedFeatures)
+			writeTests(&b, "  failed", p.Extended.FailedTests)
+			writeTests(&b, "  skipped", p.Extended.SkippedTests)
+		}
+	}
+	fmt.Fprintf(&b, "report: %s\n", path)
+	fmt.Print(b.String())
+}
+
+func writeTests(b *strings.Builder, what string, tests []string) {
+	if len(tests) > 0 {
+		fmt.Fprintf(b, "%s: %s\n", what, strings.Join(tests, " "))
+	}
+}

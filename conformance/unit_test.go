@@ -1,0 +1,48 @@
+package conformance
+
+import (
+	"slices"
+	"testing"
+
+	"sigs.k8s.io/gateway-api/pkg/features"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+)
+
+func TestReportPathFollowsUpstreamNaming(t *testing.T) {
+	got := reportPath("v1.6.3", "abc1234", "dedicated")
+	if want := "reports/v1.6.3/standard-abc1234-dedicated-report.yaml"; got != want {
+		t.Fatalf("reportPath = %q, want %q", got, want)
+	}
+}
+
+func TestClaimedFeaturesAreTheGatewayClassList(t *testing.T) {
+	got := claimedFeatures("")
+	for _, f := range gatewayapi.SupportedFeatures {
+		if !slices.Contains(got, f) {
+			t.Errorf("claimed features %v lack %s of pkg/gatewayapi.SupportedFeatures", got, f)
+		}
+	}
+	if len(got) != len(gatewayapi.SupportedFeatures) {
+		t.Errorf("claimed %v, GatewayClass status says %v", got, gatewayapi.SupportedFeatures)
+	}
+	tried := claimedFeatures(" HTTPRouteQueryParamMatching ,")
+	if !slices.Contains(tried, features.SupportHTTPRouteQueryParamMatching) || len(tried) != len(got)+1 {
+		t.Errorf("TRY_FEATURES not added: %v", tried)
+	}
+}
+
+func TestChartValuesPerMode(t *testing.T) {
+	for mode, want := range map[string]string{"shared": "Shared", "dedicated": "Dedicated"} {
+		v, err := chartValues(mode, "envoy.image=e:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v["mode"] != want {
+			t.Errorf("mode %s: chart mode %v, want %s", mode, v["mode"], want)
+		}
+		if img := v["envoy"].(map[string]any)["image"]; img != "e:1" {
+			t.Errorf("CHART_SET not applied: %v", v)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+# The upstream Gateway API conformance suite on the local cluster
+# (hack/cluster), one run and one report per deployment mode. Include from
+# the top-level Makefile:  include hack/conformance.mk   (needs root, like
+# the cluster). conformance/README.md has the details and how to run the
+# suite on any other cluster.
+#
+#   make conformance MODE=shared          brings the cluster up when it is not,
+#   make conformance MODE=dedicated       builds and imports the controller
+#                                         image (stamped with $(VERSION)), helm
+#                                         installs/upgrades the chart with that
+#                                         mode, runs the suite, writes
+#                                         conformance/reports/<gateway-api version>/
+#                                         standard-$(VERSION)-<mode>-report.yaml
+#                                         and prints the summary.
+#   PROFILES=GATEWAY-HTTP,...             profiles (default GATEWAY-HTTP)
+#   RUN_TEST=HTTPRouteSimpleSameNamespace one test only (no report written)
+#   SKIP_TESTS=A,B   TRY_FEATURES=F,G     see conformance/conformance_test.go
+#
+# On the shared local cluster, wrap it: flock /tmp/xds-cluster.lock make conformance MODE=shared
+MODE ?= shared
+PROFILES ?= GATEWAY-HTTP
+RUN_TEST ?=
+SKIP_TESTS ?=
+TRY_FEATURES ?=
+CONFORMANCE_TIMEOUT ?= 40m
+
+.PHONY: conformance
+conformance: ## the Gateway API conformance suite on the local cluster, MODE=shared|dedicated [PROFILES=...] [RUN_TEST=...]: writes conformance/reports/
+	@set -o pipefail; \
+	case "$(MODE)" in shared|dedicated) ;; *) echo "MODE must be shared or dedicated, not '$(MODE)'"; exit 2;; esac; \
+	start=$$(date +%s); \
+	if hack/cluster/cluster kubectl get --raw=/readyz >/dev/null 2>&1; then \
+	  echo "conformance: local cluster already up"; \
+	else \
+	  XDS_CLUSTER_SKIP_CONTROLLER=1 hack/cluster/cluster up || exit 1; \
+	fi; \
+	$(MAKE) --no-print-directory cluster-controller-image || exit 1; \
+	rc=0; \
+	(cd conformance && KUBECONFIG=/var/lib/xds-cluster/admin.kubeconfig \
+	  INSTALL_CHART=../charts/xds-controller MODE='$(MODE)' PROFILES='$(PROFILES)' \
+	  RUN_TEST='$(RUN_TEST)' SKIP_TESTS='$(SKIP_TESTS)' TRY_FEATURES='$(TRY_FEATURES)' \
+	  $(GO) test -count=1 -v -timeout $(CONFORMANCE_TIMEOUT) -ldflags '$(LDFLAGS)' -run '^TestConformance$$' . \
+	  2>&1 | tee /tmp/xds-conformance-$(MODE).log \
+	  | { grep --line-buffered -E '^ *--- (PASS|FAIL|SKIP)|^(ok|FAIL|PASS)\b|^====|^GATEWAY|^MESH|^  (failed|skipped):|^report:|chart .* installed' || true; } ) || rc=$$?; \
+	echo "conformance MODE=$(MODE): rc=$$rc, $$(( $$(date +%s) - start ))s; full log in /tmp/xds-conformance-$(MODE).log"; \
+	exit $$rc

@@ -16,7 +16,8 @@
 #   RUN_TEST=HTTPRouteSimpleSameNamespace one test only (no report written)
 #   SKIP_TESTS=A,B   TRY_FEATURES=F,G     see conformance/conformance_test.go
 #
-# On the shared local cluster, wrap it: flock /tmp/xds-cluster.lock make conformance MODE=shared
+# On the shared local cluster, wrap it: flock -o /tmp/xds-cluster.lock make conformance MODE=shared
+# (-o: the lock stays with flock, never with a daemon the command starts)
 MODE ?= shared
 PROFILES ?= GATEWAY-HTTP
 RUN_TEST ?=

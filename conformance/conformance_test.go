@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -64,17 +63,28 @@ func mode() (string, error) {
 	return m, nil
 }
 
-// suiteVersion is the version of the conformance module this test is built
-// with (v1.6.3): the reports folder it belongs in.
-func suiteVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == suiteModule {
-				return d.Version
-			}
+// suiteVersion is the version of the conformance module this test runs
+// (v1.6.3): the reports folder it belongs in. It is read from this
+// module's go.mod (test binaries carry no dependency versions in their
+// build information).
+func suiteVersion() (string, error) {
+	raw, err := os.ReadFile("go.mod")
+	if err != nil {
+		return "", err
+	}
+	return requiredVersion(raw, suiteModule)
+}
+
+// requiredVersion returns the version of module in the require lines of a
+// go.mod file's content.
+func requiredVersion(gomod []byte, module string) (string, error) {
+	for line := range strings.SplitSeq(string(gomod), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(f) >= 2 && f[0] == module {
+			return f[1], nil
 		}
 	}
-	return "unknown"
+	return "", fmt.Errorf("go.mod requires no %s", module)
 }
 
 // reportPath is upstream's naming: <channel>-<implementation version>-<mode>-report.yaml
@@ -135,7 +145,11 @@ func TestConformance(t *testing.T) {
 		if partial {
 			opts.ReportOutputPath = filepath.Join(t.TempDir(), "report.yaml")
 		} else {
-			opts.ReportOutputPath = reportPath(suiteVersion(), opts.Implementation.Version, m)
+			v, err := suiteVersion()
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.ReportOutputPath = reportPath(v, opts.Implementation.Version, m)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(opts.ReportOutputPath), 0o755); err != nil {

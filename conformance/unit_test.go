@@ -46,3 +46,17 @@ func TestChartValuesPerMode(t *testing.T) {
 		}
 	}
 }
+
+func TestSuiteVersionIsTheRequiredConformanceModule(t *testing.T) {
+	v, err := suiteVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != "v1.6.3" {
+		t.Errorf("suite version %q, want v1.6.3 (go.mod)", v)
+	}
+	got, err := requiredVersion([]byte("module x\nrequire sigs.k8s.io/gateway-api/conformance v1.2.3\n"), suiteModule)
+	if err != nil || got != "v1.2.3" {
+		t.Errorf("single-line require: %q, %v", got, err)
+	}
+}

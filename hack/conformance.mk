@@ -42,6 +42,6 @@ conformance: ## the Gateway API conformance suite on the local cluster, MODE=sha
 	  RUN_TEST='$(RUN_TEST)' SKIP_TESTS='$(SKIP_TESTS)' TRY_FEATURES='$(TRY_FEATURES)' \
 	  $(GO) test -count=1 -v -timeout $(CONFORMANCE_TIMEOUT) -ldflags '$(LDFLAGS)' -run '^TestConformance$$' . \
 	  2>&1 | tee /tmp/xds-conformance-$(MODE).log \
-	  | { grep --line-buffered -E '^ *--- (PASS|FAIL|SKIP)|^(ok|FAIL|PASS)\b|^====|^GATEWAY|^MESH|^  (failed|skipped):|^report:|chart .* installed' || true; } ) || rc=$$?; \
+	  | { grep --line-buffered -E '^ {0,4}--- (PASS|FAIL)|^(ok|FAIL|PASS)\b|^====|^GATEWAY|^MESH|^  (failed|skipped):|^report:|chart .* installed' || true; } ) || rc=$$?; \
 	echo "conformance MODE=$(MODE): rc=$$rc, $$(( $$(date +%s) - start ))s; full log in /tmp/xds-conformance-$(MODE).log"; \
 	exit $$rc

@@ -64,7 +64,7 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener) (*routev3.Rou
 			if len(ls) > 1 && owner(host) != l {
 				continue
 			}
-			route, cors, err := s.route(r)
+			route, cors, err := s.route(r, l.GatewayPort)
 			if err != nil {
 				return nil, false, fmt.Errorf("route %s: %w", r.Name, err)
 			}
@@ -97,8 +97,9 @@ func covers(listener, host string) bool {
 	return false
 }
 
-// route renders one IR HTTP route.
-func (s *scopeBuilder) route(r *ir.HTTPRoute) (*routev3.Route, bool, error) {
+// route renders one IR HTTP route of a listener whose Gateway port is
+// listenerPort.
+func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Route, bool, error) {
 	out := &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match)}
 	f := &r.Filters
 	if h := f.RequestHeaders; h != nil {
@@ -112,7 +113,7 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute) (*routev3.Route, bool, error) {
 	case r.DirectResponse != nil:
 		out.Action = directResponse(r.DirectResponse)
 	case f.Redirect != nil:
-		rd, err := redirect(f.Redirect, r.Match.Path)
+		rd, err := redirect(f.Redirect, r.Match.Path, listenerPort)
 		if err != nil {
 			return nil, false, err
 		}
@@ -240,10 +241,13 @@ var redirectCodes = map[uint32]routev3.RedirectAction_RedirectResponseCode{
 	308: routev3.RedirectAction_PERMANENT_REDIRECT,
 }
 
-// redirect renders a RequestRedirect filter. Without a port, a scheme
-// change redirects to the scheme's well-known port (Envoy leaves a default
-// port out of Location), and no scheme keeps the request's port.
-func redirect(r *ir.Redirect, match *ir.StringMatch) (*routev3.RedirectAction, error) {
+// redirect renders a RequestRedirect filter of a route served on the
+// Gateway listener port listenerPort. Without a port, the port follows
+// HTTPRequestRedirectFilter.port: a scheme redirects to its well-known port,
+// and without a scheme the redirect keeps the Gateway listener's port (not
+// the request's, which a Host header or a port mapping may change). Envoy
+// leaves a scheme's default port out of Location.
+func redirect(r *ir.Redirect, match *ir.StringMatch, listenerPort uint32) (*routev3.RedirectAction, error) {
 	code, ok := redirectCodes[r.StatusCode]
 	if !ok {
 		return nil, fmt.Errorf("redirect status %d is not 301, 302, 303, 307 or 308", r.StatusCode)
@@ -259,6 +263,8 @@ func redirect(r *ir.Redirect, match *ir.StringMatch) (*routev3.RedirectAction, e
 		a.PortRedirect = 80
 	case strings.EqualFold(r.Scheme, "https"):
 		a.PortRedirect = 443
+	default:
+		a.PortRedirect = listenerPort
 	}
 	if p := r.Path; p != nil {
 		switch p.Type {

@@ -178,8 +178,33 @@ func TestRedirect(t *testing.T) {
 		t.Errorf("a scheme change without a port goes to the scheme's port: %v", rd)
 	}
 	r = oneRoute(t, &ir.HTTPRoute{Filters: ir.HTTPFilters{Redirect: &ir.Redirect{Hostname: "b.com", StatusCode: 302}}})
-	if rd := r.GetRedirect(); rd.HostRedirect != "b.com" || rd.PortRedirect != 0 {
-		t.Errorf("no scheme and no port keep the request's port: %v", rd)
+	if rd := r.GetRedirect(); rd.HostRedirect != "b.com" || rd.PortRedirect != 80 {
+		t.Errorf("no scheme and no port: the listener's port 80 (left out of Location by Envoy): %v", rd)
+	}
+}
+
+// HTTPRequestRedirectFilter.port: without a scheme or port, the redirect
+// goes to the Gateway listener's port, not the request's Host port and not
+// the port Envoy binds (conformance HTTPRouteRedirectPortAndScheme).
+func TestRedirectWithoutSchemeKeepsTheListenerPort(t *testing.T) {
+	r := &ir.HTTPRoute{Name: "httproute/default/r/rule/0/match/0", Hostname: "*",
+		Filters: ir.HTTPFilters{Redirect: &ir.Redirect{Hostname: "example.org", StatusCode: 302}}}
+	x := &ir.IR{Gateways: []*ir.Gateway{{Namespace: "default", Name: "gw", Scope: scope, Listeners: []*ir.Listener{
+		{Name: "default/gw/http", Protocol: ir.ProtocolHTTP, Address: "0.0.0.0", Port: 18080, GatewayPort: 8080, HTTPRoutes: []*ir.HTTPRoute{r}},
+	}}}}
+	rd := routeConfig(t, translate(t, x)[scope], "listener/0.0.0.0/18080").VirtualHosts[0].Routes[0].GetRedirect()
+	if rd.HostRedirect != "example.org" || rd.PortRedirect != 8080 {
+		t.Errorf("redirect %v: want host example.org, port 8080", rd)
+	}
+	r.Filters.Redirect = &ir.Redirect{Scheme: "http", StatusCode: 302}
+	rd = routeConfig(t, translate(t, x)[scope], "listener/0.0.0.0/18080").VirtualHosts[0].Routes[0].GetRedirect()
+	if rd.PortRedirect != 80 {
+		t.Errorf("scheme http without a port: port %d, want 80", rd.PortRedirect)
+	}
+	r.Filters.Redirect = &ir.Redirect{Port: 9090, StatusCode: 302}
+	rd = routeConfig(t, translate(t, x)[scope], "listener/0.0.0.0/18080").VirtualHosts[0].Routes[0].GetRedirect()
+	if rd.PortRedirect != 9090 {
+		t.Errorf("explicit port: %d, want 9090", rd.PortRedirect)
 	}
 }
 

@@ -200,6 +200,10 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, cors bool) *listenerv
 		MergeSlashes:                 true,
 		PathWithEscapedSlashesAction: hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT,
 		AccessLog:                    []*accesslogv3.AccessLog{stdoutAccessLog()},
+		// WebSocket (HTTP/1.1 Upgrade) is forwarded to every backend: a
+		// Service port with appProtocol kubernetes.io/ws (GEP-1911) needs
+		// it, any other backend answers the upgrade as it sees fit.
+		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 	}
 	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
 }

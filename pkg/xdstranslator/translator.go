@@ -44,7 +44,8 @@
 //     merge_slashes, path_with_escaped_slashes_action UNESCAPE_AND_REDIRECT
 //     (a path with %2F is redirected to its unescaped form, so routing and
 //     backends see the same path), codec AUTO (HTTP/1.1 and HTTP/2 incl.
-//     h2c), access log to stdout, router last. The CORS filter is added only
+//     h2c), WebSocket upgrades allowed (for appProtocol kubernetes.io/ws
+//     backends, GEP-1911), access log to stdout, router last. The CORS filter is added only
 //     when a route of the chain uses CORS.
 //   - Listeners: per_connection_buffer_limit_bytes 32 KiB (Envoy's edge
 //     recommendation), "::" with ipv4_compat so one listener serves both

@@ -11,6 +11,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"google.golang.org/protobuf/proto"
 
@@ -495,5 +496,25 @@ func BenchmarkTranslate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// GEP-1911: a backend with appProtocol kubernetes.io/ws gets WebSocket
+// upgrades (conformance HTTPRouteBackendProtocolWebSocket), so every HTTP
+// connection manager allows the websocket upgrade.
+func TestHTTPConnectionManagerAllowsWebSocket(t *testing.T) {
+	r := &ir.HTTPRoute{Name: "httproute/default/r/rule/0/match/0", Hostname: "*",
+		Backends: group(backend("ws", 1))}
+	x := &ir.IR{Gateways: []*ir.Gateway{{Namespace: "default", Name: "gw", Scope: scope, Listeners: []*ir.Listener{
+		{Name: "default/gw/http", Protocol: ir.ProtocolHTTP, Address: "0.0.0.0", Port: 80, GatewayPort: 80, HTTPRoutes: []*ir.HTTPRoute{r}},
+	}}}}
+	l := listener(t, translate(t, x)[scope], "listener/0.0.0.0/80")
+	hcm := &hcmv3.HttpConnectionManager{}
+	if err := l.FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(hcm); err != nil {
+		t.Fatal(err)
+	}
+	ups := hcm.GetUpgradeConfigs()
+	if len(ups) != 1 || ups[0].GetUpgradeType() != "websocket" || (ups[0].Enabled != nil && !ups[0].Enabled.Value) {
+		t.Errorf("upgrade configs %v, want websocket enabled", ups)
 	}
 }

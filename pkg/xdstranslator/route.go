@@ -435,6 +435,10 @@ func corsPolicy(c *ir.CORS) *corsv3.CorsPolicy {
 		AllowMethods:  strings.Join(c.AllowMethods, ","),
 		AllowHeaders:  strings.Join(c.AllowHeaders, ","),
 		ExposeHeaders: strings.Join(c.ExposeHeaders, ","),
+		// A preflight from an origin the filter does not allow is answered
+		// by Envoy without CORS headers, never passed to the backend
+		// (GEP-1767: the gateway handles preflights; conformance HTTPRouteCORS).
+		ForwardNotMatchingPreflights: wrapperspb.Bool(false),
 	}
 	for _, o := range c.AllowOrigins {
 		if !strings.Contains(o, "*") {

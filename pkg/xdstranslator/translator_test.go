@@ -11,6 +11,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"google.golang.org/protobuf/proto"
@@ -516,5 +517,23 @@ func TestHTTPConnectionManagerAllowsWebSocket(t *testing.T) {
 	ups := hcm.GetUpgradeConfigs()
 	if len(ups) != 1 || ups[0].GetUpgradeType() != "websocket" || (ups[0].Enabled != nil && !ups[0].Enabled.Value) {
 		t.Errorf("upgrade configs %v, want websocket enabled", ups)
+	}
+}
+
+// GEP-1767: a preflight from an origin the CORS filter does not allow is
+// answered by Envoy without CORS headers instead of reaching the backend
+// (conformance HTTPRouteCORS).
+func TestCORSAnswersNotMatchingPreflights(t *testing.T) {
+	r := oneRoute(t, &ir.HTTPRoute{Backends: group(backend("a", 1)),
+		Filters: ir.HTTPFilters{CORS: &ir.CORS{AllowOrigins: []string{"https://www.foo.com"}, AllowMethods: []string{"GET"}}}})
+	p := &corsv3.CorsPolicy{}
+	if err := r.TypedPerFilterConfig["envoy.filters.http.cors"].UnmarshalTo(p); err != nil {
+		t.Fatal(err)
+	}
+	if p.ForwardNotMatchingPreflights == nil || p.ForwardNotMatchingPreflights.Value {
+		t.Errorf("forward_not_matching_preflights = %v, want false", p.ForwardNotMatchingPreflights)
+	}
+	if len(p.AllowOriginStringMatch) != 1 || p.AllowOriginStringMatch[0].GetExact() != "https://www.foo.com" {
+		t.Errorf("origins %v", p.AllowOriginStringMatch)
 	}
 }

@@ -26,8 +26,8 @@ func TestClaimedFeaturesAreTheGatewayClassList(t *testing.T) {
 	if len(got) != len(gatewayapi.SupportedFeatures) {
 		t.Errorf("claimed %v, GatewayClass status says %v", got, gatewayapi.SupportedFeatures)
 	}
-	tried := claimedFeatures(" HTTPRouteQueryParamMatching ,")
-	if !slices.Contains(tried, features.SupportHTTPRouteQueryParamMatching) || len(tried) != len(got)+1 {
+	tried := claimedFeatures(" HTTPRouteRetry ,")
+	if !slices.Contains(tried, features.SupportHTTPRouteRetry) || len(tried) != len(got)+1 {
 		t.Errorf("TRY_FEATURES not added: %v", tried)
 	}
 }

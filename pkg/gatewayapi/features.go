@@ -11,12 +11,48 @@ import (
 // SupportedFeatures are the Gateway API conformance features xds-controller
 // claims (sigs.k8s.io/gateway-api/pkg/features names). It is the one list:
 // every GatewayClass of ours reports it in status.supportedFeatures, and the
-// conformance run claims the same. A feature joins only when its
-// conformance tests pass.
+// conformance run (conformance/) claims the same. A feature joins only when
+// its conformance tests pass in both deployment modes (make conformance
+// MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
+// its RetryBackendTimeout/RetryConnectionError (the suite sees no retry),
+// TLS, TCP, UDP, GRPC routes, ListenerSet, BackendTLSPolicy, static
+// addresses and frontend client certificate validation.
 var SupportedFeatures = []features.FeatureName{
+	// GATEWAY-HTTP core.
 	features.SupportGateway,
 	features.SupportHTTPRoute,
 	features.SupportReferenceGrant,
+
+	// Gateway extended.
+	features.SupportGatewayPort8080,
+	features.SupportGatewayHTTPListenerIsolation,
+	features.SupportGatewayInfrastructure,
+	features.SupportGatewayAddressEmpty,
+
+	// HTTPRoute extended.
+	features.SupportHTTPRouteDestinationPortMatching,
+	features.SupportHTTPRouteBackendRequestHeaderModification,
+	features.SupportHTTPRouteQueryParamMatching,
+	features.SupportHTTPRouteMethodMatching,
+	features.SupportHTTPRouteResponseHeaderModification,
+	features.SupportHTTPRoutePortRedirect,
+	features.SupportHTTPRouteSchemeRedirect,
+	features.SupportHTTPRoutePathRedirect,
+	features.SupportHTTPRouteHostRewrite,
+	features.SupportHTTPRoutePathRewrite,
+	features.SupportHTTPRouteRequestMirror,
+	features.SupportHTTPRouteRequestMultipleMirrors,
+	features.SupportHTTPRouteRequestPercentageMirror,
+	features.SupportHTTPRouteRequestTimeout,
+	features.SupportHTTPRouteBackendTimeout,
+	features.SupportHTTPRouteParentRefPort,
+	features.SupportHTTPRouteBackendProtocolH2C,
+	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportHTTPRouteNamedRouteRule,
+	features.SupportHTTPRouteCORS,
+	features.SupportHTTPRoute303RedirectStatusCode,
+	features.SupportHTTPRoute307RedirectStatusCode,
+	features.SupportHTTPRoute308RedirectStatusCode,
 }
 
 // supportedFeatures is SupportedFeatures as GatewayClass status wants it:

@@ -502,7 +502,21 @@ func TestGatewayClassSupportedFeatures(t *testing.T) {
 	for _, f := range st.SupportedFeatures {
 		got = append(got, string(f.Name))
 	}
-	if want := []string{"Gateway", "HTTPRoute", "ReferenceGrant"}; !slices.Equal(got, want) {
+	var want []string
+	for _, f := range SupportedFeatures {
+		want = append(want, string(f))
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
 		t.Errorf("supportedFeatures = %v, want %v (sorted, exactly SupportedFeatures)", got, want)
+	}
+	for _, core := range []string{"Gateway", "HTTPRoute", "ReferenceGrant"} {
+		if !slices.Contains(got, core) {
+			t.Errorf("supportedFeatures lack GATEWAY-HTTP core feature %s", core)
+		}
+	}
+	// HTTPRouteRetry's conformance test fails (no retry is seen): not claimed.
+	if slices.Contains(got, "HTTPRouteRetry") {
+		t.Error("HTTPRouteRetry is claimed but its conformance test does not pass")
 	}
 }

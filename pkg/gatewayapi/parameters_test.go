@@ -47,3 +47,38 @@ func TestInvalidParameters(t *testing.T) {
 		}
 	}
 }
+
+// A Gateway none of whose listeners is accepted is Accepted=False and
+// Programmed=False, but it keeps its scope in the IR (without listeners):
+// the fleet provisioned for it is one of ours, gets its SVID and becomes
+// ready serving nothing (conformance setup waits for every pod of its
+// namespace, Dedicated mode included). A Gateway refused as a whole stays
+// out (TestInvalidParameters).
+func TestGatewayWithoutAcceptedListenersKeepsItsScope(t *testing.T) {
+	res := fixture()
+	res.Gateways = append(res.Gateways, gateway("unsupported", gwapiv1.Listener{Name: "udp", Protocol: "UDP", Port: 8053}))
+	res.Sort()
+	out := Translate(res, Options{Scope: func(gw *gwapiv1.Gateway) string { return "gateway/" + gw.Namespace + "/" + gw.Name }})
+	st := out.Status.Gateways[types.NamespacedName{Namespace: "default", Name: "unsupported"}]
+	if c := meta.FindStatusCondition(st.Conditions, "Accepted"); c == nil || c.Status != "False" {
+		t.Errorf("Accepted %+v, want False", c)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, "Programmed"); c == nil || c.Status != "False" {
+		t.Errorf("Programmed %+v, want False", c)
+	}
+	found := false
+	for _, g := range out.IR.Gateways {
+		if g.Name == "unsupported" {
+			found = true
+			if g.Scope != "gateway/default/unsupported" || len(g.Listeners) != 0 {
+				t.Errorf("IR Gateway %+v: want its own scope and no listeners", g)
+			}
+		}
+	}
+	if !found {
+		t.Error("the Gateway without accepted listeners is not in the IR: its fleet gets no SVID")
+	}
+	if err := out.IR.Validate(); err != nil {
+		t.Errorf("IR: %v", err)
+	}
+}

@@ -107,13 +107,18 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 }
 
 // result assembles the IR (Gateways sorted by namespace/name, each
-// listener's routes in precedence order) and the status.
+// listener's routes in precedence order) and the status. A Gateway that is
+// not accepted because none of its listeners is stays in the IR without
+// listeners: its scope exists (a Dedicated fleet, whose ServiceAccount gets
+// an SVID, runs and serves nothing) until a listener becomes valid. Only a
+// Gateway refused as a whole (its parametersRef or spec.addresses) is left
+// out: it is not served.
 func (t *translator) result() *Result {
 	out := &ir.IR{}
 	for _, gs := range t.gateways {
 		t.status.Gateways[gs.nn] = gs.buildStatus()
-		if !gs.accepted() {
-			continue
+		if gs.refused != nil || !gs.accepted() && (gs.obj.Namespace == "" || gs.obj.Name == "") {
+			continue // refused, or a malformed object with nothing to serve
 		}
 		g := &ir.Gateway{
 			Namespace: gs.obj.Namespace,

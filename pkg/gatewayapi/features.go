@@ -14,8 +14,9 @@ import (
 // conformance run (conformance/) claims the same. A feature joins only when
 // its conformance tests pass in both deployment modes (make conformance
 // MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
-// its RetryBackendTimeout/RetryConnectionError (the suite sees no retry),
-// TLS, TCP, UDP, GRPC routes, ListenerSet, BackendTLSPolicy, static
+// its RetryBackendTimeout/RetryConnectionError (experimental channel: the
+// standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
+// there), TLS, TCP, UDP, GRPC routes, ListenerSet, BackendTLSPolicy, static
 // addresses and frontend client certificate validation.
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.

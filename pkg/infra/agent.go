@@ -49,16 +49,7 @@ func (r *Renderer) agentContainer() corev1.Container {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 		},
-		SecurityContext: &corev1.SecurityContext{
-			RunAsNonRoot:             ptr.To(true),
-			RunAsUser:                ptr.To[int64](envoyUID),
-			RunAsGroup:               ptr.To[int64](envoyUID),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false),
-			Privileged:               ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		SecurityContext: restrictedSecurityContext(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: bootstrapVolume, MountPath: bootstrapDir, ReadOnly: true},
 			{Name: svidVolume, MountPath: svidDir},

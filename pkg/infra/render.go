@@ -356,17 +356,8 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 					SuccessThreshold: 1,
 					FailureThreshold: 3,
 				},
-				Resources: resources,
-				SecurityContext: &corev1.SecurityContext{
-					RunAsNonRoot:             ptr.To(true),
-					RunAsUser:                ptr.To[int64](envoyUID),
-					RunAsGroup:               ptr.To[int64](envoyUID),
-					ReadOnlyRootFilesystem:   ptr.To(true),
-					AllowPrivilegeEscalation: ptr.To(false),
-					Privileged:               ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-				},
+				Resources:       resources,
+				SecurityContext: restrictedSecurityContext(),
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: bootstrapVolume, MountPath: bootstrapDir, ReadOnly: true},
 					{Name: svidVolume, MountPath: svidDir, ReadOnly: true},
@@ -692,5 +683,22 @@ func ownerRef(apiVersion, kind, name, uid string) metav1.OwnerReference {
 		UID:                typesUID(uid),
 		Controller:         ptr.To(true),
 		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// restrictedSecurityContext is the security context of every container of
+// an Envoy pod (Envoy and its SVID agent): the Pod Security Standards'
+// "restricted" profile, non-root as envoyUID, read-only root filesystem, no
+// capabilities.
+func restrictedSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](envoyUID),
+		RunAsGroup:               ptr.To[int64](envoyUID),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Privileged:               ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }

@@ -42,10 +42,15 @@ type scopeState struct {
 	genOf   map[string]uint64 // version -> generation it was last published as
 	// since: type -> name -> first generation of the unbroken run of
 	// published generations, up to gen, that contain the resource.
-	since    map[string]map[string]uint64
-	snaps    map[string]*cachev3.Snapshot // served and good versions
-	good     []string                     // ACKed, never NACKed; oldest first
-	rejected map[string]Nack              // version -> its first NACK
+	since map[string]map[string]uint64
+	snaps map[string]*cachev3.Snapshot // served, good and recent versions
+	good  []string                     // ACKed, never NACKed; oldest first
+	// recent are the versions last served after a publish, oldest first
+	// (at most goodLimit): their snapshots are kept, so that an ACK learnt
+	// late (a peer's report read after the next publish) still makes
+	// them good.
+	recent   []string
+	rejected map[string]Nack // version -> its first NACK
 }
 
 func newScopeState() *scopeState {
@@ -72,10 +77,28 @@ func (st *scopeState) published(version string, snap *cachev3.Snapshot) {
 	}
 }
 
+// remember records version, just served after a publish, as recent.
+func (st *scopeState) remember(version string) {
+	st.recent = append(slices.DeleteFunc(st.recent, func(v string) bool { return v == version }), version)
+	if len(st.recent) > goodLimit {
+		st.recent = st.recent[len(st.recent)-goodLimit:]
+	}
+}
+
+// keep reports whether the snapshot of version may still be served: the
+// served one, a good one, or a recent one no proxy rejected.
+func (st *scopeState) keep(version string) bool {
+	if version == st.served || slices.Contains(st.good, version) {
+		return true
+	}
+	_, bad := st.rejected[version]
+	return !bad && slices.Contains(st.recent, version)
+}
+
 // prune drops snapshots that can no longer be served.
 func (st *scopeState) prune() {
 	for v := range st.snaps {
-		if v != st.served && !slices.Contains(st.good, v) {
+		if !st.keep(v) {
 			delete(st.snaps, v)
 		}
 	}
@@ -83,7 +106,7 @@ func (st *scopeState) prune() {
 	// growing without bound on a long-lived scope.
 	if len(st.genOf) > 1024 {
 		for v, g := range st.genOf {
-			if g+512 < st.gen && v != st.served && !slices.Contains(st.good, v) {
+			if g+512 < st.gen && !st.keep(v) {
 				delete(st.genOf, v)
 			}
 		}

@@ -149,20 +149,22 @@ func (s *Server) applyPeers(scope string, st *scopeState) (withdraw bool) {
 			if n.Version == "" || st.genOf[n.Version] == 0 {
 				continue // unknown here (yet): Publish applies it again
 			}
-			key := peerNackKey{name, scope, n.NodeID, n.TypeURL, n.Version}
-			if s.peerNacks[key] {
-				continue
-			}
-			if len(s.peerNacks) >= peerNackLimit {
-				clear(s.peerNacks)
-			}
-			s.peerNacks[key] = true
-			s.nackSeq++
-			nack := Nack{Seq: s.nackSeq, Scope: scope, NodeID: n.NodeID, TypeURL: n.TypeURL, Version: n.Version,
+			nack := Nack{Scope: scope, NodeID: n.NodeID, TypeURL: n.TypeURL, Version: n.Version,
 				Generation: st.genOf[n.Version], Detail: n.Detail, Replica: name}
-			s.nacks = append(s.nacks, nack)
-			if len(s.nacks) > nackLimit {
-				s.nacks = s.nacks[len(s.nacks)-nackLimit:]
+			// Listed in NacksSince once; the rejection applies to the scope
+			// state in any case (it may be new: Remove, then Publish).
+			key := peerNackKey{name, scope, n.NodeID, n.TypeURL, n.Version}
+			if !s.peerNacks[key] {
+				if len(s.peerNacks) >= peerNackLimit {
+					clear(s.peerNacks)
+				}
+				s.peerNacks[key] = true
+				s.nackSeq++
+				nack.Seq = s.nackSeq
+				s.nacks = append(s.nacks, nack)
+				if len(s.nacks) > nackLimit {
+					s.nacks = s.nacks[len(s.nacks)-nackLimit:]
+				}
 			}
 			if _, seen := st.rejected[n.Version]; !seen {
 				st.rejected[n.Version] = nack

@@ -52,8 +52,8 @@ func TestPeersInView(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("proxies (-want +got):\n%s", d)
 	}
-	if !slices.Equal(s.scopes["a"].good, []string{v2}) {
-		t.Errorf("good versions %v, want the peer-ACKed %s", s.scopes["a"].good, v2)
+	if !slices.Equal(s.scopes["a"].good, []string{v1, v2}) {
+		t.Errorf("good versions %v, want the peer-ACKed %s and %s", s.scopes["a"].good, v1, v2)
 	}
 	s.SetPeers(nil)
 	if ps := s.View()["a"].Proxies; len(ps) != 0 {
@@ -153,4 +153,47 @@ func mustVersion(t *testing.T, r *xdstranslator.Resources) string {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestPeerAckAfterNextPublish: a replica without proxies of its own (say,
+// restarted) may learn that a peer's proxies ACKed v1 only after it has
+// published v2, even in the very report that carries the peer's NACK of
+// v2. v1 is still good here: the NACK withdraws v2 to v1, so that a proxy
+// that connects to this replica starts from v1.
+func TestPeerAckAfterNextPublish(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	v1, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	s.SetPeers(map[string]Report{"replica-b": {
+		Proxies: []ReportedProxy{{Scope: "a", NodeID: "e1", Types: map[string]TypeStatus{
+			resource.ListenerType: {Acked: v1, Nacked: v2, ErrorDetail: "bad"}}}},
+		Nacks: []ReportedNack{{Scope: "a", NodeID: "e1", TypeURL: resource.ListenerType, Version: v2, Detail: "bad"}},
+	}})
+	eventually(t, "withdrawn to the version the peer's proxy ACKed", func() bool { return s.Served("a") == v1 })
+}
+
+// TestPeerNackAfterRemove: a scope removed and published again still
+// refuses a version a peer rejected (the peer's NACK, listed once in
+// NacksSince, applies to the new scope state too).
+func TestPeerNackAfterRemove(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	v1, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	rep := map[string]Report{"replica-b": {
+		Proxies: []ReportedProxy{{Scope: "a", NodeID: "e1", Types: map[string]TypeStatus{
+			resource.ListenerType: {Acked: v1, Nacked: v2, ErrorDetail: "bad"}}}},
+		Nacks: []ReportedNack{{Scope: "a", NodeID: "e1", TypeURL: resource.ListenerType, Version: v2, Detail: "bad"}},
+	}}
+	s.SetPeers(rep)
+	eventually(t, "withdrawn to v1", func() bool { return s.Served("a") == v1 })
+	s.Remove("a")
+	s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	if _, _, err := s.Publish(ctx, "a", withListener(cluster("two"), "l1")); err == nil || s.Served("a") != v1 {
+		t.Errorf("the peer-rejected version was served again after Remove (err=%v, served %s)", err, s.Served("a"))
+	}
+	if n := s.NacksSince(0); len(n) != 1 {
+		t.Errorf("NacksSince = %+v, want the peer's NACK once", n)
+	}
 }

@@ -136,6 +136,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	}
 	st.served = version
 	st.snaps[version] = snap
+	st.remember(version)
 	st.prune()
 	// Peers' ACKs of this version count once its snapshot is held here
 	// (their reports may have come first).

@@ -228,7 +228,11 @@ func (r *runner) reload(ctx context.Context) {
 		r.print("config", "error: "+err.Error()+" (the last configuration keeps serving)")
 		return
 	}
-	r.print("config", "ok")
+	if n := len(loaded.Problems) + len(loaded.Kept); n > 0 {
+		r.print("config", fmt.Sprintf("%d load problem(s), printed below; everything else is served", n))
+	} else {
+		r.print("config", "ok")
+	}
 	lines := map[string]string{}
 	for _, p := range loaded.Problems {
 		lines["load "+p.File+" "+p.Object] = "error: " + p.Err.Error()
@@ -315,7 +319,13 @@ func (r *runner) printChanges(lines map[string]string) {
 	}
 	for _, k := range status.Keys(r.lastLines) {
 		if _, ok := lines[k]; !ok && k != "config" {
-			fmt.Fprintf(r.cfg.Out, "%s: gone\n", k)
+			// A load problem that went away was fixed; an object's line
+			// that went away is the object gone.
+			what := "gone"
+			if strings.HasPrefix(k, "load ") {
+				what = "resolved"
+			}
+			fmt.Fprintf(r.cfg.Out, "%s: %s\n", k, what)
 			delete(r.lastLines, k)
 		}
 	}

@@ -67,10 +67,12 @@ func parentName(ref gwapiv1.ParentReference, routeNamespace string) string {
 	return s
 }
 
-// abnormal says whether a condition is in the state that needs attention:
-// Conflicted is normal when False, every other type when True.
+// abnormal says whether a condition is in the state that needs attention.
+// The Gateway API's "abnormal-true" types (Conflicted, PartiallyInvalid)
+// are normal when False, every other type when True.
 func abnormal(c metav1.Condition) bool {
-	if c.Type == string(gwapiv1.ListenerConditionConflicted) {
+	switch c.Type {
+	case string(gwapiv1.ListenerConditionConflicted), string(gwapiv1.RouteConditionPartiallyInvalid):
 		return c.Status != metav1.ConditionFalse
 	}
 	return c.Status != metav1.ConditionTrue

@@ -176,7 +176,6 @@ func (e *env) dumpState() {
 	for _, args := range [][]string{
 		{"get", "pods,svc,deploy,endpointslices", "-A", "-o", "wide"},
 		{"get", "gateways,httproutes", "-A", "-o", "yaml"},
-		{"-n", releaseNamespace, "logs", "deploy/xds-controller", "--tail=60"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 	} {
 		out, _ := e.kubectl("", args...)
@@ -184,6 +183,13 @@ func (e *env) dumpState() {
 			out = out[len(out)-12000:]
 		}
 		e.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+	}
+	// Every controller replica's log: with several replicas, deploy/... picks one.
+	if ctrl, err := e.kube.CoreV1().Pods(releaseNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=xds-controller"}); err == nil {
+		for _, p := range ctrl.Items {
+			out, _ := e.kubectl("", "-n", p.Namespace, "logs", p.Name, "--all-containers", "--tail=200")
+			e.t.Logf("controller pod %s logs:\n%s", p.Name, out)
+		}
 	}
 	pods, err := e.kube.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=envoy"})
 	if err == nil {

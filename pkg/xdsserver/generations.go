@@ -288,8 +288,21 @@ func (st *scopeState) accepted(version string) {
 	st.prune()
 }
 
+// newestUnrejected is the newest recent version (one served after a
+// publish whose snapshot is kept) that no proxy rejected, or "".
+func (st *scopeState) newestUnrejected() string {
+	for i := len(st.recent) - 1; i >= 0; i-- {
+		v := st.recent[i]
+		if _, bad := st.rejected[v]; !bad && st.snaps[v] != nil {
+			return v
+		}
+	}
+	return ""
+}
+
 // withdraw replaces the rejected version of scope, if it is still the
-// served one, with the newest good version.
+// served one, with the newest good version, else the newest recent version
+// no proxy rejected; with neither, the rejected version stays served.
 func (s *Server) withdraw(scope, rejected string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -297,11 +310,19 @@ func (s *Server) withdraw(scope, rejected string) {
 	if st == nil || st.served != rejected {
 		return
 	}
-	if len(st.good) == 0 {
-		s.log.Warn("Envoy rejected the served configuration and no accepted one is known; it stays in the cache", "scope", scope, "version", rejected)
+	var good string
+	if len(st.good) > 0 {
+		good = st.good[len(st.good)-1]
+	} else if good = st.newestUnrejected(); good == "" {
+		s.log.Warn("Envoy rejected the served configuration and no other is known; it stays in the cache", "scope", scope, "version", rejected)
 		return
+	} else {
+		// No proxy of this replica or its peers has ACKed any version yet
+		// (e.g. a replica that started after the others): the newest
+		// version no proxy rejected is a better bet than a rejected one.
+		s.log.Warn("no accepted configuration is known; falling back to the newest one no proxy rejected",
+			"scope", scope, "rejected", rejected, "fallback", good)
 	}
-	good := st.good[len(st.good)-1]
 	if err := s.cache.SetSnapshot(context.Background(), scope, st.snaps[good]); err != nil {
 		s.log.Error("serving the last accepted configuration again failed", "scope", scope, "version", good, "error", err)
 		return

@@ -121,6 +121,25 @@ func TestNackWithoutGoodVersionKeepsSnapshot(t *testing.T) {
 	}
 }
 
+// TestNackFallsBackToUnrejectedVersion: with no version ACKed yet, a NACK
+// of the served version falls back to the newest earlier version that no
+// proxy rejected (a replica that started after its peers knows no ACK).
+func TestNackFallsBackToUnrejectedVersion(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	v1, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	s.onRequest(1, "envoy-1", "a", resource.ListenerType, "", "", false, "")
+	respond(s, "1", v2)
+	answer(s, "1", "bad")
+	eventually(t, "fell back to v1", func() bool { return s.Served("a") == v1 })
+	// The same input again does not bring the rejected version back.
+	s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	if s.Served("a") != v1 {
+		t.Errorf("served %s after the same input again, want %s", s.Served("a"), v1)
+	}
+}
+
 func TestDeltaReconnectHoldingServedVersion(t *testing.T) {
 	s := New(slog.Default())
 	v1, _, _ := s.Publish(context.Background(), "a", withListener(cluster("one"), "l1"))

@@ -455,7 +455,10 @@ func (e *env) steady(addr, host, path, backend string, d time.Duration) {
 	e.t.Logf("http://%s%s Host %s -> %s: %d requests in a row over %s", addr, path, host, backend, n, d)
 }
 
-func TestGatewaysOnTheLocalCluster(t *testing.T) {
+// inBothModes runs scenario once per mode (Shared, then Dedicated), each as
+// a subtest on a cluster cleaned first; it stops after a failing mode. The
+// cluster is cleaned at the end unless E2E_KEEP is set.
+func inBothModes(t *testing.T, scenario func(e *env, mode string)) {
 	e := setup(t)
 	e.cleanup()
 	if os.Getenv("E2E_KEEP") == "" {
@@ -465,12 +468,16 @@ func TestGatewaysOnTheLocalCluster(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			me := *e
 			me.t = t
-			me.run(mode)
+			scenario(&me, mode)
 		})
 		if t.Failed() {
 			return
 		}
 	}
+}
+
+func TestGatewaysOnTheLocalCluster(t *testing.T) {
+	inBothModes(t, (*env).run)
 }
 
 // run is one mode's scenario.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,21 +54,7 @@ spec:
 //     configuration;
 //   - removing the route makes the Gateway Programmed again.
 func TestNackOnTheLocalCluster(t *testing.T) {
-	e := setup(t)
-	e.cleanup()
-	if os.Getenv("E2E_KEEP") == "" {
-		t.Cleanup(e.cleanup)
-	}
-	for _, mode := range []string{"Shared", "Dedicated"} {
-		t.Run(mode, func(t *testing.T) {
-			me := *e
-			me.t = t
-			me.nack(mode)
-		})
-		if t.Failed() {
-			return
-		}
-	}
+	inBothModes(t, (*env).nack)
 }
 
 func (e *env) nack(mode string) {

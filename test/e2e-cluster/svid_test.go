@@ -3,7 +3,6 @@ package e2ecluster
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,21 +20,7 @@ import (
 // through three rotations without a failed request (and Envoy reconnects
 // with its current SVID when the controller restarts).
 func TestSVIDsOnTheLocalCluster(t *testing.T) {
-	e := setup(t)
-	e.cleanup()
-	if os.Getenv("E2E_KEEP") == "" {
-		t.Cleanup(e.cleanup)
-	}
-	for _, mode := range []string{"Shared", "Dedicated"} {
-		t.Run(mode, func(t *testing.T) {
-			me := *e
-			me.t = t
-			me.svids(mode)
-		})
-		if t.Failed() {
-			return
-		}
-	}
+	inBothModes(t, (*env).svids)
 }
 
 // otherGateway has a fleet of its own in both modes (its own parameters

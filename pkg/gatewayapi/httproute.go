@@ -119,7 +119,7 @@ func (t *translator) translateHTTPRoute(hr *gwapiv1.HTTPRoute) {
 	specProblem := routeSpecProblem(hr)
 	rules := t.translateRules(hr)
 	gen := hr.Generation
-	st := &gwapiv1.HTTPRouteStatus{RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{}}}
+	st := &gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{}}
 	for _, p := range parents {
 		ps := gwapiv1.RouteParentStatus{ParentRef: p.ref, ControllerName: t.controller}
 		var listeners []*listenerState
@@ -163,7 +163,7 @@ func (t *translator) translateHTTPRoute(hr *gwapiv1.HTTPRoute) {
 			}
 		}
 	}
-	t.status.HTTPRoutes[nn(hr.Namespace, hr.Name)] = st
+	t.status.Routes[RouteKey{Kind: KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}] = st
 }
 
 // attach finds the listeners of gs that a route attaches to through ref

@@ -279,7 +279,7 @@ func checkPipeline(res *resources.Resources, envoyBin string) (err error) {
 			conds = append(conds, l.Conditions...)
 		}
 	}
-	for _, s := range r.Status.HTTPRoutes {
+	for _, s := range r.Status.Routes {
 		for _, p := range s.Parents {
 			conds = append(conds, p.Conditions...)
 		}

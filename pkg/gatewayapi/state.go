@@ -59,7 +59,7 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		status: &Status{
 			GatewayClasses: map[string]*gwapiv1.GatewayClassStatus{},
 			Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-			HTTPRoutes:     map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{},
+			Routes:         map[RouteKey]*gwapiv1.RouteStatus{},
 		},
 	}
 	for _, g := range res.Gateways {

@@ -53,15 +53,39 @@ type Result struct {
 type Status struct {
 	GatewayClasses map[string]*gwapiv1.GatewayClassStatus
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
-	// HTTPRoutes hold only the parents entries for our controller.
-	HTTPRoutes map[types.NamespacedName]*gwapiv1.HTTPRouteStatus
+	// Routes are the status of every route of ours, of every kind: only
+	// the parents entries of our controller. (HTTPRouteStatus,
+	// GRPCRouteStatus and the other kinds' status are each a RouteStatus.)
+	Routes map[RouteKey]*gwapiv1.RouteStatus
 	// Warnings are findings that no object's status can carry, in a
-	// deterministic order: parentRefs of HTTPRoutes that name a Gateway
+	// deterministic order: parentRefs of routes that name a Gateway
 	// that does not exist, or whose GatewayClass does not (no controller
 	// owns such a parent, so the spec gives it no status), and EndpointSlice
 	// addresses that were dropped. Standalone mode prints them; a controller
 	// in a cluster may log them.
 	Warnings []string
+}
+
+// Route kinds (Gateway API group gateway.networking.k8s.io).
+const (
+	KindHTTPRoute = "HTTPRoute"
+	KindGRPCRoute = "GRPCRoute"
+)
+
+// RouteKey names one route object: its kind (KindHTTPRoute, KindGRPCRoute)
+// and namespace/name.
+type RouteKey struct {
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+// String is "<Kind> <namespace>/<name>".
+func (k RouteKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
+
+// NamespacedName is the route's namespace and name.
+func (k RouteKey) NamespacedName() types.NamespacedName {
+	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 }
 
 // Translate computes the IR and the status for res. res must be sorted

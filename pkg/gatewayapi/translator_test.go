@@ -91,7 +91,7 @@ func wantCond(t *testing.T, cs []metav1.Condition, typ string, status metav1.Con
 
 func routeParent(t *testing.T, r *Result, name string, i int) gwapiv1.RouteParentStatus {
 	t.Helper()
-	st := r.Status.HTTPRoutes[nn("default", name)]
+	st := r.Status.Routes[RouteKey{Kind: KindHTTPRoute, Namespace: "default", Name: name}]
 	if st == nil || len(st.Parents) <= i {
 		t.Fatalf("route %s has no parent status %d: %+v", name, i, st)
 	}
@@ -315,7 +315,7 @@ func TestAttachmentRefusals(t *testing.T) {
 	wantCond(t, routeParent(t, r, "ok", 0).Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
 	wantCond(t, routeParent(t, r, "nohost", 0).Conditions, "Accepted", metav1.ConditionFalse, "NoMatchingListenerHostname")
 	wantCond(t, routeParent(t, r, "nosection", 0).Conditions, "Accepted", metav1.ConditionFalse, "NoMatchingParent")
-	b := r.Status.HTTPRoutes[nn("b", "otherns")].Parents[0]
+	b := r.Status.Routes[RouteKey{Kind: KindHTTPRoute, Namespace: "b", Name: "otherns"}].Parents[0]
 	wantCond(t, b.Conditions, "Accepted", metav1.ConditionFalse, "NotAllowedByListeners")
 	wantCond(t, b.Conditions, "ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs")
 	routes := r.IR.Gateways[0].Listeners[0].HTTPRoutes
@@ -465,7 +465,7 @@ func TestOtherControllerIgnored(t *testing.T) {
 	res.GatewayClasses[0].Spec.ControllerName = "example.com/other"
 	res.HTTPRoutes = []*gwapiv1.HTTPRoute{httpRoute("app")}
 	r := Translate(res, Options{})
-	if len(r.Status.GatewayClasses)+len(r.Status.Gateways)+len(r.Status.HTTPRoutes)+len(r.IR.Gateways) != 0 {
+	if len(r.Status.GatewayClasses)+len(r.Status.Gateways)+len(r.Status.Routes)+len(r.IR.Gateways) != 0 {
 		t.Errorf("result for another controller's class = %+v", r.Status)
 	}
 	r = Translate(res, Options{ControllerName: "example.com/other"})

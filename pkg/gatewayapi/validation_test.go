@@ -428,7 +428,7 @@ func TestUnownedParentWarnings(t *testing.T) {
 	res.HTTPRoutes = []*gwapiv1.HTTPRoute{hr}
 	r := Translate(res, Options{})
 	mustValid(t, r)
-	if st := r.Status.HTTPRoutes[nn("default", "app")]; st != nil {
+	if st := r.Status.Routes[RouteKey{Kind: KindHTTPRoute, Namespace: "default", Name: "app"}]; st != nil {
 		t.Errorf("route has status %+v, want none", st)
 	}
 	want := []string{

@@ -23,6 +23,7 @@ type Resources struct {
 	GatewayClasses  []*gwapiv1.GatewayClass
 	Gateways        []*gwapiv1.Gateway
 	HTTPRoutes      []*gwapiv1.HTTPRoute
+	GRPCRoutes      []*gwapiv1.GRPCRoute
 	ReferenceGrants []*gwapiv1.ReferenceGrant
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice
@@ -38,6 +39,7 @@ func (r *Resources) Sort() {
 	sortObjects(r.GatewayClasses)
 	sortObjects(r.Gateways)
 	sortObjects(r.HTTPRoutes)
+	sortObjects(r.GRPCRoutes)
 	sortObjects(r.ReferenceGrants)
 	sortObjects(r.Services)
 	sortObjects(r.EndpointSlices)
@@ -64,6 +66,8 @@ func (r *Resources) Add(obj runtime.Object) bool {
 		r.Gateways = append(r.Gateways, o)
 	case *gwapiv1.HTTPRoute:
 		r.HTTPRoutes = append(r.HTTPRoutes, o)
+	case *gwapiv1.GRPCRoute:
+		r.GRPCRoutes = append(r.GRPCRoutes, o)
 	case *gwapiv1.ReferenceGrant:
 		r.ReferenceGrants = append(r.ReferenceGrants, o)
 	// v1beta1 kinds share the v1 schema: store them as v1.

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 const ours gwapiv1.GatewayController = "xds-controller.dev/gateway-controller"
@@ -167,11 +169,13 @@ func TestWithStaleRoutes(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "foreign"},
 			Status: gwapiv1.HTTPRouteStatus{RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{parent("x", "example.com/other")}}}},
 	}
-	st := WithStaleRoutes(nil, routes, ours)
-	if len(st.HTTPRoutes) != 1 {
-		t.Fatalf("got %d routes, want only the detached one", len(st.HTTPRoutes))
+	grpc := &gwapiv1.GRPCRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "detached"},
+		Status: gwapiv1.GRPCRouteStatus{RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{parent("web", ours)}}}}
+	st := WithStaleRoutes(nil, Routes(&resources.Resources{HTTPRoutes: routes, GRPCRoutes: []*gwapiv1.GRPCRoute{grpc}}), ours)
+	if len(st.Routes) != 2 {
+		t.Fatalf("got %d routes, want only the detached HTTPRoute and GRPCRoute", len(st.Routes))
 	}
-	for k, v := range st.HTTPRoutes {
+	for k, v := range st.Routes {
 		if k.Name != "detached" || len(v.Parents) != 0 {
 			t.Errorf("got %s with %d parents", k, len(v.Parents))
 		}

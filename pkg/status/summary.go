@@ -34,9 +34,9 @@ func Summary(st *gatewayapi.Status) map[string]string {
 			out[key+" listener "+string(l.Name)] = fmt.Sprintf("attachedRoutes=%d %s", l.AttachedRoutes, conditions(l.Conditions))
 		}
 	}
-	for nn, s := range st.HTTPRoutes {
+	for k, s := range st.Routes {
 		for _, p := range s.Parents {
-			out["HTTPRoute "+nn.String()+" -> "+parentName(p.ParentRef, nn.Namespace)] = conditions(p.Conditions)
+			out[k.String()+" -> "+parentName(p.ParentRef, k.Namespace)] = conditions(p.Conditions)
 		}
 	}
 	return out

@@ -26,18 +26,18 @@ func TestSummary(t *testing.T) {
 				}},
 			},
 		},
-		HTTPRoutes: map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{
-			{Namespace: "apps", Name: "r"}: {RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{{
+		Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{
+			{Kind: "HTTPRoute", Namespace: "apps", Name: "r"}: {Parents: []gwapiv1.RouteParentStatus{{
 				ParentRef:  gwapiv1.ParentReference{Name: "gw", SectionName: &section},
 				Conditions: []metav1.Condition{{Type: "Accepted", Status: "False", Reason: "NotAllowedByListeners", Message: "namespace not allowed"}},
-			}}}},
-			{Namespace: "apps", Name: "bad-regex"}: {RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{{
+			}}},
+			{Kind: "GRPCRoute", Namespace: "apps", Name: "bad-regex"}: {Parents: []gwapiv1.RouteParentStatus{{
 				ParentRef: gwapiv1.ParentReference{Name: "gw"},
 				Conditions: []metav1.Condition{
 					{Type: "Accepted", Status: "True", Reason: "Accepted", Message: "fine"},
 					{Type: "PartiallyInvalid", Status: "True", Reason: "UnsupportedValue", Message: "rule 0: bad regex"},
 				},
-			}}}},
+			}}},
 		},
 	}
 	got := Summary(st)
@@ -46,7 +46,7 @@ func TestSummary(t *testing.T) {
 		"Gateway default/gw listener http": "attachedRoutes=2 Conflicted=False(NoConflicts) ResolvedRefs=False(InvalidCertificateRef) — ResolvedRefs: secret missing",
 		"HTTPRoute apps/r -> apps/gw/http": "Accepted=False(NotAllowedByListeners) — Accepted: namespace not allowed",
 		// PartiallyInvalid is abnormal when True: its message is shown.
-		"HTTPRoute apps/bad-regex -> apps/gw": "Accepted=True(Accepted) PartiallyInvalid=True(UnsupportedValue) — PartiallyInvalid: rule 0: bad regex",
+		"GRPCRoute apps/bad-regex -> apps/gw": "Accepted=True(Accepted) PartiallyInvalid=True(UnsupportedValue) — PartiallyInvalid: rule 0: bad regex",
 	}
 	if len(got) != len(want) {
 		t.Errorf("got %d lines, want %d: %v", len(got), len(want), got)

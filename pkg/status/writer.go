@@ -12,7 +12,7 @@ package status
 //     the controller of their class, which is us, so taking ownership of
 //     every field we set is right, and fields we set before but no longer
 //     send (a listener that was removed) are dropped by the apply.
-//   - HTTPRoute: status.parents is `x-kubernetes-list-type: atomic` in the
+//   - Routes (HTTPRoute, GRPCRoute): status.parents is `x-kubernetes-list-type: atomic` in the
 //     v1.6.3 CRDs (several controllers share one route, and the list is
 //     atomic only because parentRef cannot serve as a map key). An apply
 //     would replace the whole list, and so the entries of other controllers.
@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -40,6 +41,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,6 +53,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // FieldManager is the field manager of every status write.
@@ -63,8 +66,53 @@ type Kind string
 const (
 	KindGatewayClass Kind = "GatewayClass"
 	KindGateway      Kind = "Gateway"
-	KindHTTPRoute    Kind = "HTTPRoute"
+	KindHTTPRoute    Kind = gatewayapi.KindHTTPRoute
+	KindGRPCRoute    Kind = gatewayapi.KindGRPCRoute
 )
+
+// newRoute returns an empty object of a route kind, or nil for a kind that
+// is not a route.
+func newRoute(k Kind) client.Object {
+	switch k {
+	case KindHTTPRoute:
+		return &gwapiv1.HTTPRoute{}
+	case KindGRPCRoute:
+		return &gwapiv1.GRPCRoute{}
+	}
+	return nil
+}
+
+// routeParents returns the status.parents of a route object made by
+// newRoute.
+func routeParents(obj client.Object) *[]gwapiv1.RouteParentStatus {
+	switch r := obj.(type) {
+	case *gwapiv1.HTTPRoute:
+		return &r.Status.Parents
+	case *gwapiv1.GRPCRoute:
+		return &r.Status.Parents
+	}
+	panic(fmt.Sprintf("status: %T is not a route", obj))
+}
+
+// Routes returns every route of every kind in res, as objects and their
+// status.parents, HTTPRoutes first, then GRPCRoutes.
+func Routes(res *resources.Resources) []RouteObject {
+	var out []RouteObject
+	for _, r := range res.HTTPRoutes {
+		out = append(out, RouteObject{Kind: KindHTTPRoute, Object: r, Parents: r.Status.Parents})
+	}
+	for _, r := range res.GRPCRoutes {
+		out = append(out, RouteObject{Kind: KindGRPCRoute, Object: r, Parents: r.Status.Parents})
+	}
+	return out
+}
+
+// RouteObject is a route of any kind with its live status.parents.
+type RouteObject struct {
+	Kind    Kind
+	Object  metav1.Object
+	Parents []gwapiv1.RouteParentStatus
+}
 
 // Key names one object.
 type Key struct {
@@ -114,7 +162,7 @@ type Writer struct {
 	limiter flowcontrol.RateLimiter
 
 	mu      sync.Mutex
-	desired map[Key]any          // *GatewayClassStatus, *GatewayStatus or *HTTPRouteStatus
+	desired map[Key]any          // *GatewayClassStatus, *GatewayStatus or *RouteStatus
 	written map[Key]writtenState // what we last wrote, to recognise a stale cache
 	fresh   map[Key]bool         // read with direct next time
 
@@ -171,7 +219,7 @@ func (w *Writer) Writes() int64 { return w.writes.Load() }
 func (w *Writer) leading() bool { return w.opts.Leading == nil || w.opts.Leading() }
 
 // Update replaces the desired status with st: the status of every object
-// the translation owns. An HTTPRoute entry with no parents removes all of
+// the translation owns. A route entry with no parents removes all of
 // our parents entries from that route (see WithStaleRoutes). Objects absent
 // from st are left alone. st is not modified and must not be modified
 // afterwards.
@@ -184,8 +232,8 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 		for nn, s := range st.Gateways {
 			desired[Key{Kind: KindGateway, Namespace: nn.Namespace, Name: nn.Name}] = s
 		}
-		for nn, s := range st.HTTPRoutes {
-			desired[Key{Kind: KindHTTPRoute, Namespace: nn.Namespace, Name: nn.Name}] = s
+		for k, s := range st.Routes {
+			desired[Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}] = s
 		}
 	}
 	w.mu.Lock()
@@ -335,8 +383,8 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 		err = w.gatewayClass(ctx, reader, k, d.(*gwapiv1.GatewayClassStatus))
 	case KindGateway:
 		err = w.gateway(ctx, reader, k, d.(*gwapiv1.GatewayStatus))
-	case KindHTTPRoute:
-		err = w.httpRoute(ctx, reader, k, d.(*gwapiv1.HTTPRouteStatus))
+	default:
+		err = w.route(ctx, reader, k, d.(*gwapiv1.RouteStatus))
 	}
 	if apierrors.IsNotFound(err) || errors.Is(err, errNotLeading) {
 		return nil
@@ -376,29 +424,34 @@ func (w *Writer) gateway(ctx context.Context, r client.Reader, k Key, d *gwapiv1
 	return w.apply(ctx, k, &live, target)
 }
 
-func (w *Writer) httpRoute(ctx context.Context, r client.Reader, k Key, d *gwapiv1.HTTPRouteStatus) error {
-	var live gwapiv1.HTTPRoute
-	if err := r.Get(ctx, k.nn(), &live); err != nil {
+// route writes our parents entries of a route of any kind k.Kind.
+func (w *Writer) route(ctx context.Context, r client.Reader, k Key, d *gwapiv1.RouteStatus) error {
+	live := newRoute(k.Kind)
+	if live == nil {
+		return fmt.Errorf("status: %s is not a route kind", k.Kind)
+	}
+	if err := r.Get(ctx, k.nn(), live); err != nil {
 		return err
 	}
-	parents := RouteParents(d.Parents, live.Status.Parents, w.opts.ControllerName, k.Namespace, w.opts.Now())
-	if EqualOwnParents(parents, live.Status.Parents, w.opts.ControllerName, k.Namespace) {
+	liveParents := *routeParents(live)
+	parents := RouteParents(d.Parents, liveParents, w.opts.ControllerName, k.Namespace, w.opts.Now())
+	if EqualOwnParents(parents, liveParents, w.opts.ControllerName, k.Namespace) {
 		return nil
 	}
 	hash := hashOf(normalizedOwnParents(parents, w.opts.ControllerName, k.Namespace))
-	if w.staleCache(k, hash, live.ResourceVersion) {
+	if w.staleCache(k, hash, live.GetResourceVersion()) {
 		return nil
 	}
 	if err := w.beforeWrite(ctx); err != nil {
 		return err
 	}
-	modified := live.DeepCopy()
-	modified.Status.Parents = parents
-	patch := client.MergeFromWithOptions(&live, client.MergeFromWithOptimisticLock{})
+	modified := live.DeepCopyObject().(client.Object)
+	*routeParents(modified) = parents
+	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
 	if err := w.c.Status().Patch(ctx, modified, patch, client.FieldOwner(FieldManager)); err != nil {
 		return err
 	}
-	w.wrote(k, hash, modified.ResourceVersion)
+	w.wrote(k, hash, modified.GetResourceVersion())
 	return nil
 }
 
@@ -502,18 +555,18 @@ func hashOf(v any) string {
 // that still carries a parents entry of controller but that st does not
 // mention: the route detached from all of our Gateways (or they vanished),
 // and writing the empty entry removes our stale parents. st is not modified.
-func WithStaleRoutes(st *gatewayapi.Status, routes []*gwapiv1.HTTPRoute, controller gwapiv1.GatewayController) *gatewayapi.Status {
-	out := &gatewayapi.Status{HTTPRoutes: map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{}}
+func WithStaleRoutes(st *gatewayapi.Status, routes []RouteObject, controller gwapiv1.GatewayController) *gatewayapi.Status {
+	out := &gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{}}
 	if st != nil {
-		out.GatewayClasses, out.Gateways = st.GatewayClasses, st.Gateways
-		for k, v := range st.HTTPRoutes {
-			out.HTTPRoutes[k] = v
+		out.GatewayClasses, out.Gateways, out.Warnings = st.GatewayClasses, st.Gateways, st.Warnings
+		for k, v := range st.Routes {
+			out.Routes[k] = v
 		}
 	}
 	for _, r := range routes {
-		k := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
-		if _, ok := out.HTTPRoutes[k]; !ok && HasOwnParents(r.Status.Parents, controller) {
-			out.HTTPRoutes[k] = &gwapiv1.HTTPRouteStatus{}
+		k := gatewayapi.RouteKey{Kind: string(r.Kind), Namespace: r.Object.GetNamespace(), Name: r.Object.GetName()}
+		if _, ok := out.Routes[k]; !ok && HasOwnParents(r.Parents, controller) {
+			out.Routes[k] = &gwapiv1.RouteStatus{}
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // The writer's HTTPRoute path (merge patch with optimistic concurrency)
@@ -70,10 +71,10 @@ func TestWriterRoute(t *testing.T) {
 	var leading atomic.Bool
 	w, c := newRouteWriter(t, &leading, route)
 	key := types.NamespacedName{Namespace: "default", Name: "app"}
-	desired := &gatewayapi.Status{HTTPRoutes: map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{
-		key: {RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{
+	desired := &gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{
+		{Kind: gatewayapi.KindHTTPRoute, Namespace: "default", Name: "app"}: {Parents: []gwapiv1.RouteParentStatus{
 			parent("web", ours, cond("Accepted", "True", "Accepted", 2, time.Time{})),
-		}}},
+		}},
 	}}
 
 	// Not leading: nothing is written.
@@ -108,7 +109,7 @@ func TestWriterRoute(t *testing.T) {
 	}
 
 	// The route detaches: our entry goes, theirs stays.
-	w.Update(WithStaleRoutes(&gatewayapi.Status{}, []*gwapiv1.HTTPRoute{&got}, ours))
+	w.Update(WithStaleRoutes(&gatewayapi.Status{}, Routes(&resources.Resources{HTTPRoutes: []*gwapiv1.HTTPRoute{&got}}), ours))
 	waitFor(t, "the removal", func() bool { return w.Writes() == 2 })
 	settle(w)
 	if err := c.Get(context.Background(), key, &got); err != nil {
@@ -130,8 +131,8 @@ func TestWriterStopsWhenLeadIsLostBeforeWrite(t *testing.T) {
 	// write: beforeWrite's check must refuse.
 	calls := 0
 	w := NewWriter(c, c, Options{Leading: func() bool { calls++; return calls == 1 }})
-	w.desired[Key{Kind: KindHTTPRoute, Namespace: "default", Name: "app"}] = &gwapiv1.HTTPRouteStatus{
-		RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{parent("web", ours, cond("Accepted", "True", "Accepted", 1, time.Time{}))}},
+	w.desired[Key{Kind: KindHTTPRoute, Namespace: "default", Name: "app"}] = &gwapiv1.RouteStatus{
+		Parents: []gwapiv1.RouteParentStatus{parent("web", ours, cond("Accepted", "True", "Accepted", 1, time.Time{}))},
 	}
 	if err := w.process(context.Background(), Key{Kind: KindHTTPRoute, Namespace: "default", Name: "app"}); err != nil {
 		t.Fatal(err)

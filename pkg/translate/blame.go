@@ -116,7 +116,7 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 		}
 	}
 	for _, prefix := range order {
-		st := res.Status.HTTPRoutes[routes[prefix]]
+		st := res.Status.Routes[gatewayapi.RouteKey{Kind: gatewayapi.KindHTTPRoute, Namespace: routes[prefix].Namespace, Name: routes[prefix].Name}]
 		if st == nil {
 			continue
 		}

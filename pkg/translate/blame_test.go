@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
@@ -41,11 +40,11 @@ func TestBlame(t *testing.T) {
 				direct("httproute/default/ok/rule/0/match/0", prefix("/")),
 			},
 		}}}}},
-		Status: &gatewayapi.Status{HTTPRoutes: map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{}},
+		Status: &gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{}},
 	}
 	for _, n := range []string{"hdr", "re", "ok"} {
-		res.Status.HTTPRoutes[types.NamespacedName{Namespace: "default", Name: n}] = &gwapiv1.HTTPRouteStatus{RouteStatus: gwapiv1.RouteStatus{
-			Parents: []gwapiv1.RouteParentStatus{{Conditions: []metav1.Condition{{Type: "Accepted", Status: "True", Reason: "Accepted", ObservedGeneration: 4}}}}}}
+		res.Status.Routes[httpRoute(n)] = &gwapiv1.RouteStatus{
+			Parents: []gwapiv1.RouteParentStatus{{Conditions: []metav1.Condition{{Type: "Accepted", Status: "True", Reason: "Accepted", ObservedGeneration: 4}}}}}
 	}
 	x, err := xdstranslator.Translate(res.IR)
 	if err != nil {
@@ -73,16 +72,20 @@ func TestBlame(t *testing.T) {
 		t.Errorf("an innocent route changed: %+v", r)
 	}
 	for n, want := range map[string]string{"hdr": "rule 0: ", "re": "rule 0 match 0: regex"} {
-		c := meta.FindStatusCondition(res.Status.HTTPRoutes[types.NamespacedName{Namespace: "default", Name: n}].Parents[0].Conditions, "PartiallyInvalid")
+		c := meta.FindStatusCondition(res.Status.Routes[httpRoute(n)].Parents[0].Conditions, "PartiallyInvalid")
 		if c == nil || c.Status != "True" || c.Reason != "UnsupportedValue" || !strings.HasPrefix(c.Message, want) || c.ObservedGeneration != 4 || !c.LastTransitionTime.IsZero() {
 			t.Errorf("HTTPRoute %s PartiallyInvalid = %+v, want True UnsupportedValue %q...", n, c, want)
 		}
 	}
-	if c := meta.FindStatusCondition(res.Status.HTTPRoutes[types.NamespacedName{Namespace: "default", Name: "ok"}].Parents[0].Conditions, "PartiallyInvalid"); c != nil {
+	if c := meta.FindStatusCondition(res.Status.Routes[httpRoute("ok")].Parents[0].Conditions, "PartiallyInvalid"); c != nil {
 		t.Errorf("an innocent route got %+v", c)
 	}
 	x, _ = xdstranslator.Translate(res.IR)
 	if ps := xdsvalidate.Check(x["s"]); len(ps) != 0 {
 		t.Errorf("problems left after blame: %v", ps)
 	}
+}
+
+func httpRoute(name string) gatewayapi.RouteKey {
+	return gatewayapi.RouteKey{Kind: gatewayapi.KindHTTPRoute, Namespace: "default", Name: name}
 }

@@ -8,6 +8,7 @@ package translate
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -93,11 +94,17 @@ func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 		for k, v := range r.Status.Gateways {
 			gws[k.String()] = v
 		}
-		hrs := map[string]any{}
-		for k, v := range r.Status.HTTPRoutes {
-			hrs[k.String()] = v
+		st["gatewayClasses"], st["gateways"] = gcs, gws
+		// One map per route kind: "httpRoutes", "grpcRoutes".
+		for k, v := range r.Status.Routes {
+			kind := strings.ToLower(strings.TrimSuffix(k.Kind, "Route")) + "Routes"
+			m, _ := st[kind].(map[string]any)
+			if m == nil {
+				m = map[string]any{}
+				st[kind] = m
+			}
+			m[k.Namespace+"/"+k.Name] = v
 		}
-		st["gatewayClasses"], st["gateways"], st["httpRoutes"] = gcs, gws, hrs
 	}
 	out := map[string]any{"ir": r.IR, "status": st}
 	if r.Status != nil && len(r.Status.Warnings) > 0 {

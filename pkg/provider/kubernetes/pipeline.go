@@ -140,6 +140,7 @@ func (p *pipeline) watch(ctx context.Context) error {
 		{&gwapiv1.GatewayClass{}, p.ownedHandler(status.KindGatewayClass)},
 		{&gwapiv1.Gateway{}, p.ownedHandler(status.KindGateway)},
 		{&gwapiv1.HTTPRoute{}, p.ownedHandler(status.KindHTTPRoute)},
+		{&gwapiv1.GRPCRoute{}, p.ownedHandler(status.KindGRPCRoute)},
 		{&gwapiv1.ReferenceGrant{}, p.anyHandler()},
 		{&corev1.Service{}, p.anyHandler()},
 		{&discoveryv1.EndpointSlice{}, p.anyHandler()},
@@ -318,7 +319,7 @@ func (p *pipeline) run(ctx context.Context) {
 	// this translation.
 	p.srv.Authorizer().Set(FleetScopes(p.ident.TrustDomain, p.cfg.Namespace, out.Result.IR))
 
-	st := status.WithStaleRoutes(out.Result.Status, res.HTTPRoutes, p.cfg.ControllerName)
+	st := status.WithStaleRoutes(out.Result.Status, status.Routes(res), p.cfg.ControllerName)
 	setAddresses(st, res, resolver)
 	gws := make(map[types.NamespacedName]*gwapiv1.Gateway, len(res.Gateways))
 	for _, g := range res.Gateways {
@@ -341,7 +342,7 @@ func (p *pipeline) run(ctx context.Context) {
 	}
 	p.runs.Add(1)
 	p.synced.Store(true)
-	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "scopes", len(out.XDS))
+	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "grpcRoutes", len(res.GRPCRoutes), "scopes", len(out.XDS))
 }
 
 // refresh hands the last translation's status, with Programmed decided by

@@ -57,6 +57,13 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 	for i := range hrs.Items {
 		res.HTTPRoutes = append(res.HTTPRoutes, &hrs.Items[i])
 	}
+	var grs gwapiv1.GRPCRouteList
+	if err := r.List(ctx, &grs, noCopy); err != nil {
+		return nil, err
+	}
+	for i := range grs.Items {
+		res.GRPCRoutes = append(res.GRPCRoutes, &grs.Items[i])
+	}
 	var rgs gwapiv1.ReferenceGrantList
 	if err := r.List(ctx, &rgs, noCopy); err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ const maxWeight = 1000000
 // invalid ref stays in the group, marked Invalid with its weight, so that
 // its share of requests is answered with 500 (HTTPRouteRule backendRefs).
 // It returns nil when there are no refs or none resolves: the rule then
-// answers 500 as a whole. Weight defaults to 1.
+// answers the failure status as a whole. Weight defaults to 1.
 func (rc *ruleContext) backendRefs(refs []gwapiv1.HTTPBackendRef) *ir.BackendGroup {
 	group := &ir.BackendGroup{}
 	valid := 0
@@ -41,23 +41,17 @@ func (rc *ruleContext) backendRefs(refs []gwapiv1.HTTPBackendRef) *ir.BackendGro
 				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "backendRef %d: namespace %s %s", k, q(string(*ref.Namespace)), p)
 			}
 		}
-		b, p := rc.t.resolveBackend(rc.route.Namespace, ref.BackendObjectReference)
+		b, p := rc.resolve(ref.BackendObjectReference)
 		if p != nil {
 			rc.refProblem(gwapiv1.RouteConditionReason(p.reason), "backendRef %d: %s", k, p.msg)
-			b = &ir.Backend{
-				Name:    fmt.Sprintf("invalid/httproute/%s/%s/rule/%d/backend/%d", rc.route.Namespace, rc.route.Name, rc.index, k),
-				Invalid: true,
-			}
+			b = rc.invalidBackend(k)
 		}
 		b.Weight = uint32(w)
 		if !b.Invalid && rc.backendFilters(k, ref.Filters, b) {
 			// An ExtensionRef filter on the backendRef cannot be resolved:
-			// the requests it would process get 500.
-			b = &ir.Backend{
-				Name:    fmt.Sprintf("invalid/httproute/%s/%s/rule/%d/backend/%d", rc.route.Namespace, rc.route.Name, rc.index, k),
-				Weight:  uint32(w),
-				Invalid: true,
-			}
+			// the requests it would process get the failure status.
+			b = rc.invalidBackend(k)
+			b.Weight = uint32(w)
 		}
 		if !b.Invalid {
 			valid++
@@ -68,6 +62,30 @@ func (rc *ruleContext) backendRefs(refs []gwapiv1.HTTPBackendRef) *ir.BackendGro
 		return nil
 	}
 	return group
+}
+
+// invalidBackend stands for backendRef k of the rule when it cannot be
+// used: "invalid/<kind>/<namespace>/<name>/rule/<i>/backend/<k>".
+func (rc *ruleContext) invalidBackend(k int) *ir.Backend {
+	key := rc.route.key
+	return &ir.Backend{
+		Name:    fmt.Sprintf("invalid/%s/%s/%s/rule/%d/backend/%d", strings.ToLower(key.Kind), key.Namespace, key.Name, rc.index, k),
+		Invalid: true,
+	}
+}
+
+// resolve resolves a backendRef (or a mirror's) of the rule's route
+// (resolveBackend). When the route's kind needs HTTP/2 (rc.http2) and the
+// Service port says HTTP/1.1 (no appProtocol, http, kubernetes.io/ws), the
+// backend speaks h2c and its cluster is "service/<ns>/<name>/<port>/h2c",
+// apart from the HTTP/1.1 one an HTTPRoute to the same port uses.
+func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend, *problem) {
+	b, p := rc.t.resolveBackend(rc.route.key, ref)
+	if p == nil && rc.http2 && b.Protocol == ir.AppProtocolHTTP1 {
+		b.Protocol = ir.AppProtocolH2C
+		b.Name += "/h2c"
+	}
+	return b, p
 }
 
 // backendFilters applies HTTPBackendRef filters to b: Request- and
@@ -82,7 +100,7 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 		case f.Type == gwapiv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil && b.ResponseHeaders == nil:
 			b.ResponseHeaders = rc.headerModifier(i, f.ResponseHeaderModifier)
 		case f.Type == gwapiv1.HTTPRouteFilterExtensionRef:
-			rc.refProblem(gwapiv1.RouteReasonInvalidKind, "backendRef %d: filter %d: ExtensionRef is not a filter kind xds-controller supports; its share answers 500", k, i)
+			rc.refProblem(gwapiv1.RouteReasonInvalidKind, "backendRef %d: filter %d: ExtensionRef is not a filter kind xds-controller supports; its share answers %d", k, i, rc.failure)
 			extRef = true
 		default:
 			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "backendRef %d: filter %d: %q is not supported on a backendRef (or is repeated, or lacks its field)", k, i, f.Type)
@@ -91,13 +109,14 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 	return extRef
 }
 
-// resolveBackend resolves a BackendObjectReference made by a route in
-// routeNS to a Service port and its endpoints. Only core Services are
-// supported (else InvalidKind); a Service in another namespace needs a
-// ReferenceGrant from HTTPRoutes of routeNS (else RefNotPermitted); the
-// Service must exist and the port must be one of its ports (else
-// BackendNotFound).
-func (t *translator) resolveBackend(routeNS string, ref gwapiv1.BackendObjectReference) (*ir.Backend, *problem) {
+// resolveBackend resolves a BackendObjectReference made by the route key
+// to a Service port and its endpoints. Only core Services are supported
+// (else InvalidKind); a Service in another namespace needs a
+// ReferenceGrant from routes of key's kind in key's namespace (else
+// RefNotPermitted); the Service must exist and the port must be one of its
+// TCP ports (else BackendNotFound).
+func (t *translator) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference) (*ir.Backend, *problem) {
+	routeNS := key.Namespace
 	group := deref(ref.Group, "")
 	kind := deref(ref.Kind, "Service")
 	ns := string(deref(ref.Namespace, gwapiv1.Namespace(routeNS)))
@@ -105,9 +124,9 @@ func (t *translator) resolveBackend(routeNS string, ref gwapiv1.BackendObjectRef
 	if group != "" || kind != "Service" {
 		return nil, &problem{string(gwapiv1.RouteReasonInvalidKind), fmt.Sprintf("%s %s is not a core Service", groupKind(group, kind), name)}
 	}
-	if ns != routeNS && !t.grantAllows(gwapiv1.GroupName, "HTTPRoute", routeNS, "", "Service", ns, string(ref.Name)) {
+	if ns != routeNS && !t.grantAllows(gwapiv1.GroupName, key.Kind, routeNS, "", "Service", ns, string(ref.Name)) {
 		return nil, &problem{string(gwapiv1.RouteReasonRefNotPermitted),
-			fmt.Sprintf("Service %s: no ReferenceGrant in namespace %s allows HTTPRoutes of namespace %s to use it", name, ns, routeNS)}
+			fmt.Sprintf("Service %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", name, ns, key.Kind, routeNS)}
 	}
 	svc := t.services[nn(ns, string(ref.Name))]
 	if svc == nil {

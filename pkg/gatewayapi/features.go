@@ -16,7 +16,7 @@ import (
 // MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
 // its RetryBackendTimeout/RetryConnectionError (experimental channel: the
 // standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
-// there), TLS, TCP, UDP, GRPC routes, ListenerSet, BackendTLSPolicy, static
+// there), TLS, TCP and UDP routes, ListenerSet, BackendTLSPolicy, static
 // addresses and frontend client certificate validation.
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
@@ -54,6 +54,10 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute303RedirectStatusCode,
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
+
+	// GATEWAY-GRPC core and extended.
+	features.SupportGRPCRoute,
+	features.SupportGRPCRouteNamedRouteRule,
 }
 
 // supportedFeatures is SupportedFeatures as GatewayClass status wants it:

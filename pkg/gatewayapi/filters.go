@@ -9,7 +9,9 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
-// filters translates HTTPRouteRule filters. Supported: RequestHeaderModifier,
+// filters translates a rule's filters (HTTPRouteRule filters, or a
+// GRPCRouteRule's as HTTPRouteFilters; types outside rc.filterTypes are
+// UnsupportedValue). Supported: RequestHeaderModifier,
 // ResponseHeaderModifier, RequestRedirect, URLRewrite (at most one of each),
 // RequestMirror (any number), CORS. extRef reports an ExtensionRef filter:
 // we support no extension kinds, so the reference cannot be resolved, and
@@ -26,6 +28,10 @@ func (rc *ruleContext) filters(fs []gwapiv1.HTTPRouteFilter, matches []ir.HTTPMa
 	}
 	seen := map[gwapiv1.HTTPRouteFilterType]bool{}
 	for k, f := range fs {
+		if rc.filterTypes != nil && !rc.filterTypes[f.Type] {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: filter type %q is not supported on a %s", k, f.Type, rc.route.key.Kind)
+			continue
+		}
 		if seen[f.Type] && f.Type != gwapiv1.HTTPRouteFilterRequestMirror && f.Type != gwapiv1.HTTPRouteFilterExtensionRef {
 			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: %s may appear once per rule", k, f.Type)
 			continue
@@ -82,7 +88,7 @@ func (rc *ruleContext) filters(fs []gwapiv1.HTTPRouteFilter, matches []ir.HTTPMa
 			if e := f.ExtensionRef; e != nil {
 				what = fmt.Sprintf("ExtensionRef %s %s", groupKind(e.Group, e.Kind), e.Name)
 			}
-			rc.refProblem(gwapiv1.RouteReasonInvalidKind, "filter %d: %s is not a filter kind xds-controller supports; the rule answers 500", k, what)
+			rc.refProblem(gwapiv1.RouteReasonInvalidKind, "filter %d: %s is not a filter kind xds-controller supports; the rule answers %d", k, what, rc.failure)
 		default:
 			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: filter type %q is not supported", k, f.Type)
 		}
@@ -248,7 +254,7 @@ func (rc *ruleContext) mirror(k int, m *gwapiv1.HTTPRequestMirrorFilter) *ir.Mir
 		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: mirror percent %g is outside 0-100", k, percent)
 		return nil
 	}
-	b, p := rc.t.resolveBackend(rc.route.Namespace, m.BackendRef)
+	b, p := rc.resolve(m.BackendRef)
 	if p != nil {
 		rc.refProblem(gwapiv1.RouteConditionReason(p.reason), "filter %d: mirror %s; the mirror is dropped", k, p.msg)
 		return nil

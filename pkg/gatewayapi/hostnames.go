@@ -60,3 +60,10 @@ func routeHostnames(listener string, route []string) []string {
 	}
 	return out
 }
+
+// hostsIntersect says whether two route hostnames of one listener
+// (routeHostnames: names, "*."-wildcards, or "*" for every host) share a
+// host.
+func hostsIntersect(a, b string) bool {
+	return a == "*" || b == "*" || intersectHostname(a, b) != ""
+}

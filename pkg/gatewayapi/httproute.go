@@ -1,293 +1,254 @@
 package gatewayapi
 
+// What is HTTPRoute's own: its rules' matches (path, headers, query
+// parameters, method), RequestRedirect, timeouts and retries, and the
+// precedence of its matches. Attachment and status are shared (routes.go),
+// and so are filters and backendRefs (rules.go, filters.go, backends.go).
+
 import (
 	"fmt"
-	"reflect"
+	"math"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
-// translateHTTPRoutes attaches every HTTPRoute to the Gateways of ours its
-// parentRefs name, adds its rules to the IR of every listener it attached
-// to, and computes its status.
-func (t *translator) translateHTTPRoutes() {
-	for _, hr := range t.res.HTTPRoutes {
-		if hr != nil {
-			t.translateHTTPRoute(hr)
-		}
-	}
-}
-
-// parentRefTarget is a parentRef of a route that names a Gateway of ours.
-type parentRefTarget struct {
-	ref gwapiv1.ParentReference
-	gw  *gatewayState
-}
-
-// ourParents returns the parentRefs of a route that name Gateways of ours,
-// in spec order, without exact duplicates. ParentRef group and kind default
-// to gateway.networking.k8s.io and Gateway, the namespace to the route's.
-// Refs to anything else (other kinds, other controllers' Gateways, missing
-// Gateways) get no status entry: they are not ours to report on. A ref to a
-// Gateway that does not exist, or whose GatewayClass does not, has no owner
-// at all: it gets a Status.Warnings entry instead.
-func (t *translator) ourParents(hr *gwapiv1.HTTPRoute) []parentRefTarget {
-	var out []parentRefTarget
-	for _, ref := range hr.Spec.ParentRefs {
-		if deref(ref.Group, gwapiv1.GroupName) != gwapiv1.GroupName || deref(ref.Kind, "Gateway") != "Gateway" {
-			continue
-		}
-		ns := string(deref(ref.Namespace, gwapiv1.Namespace(hr.Namespace)))
-		gs := t.gatewayIndex[nn(ns, string(ref.Name))]
-		if gs == nil {
-			switch gw := t.allGateways[nn(ns, string(ref.Name))]; {
-			case gw == nil:
-				t.warnf("HTTPRoute %s/%s: parentRef %s: no such Gateway; the route is not attached to it", hr.Namespace, hr.Name, show(ns+"/"+string(ref.Name)))
-			case !t.allClasses[string(gw.Spec.GatewayClassName)]:
-				t.warnf("HTTPRoute %s/%s: parentRef %s: the Gateway's GatewayClass %s does not exist; the route is not attached to it", hr.Namespace, hr.Name, show(ns+"/"+string(ref.Name)), show(string(gw.Spec.GatewayClassName)))
-			}
-			continue
-		}
-		dup := false
-		for _, p := range out {
-			if reflect.DeepEqual(p.ref, ref) {
-				dup = true
-			}
-		}
-		if !dup {
-			out = append(out, parentRefTarget{ref: ref, gw: gs})
-		}
-	}
-	return out
-}
-
-// routeSpecProblem checks the route-level schema rules of HTTPRouteSpec:
-// every hostname a Hostname, at most 16 hostnames and 16 rules, at most 128
-// matches in all. A route that breaks them would not pass the API server;
-// here it is not accepted by any parent (Accepted=False reason
-// UnsupportedValue) and none of its rules is served.
-func routeSpecProblem(hr *gwapiv1.HTTPRoute) *problem {
-	var msgs []string
-	if n := len(hr.Spec.Hostnames); n > maxItems16 {
-		msgs = append(msgs, fmt.Sprintf("%d hostnames; at most %d are allowed", n, maxItems16))
-	}
-	var bad []string
-	why := ""
-	for _, h := range hr.Spec.Hostnames {
-		if p := checkHostname(string(h)); p != "" {
-			bad, why = append(bad, q(string(h))), p
-		}
-	}
-	switch {
-	case len(bad) == 1:
-		msgs = append(msgs, fmt.Sprintf("hostname %s %s", bad[0], why))
-	case len(bad) > 1:
-		msgs = append(msgs, fmt.Sprintf("hostnames %s are not valid: each must be lower-case RFC 1123 labels, at most 253 characters, with an optional \"*.\" wildcard as the first label only", strings.Join(bad, ", ")))
-	}
-	if n := len(hr.Spec.Rules); n > maxItems16 {
-		msgs = append(msgs, fmt.Sprintf("%d rules; at most %d are allowed", n, maxItems16))
-	}
-	matches := 0
-	for _, r := range hr.Spec.Rules {
-		matches += len(r.Matches)
-	}
-	if matches > maxMatchesPerRoute {
-		msgs = append(msgs, fmt.Sprintf("%d matches across all rules; at most %d are allowed", matches, maxMatchesPerRoute))
-	}
-	if len(msgs) == 0 {
+// httpRoute reads one HTTPRoute: nil when no parentRef names a Gateway of
+// ours. A route without rules gets the CRD default: one rule matching
+// PathPrefix "/" (without backends, so it answers 500).
+func (t *translator) httpRoute(hr *gwapiv1.HTTPRoute) *routeState {
+	if hr == nil {
 		return nil
 	}
-	return &problem{string(gwapiv1.RouteReasonUnsupportedValue), "invalid spec: " + joinMessages(msgs)}
+	r := t.newRoute(RouteKey{Kind: KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}, &hr.ObjectMeta, hr.Spec.ParentRefs, hr.Spec.Hostnames)
+	if r == nil {
+		return nil
+	}
+	rules := hr.Spec.Rules
+	if len(rules) == 0 {
+		rules = []gwapiv1.HTTPRouteRule{{}}
+	}
+	matches := 0
+	for _, ru := range hr.Spec.Rules {
+		matches += len(ru.Matches)
+	}
+	r.spec = routeSpecProblem(hr.Spec.Hostnames, len(hr.Spec.Rules), matches)
+	r.rules = t.translateRules(r, len(rules), ruleContext{failure: 500}, func(rc *ruleContext) *ruleIR {
+		return rc.translateHTTPRule(&rules[rc.index])
+	})
+	return r
 }
 
-// translateHTTPRoute handles one route: its rules are translated once, then
-// each parentRef of ours attaches it (or says why not) and, where it
-// attached, its rules join the listeners' routes.
-//
-// A route attached only to listeners that are not programmed (a port
-// another Gateway holds, a conflict, bad certificates) is still
-// Accepted=True and counts in their attachedRoutes, as the spec requires
-// (ListenerStatus attachedRoutes: listener status does not impact
-// attachment); its Accepted message says which listeners do not serve it.
-func (t *translator) translateHTTPRoute(hr *gwapiv1.HTTPRoute) {
-	parents := t.ourParents(hr)
-	if len(parents) == 0 {
-		return
+// translateHTTPRule turns one HTTPRouteRule into its IR. What the route
+// does:
+//   - an invalid rule (unsupported values, incompatible filters) answers
+//     500, or is left out when its matches cannot be expressed;
+//   - a rule with an ExtensionRef filter answers 500 (we support no
+//     extension filters; GEP-1364 makes that a reference failure:
+//     ResolvedRefs=False reason InvalidKind);
+//   - a RequestRedirect rule redirects;
+//   - a rule without backendRefs, or whose backendRefs are all invalid,
+//     answers 500 (HTTPRouteRule backendRefs);
+//   - else the rule forwards to its backends; invalid ones keep their
+//     weight and answer 500 for their share.
+func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
+	r := &ruleIR{index: rc.index}
+	matches, matchesOK := rc.matches(rule.Matches)
+	if matchesOK {
+		r.matches = matches
+		for _, m := range matches {
+			r.ranks = append(r.ranks, httpRank(m))
+		}
 	}
-	specProblem := routeSpecProblem(hr)
-	rules := t.translateRules(hr)
-	gen := hr.Generation
-	st := &gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{}}
-	for _, p := range parents {
-		ps := gwapiv1.RouteParentStatus{ParentRef: p.ref, ControllerName: t.controller}
-		var listeners []*listenerState
-		refused := specProblem
-		if refused == nil {
-			listeners, refused = t.attach(hr, p.ref, p.gw)
+	filters, extRef := rc.filters(rule.Filters, matches)
+	if filters.Redirect != nil && len(rule.BackendRefs) > 0 {
+		// HTTPRouteRule CEL rule.
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "a RequestRedirect filter must not be used together with backendRefs")
+	}
+	if len(rule.BackendRefs) > maxItems16 {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%d backendRefs; at most %d are allowed", len(rule.BackendRefs), maxItems16)
+	}
+	backends := rc.backendRefs(rule.BackendRefs)
+	timeouts := rc.timeouts(rule.Timeouts)
+	retry := rc.retry(rule.Retry)
+
+	tpl := &ir.HTTPRoute{}
+	r.template = tpl
+	if filters.Redirect != nil && len(rc.unsupported) == 0 && !extRef {
+		tpl.Filters = ir.HTTPFilters{Redirect: filters.Redirect, ResponseHeaders: filters.ResponseHeaders}
+		return r
+	}
+	rc.forward(tpl, filters, extRef, backends)
+	if tpl.Backends != nil {
+		tpl.Timeouts, tpl.Retry = timeouts, retry
+	}
+	return r
+}
+
+// httpRank is the precedence key of an HTTPRoute match (HTTPRouteRule
+// matches): an Exact path, then a RegularExpression path, then a
+// PathPrefix with more characters; then a method match; then more header
+// matches; then more query parameter matches.
+//
+// The spec leaves the rank of RegularExpression paths to implementations.
+// We put them after Exact and before every PathPrefix (longer pattern
+// first), so that a regex rule is not shadowed by a catch-all prefix "/".
+func httpRank(m ir.HTTPMatch) []int {
+	kind, length := 2, 0 // PathPrefix "/"
+	if p := m.Path; p != nil {
+		switch p.Type {
+		case ir.MatchExact:
+			kind, length = 0, len(p.Value)
+		case ir.MatchRegex:
+			kind, length = 1, len(p.Value)
+		default:
+			length = len(strings.TrimSuffix(p.Value, "/"))
 		}
-		if refused == nil && rules.allInvalid() {
-			refused = rules.unsupported
+	}
+	return []int{kind, -length, -boolInt(m.Method != ""), -len(m.Headers), -len(m.QueryParams)}
+}
+
+// knownMethods are the HTTPMethod values of the Gateway API.
+var knownMethods = map[gwapiv1.HTTPMethod]bool{
+	gwapiv1.HTTPMethodGet: true, gwapiv1.HTTPMethodHead: true, gwapiv1.HTTPMethodPost: true,
+	gwapiv1.HTTPMethodPut: true, gwapiv1.HTTPMethodDelete: true, gwapiv1.HTTPMethodConnect: true,
+	gwapiv1.HTTPMethodOptions: true, gwapiv1.HTTPMethodTrace: true, gwapiv1.HTTPMethodPatch: true,
+}
+
+// matches translates HTTPRouteRule matches; none means PathPrefix "/".
+// Path type defaults to PathPrefix and value to "/"; header and query
+// parameter types default to Exact. Of several header matches with the
+// same (case-insensitive) name only the first counts, likewise for query
+// parameters (case-sensitive names). Every value must pass the schema
+// (validation.go): path values the HTTPPathMatch CEL rules, names the
+// HTTPHeaderName pattern, values their lengths and no control characters,
+// regular expressions RE2 within Envoy's size limit; at most 64 matches and
+// 16 header and 16 query parameter matches each. Anything else, unknown
+// match types and methods included, is UnsupportedValue, and the rule,
+// whose matches cannot be expressed, is left out.
+func (rc *ruleContext) matches(ms []gwapiv1.HTTPRouteMatch) ([]ir.HTTPMatch, bool) {
+	if len(ms) == 0 {
+		ms = []gwapiv1.HTTPRouteMatch{{}}
+	}
+	before := len(rc.unsupported)
+	if len(ms) > maxMatchesPerRule {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%d matches; at most %d are allowed", len(ms), maxMatchesPerRule)
+	}
+	out := make([]ir.HTTPMatch, 0, len(ms))
+	for j, m := range ms {
+		var im ir.HTTPMatch
+		typ, value := gwapiv1.PathMatchPathPrefix, "/"
+		if m.Path != nil {
+			typ = deref(m.Path.Type, gwapiv1.PathMatchPathPrefix)
+			value = deref(m.Path.Value, "/")
 		}
-		if refused != nil {
-			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionAccepted, false, refused.reason, refused.msg, gen))
-		} else {
-			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionAccepted, true, gwapiv1.RouteReasonAccepted, acceptedMessage(p.gw, listeners), gen))
+		switch typ {
+		case gwapiv1.PathMatchExact, gwapiv1.PathMatchPathPrefix:
+			if p := checkPathMatch(value); p != "" {
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path %s %s", j, q(value), p)
+			}
+			mt := ir.MatchExact
+			if typ == gwapiv1.PathMatchPathPrefix {
+				mt = ir.MatchPathPrefix
+			}
+			im.Path = &ir.StringMatch{Type: mt, Value: value}
+		case gwapiv1.PathMatchRegularExpression:
+			if p := checkRegex(value, maxPathLen); p != "" {
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path regular expression %s %s", j, q(value), p)
+			}
+			im.Path = &ir.StringMatch{Type: ir.MatchRegex, Value: value}
+		default:
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path match type %s is not supported", j, q(string(typ)))
 		}
-		if rules.refs != nil {
-			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionResolvedRefs, false, rules.refs.reason, rules.refs.msg, gen))
-		} else {
-			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionResolvedRefs, true, gwapiv1.RouteReasonResolvedRefs, "all references resolved", gen))
+		im.Headers = rc.headerMatches(j, m.Headers)
+		if len(m.QueryParams) > maxItems16 {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: at most %d query parameter matches are allowed", j, maxItems16)
 		}
-		if refused == nil && rules.unsupported != nil {
-			// Some rules are invalid, some valid: the invalid ones answer
-			// 500 instead of being served (RouteConditionPartiallyInvalid,
-			// the "Drop Rule(s)" approach).
-			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionPartiallyInvalid, true, gwapiv1.RouteReasonUnsupportedValue,
-				fmt.Sprintf("Dropped Rule(s) %s: %s (a dropped rule answers 500 where its matches are valid)", rules.invalidIndexes(), rules.unsupported.msg), gen))
-		}
-		st.Parents = append(st.Parents, ps)
-		if refused != nil {
-			continue
-		}
-		for _, l := range listeners {
-			k := nn(hr.Namespace, hr.Name)
-			if l.routeSeen[k] {
+		seen := map[string]bool{}
+		for _, qp := range m.QueryParams {
+			if seen[string(qp.Name)] {
 				continue
 			}
-			l.routeSeen[k] = true
-			l.attached++
-			if l.programmed() {
-				t.addRoutes(l, hr, rules)
+			seen[string(qp.Name)] = true
+			if p := checkHeaderName(string(qp.Name)); p != "" {
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: query parameter name %s %s", j, q(string(qp.Name)), p)
 			}
+			im.QueryParams = append(im.QueryParams, rc.stringMatch(j, "query parameter "+q(string(qp.Name)), string(qp.Name), string(deref(qp.Type, gwapiv1.QueryParamMatchExact)), qp.Value, maxQueryValueLen))
 		}
+		if m.Method != nil {
+			if !knownMethods[*m.Method] {
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: method %s is not supported", j, q(string(*m.Method)))
+			}
+			im.Method = string(*m.Method)
+		}
+		out = append(out, im)
 	}
-	t.status.Routes[RouteKey{Kind: KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}] = st
+	return out, len(rc.unsupported) == before
 }
 
-// attach finds the listeners of gs that a route attaches to through ref
-// (ParentReference sectionName and port; listener allowedRoutes kinds and
-// namespaces; hostname intersection), or says why there are none:
-// NoMatchingParent (no listener has that sectionName/port, or the Gateway
-// is not accepted), NotAllowedByListeners, NoMatchingListenerHostname.
-func (t *translator) attach(hr *gwapiv1.HTTPRoute, ref gwapiv1.ParentReference, gs *gatewayState) ([]*listenerState, *problem) {
-	if gs.refused != nil {
-		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent), fmt.Sprintf("Gateway %s is not accepted: %s", gs.nn, gs.refused.msg)}
+// parseDuration reads a Gateway API Duration (GEP-2257: a subset of Go's
+// syntax, e.g. "1h30m", "500ms"; never negative).
+func parseDuration(d gwapiv1.Duration) (*ir.Duration, error) {
+	v, p := checkDuration(string(d))
+	if p != "" {
+		return nil, fmt.Errorf("%s %s", q(string(d)), p)
 	}
-	var candidates []*listenerState
-	for _, l := range gs.listeners {
-		if l.duplicate {
-			continue
-		}
-		if ref.SectionName != nil && string(*ref.SectionName) != l.name {
-			continue
-		}
-		if ref.Port != nil && *ref.Port != l.spec.Port {
-			continue
-		}
-		candidates = append(candidates, l)
-	}
-	if len(candidates) == 0 {
-		var sel []string
-		if ref.SectionName != nil {
-			sel = append(sel, fmt.Sprintf("sectionName %q", *ref.SectionName))
-		}
-		if ref.Port != nil {
-			sel = append(sel, fmt.Sprintf("port %d", *ref.Port))
-		}
-		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent),
-			fmt.Sprintf("Gateway %s has no listener with %s", gs.nn, strings.Join(sel, " and "))}
-	}
-	var allowed []*listenerState
-	for _, l := range candidates {
-		if l.allowsKind(gwapiv1.GroupName, "HTTPRoute") && t.allowsNamespace(l, hr.Namespace) {
-			allowed = append(allowed, l)
-		}
-	}
-	if len(allowed) == 0 {
-		return nil, &problem{string(gwapiv1.RouteReasonNotAllowedByListeners),
-			fmt.Sprintf("no listener of Gateway %s allows HTTPRoutes from namespace %s", gs.nn, hr.Namespace)}
-	}
-	var out []*listenerState
-	for _, l := range allowed {
-		if len(routeHostnames(l.hostname, hostnameStrings(hr.Spec.Hostnames))) > 0 {
-			out = append(out, l)
-		}
-	}
-	if len(out) == 0 {
-		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingListenerHostname),
-			fmt.Sprintf("no hostname of the route matches a listener hostname of Gateway %s", gs.nn)}
-	}
-	return out, nil
+	return ir.NewDuration(v), nil
 }
 
-func (l *listenerState) allowsKind(group, kind string) bool {
-	for _, k := range l.supportedKinds {
-		if string(deref(k.Group, gwapiv1.GroupName)) == group && string(k.Kind) == kind {
-			return true
+// timeouts maps HTTPRouteRule timeouts (GEP-1742) to the IR.
+func (rc *ruleContext) timeouts(to *gwapiv1.HTTPRouteTimeouts) *ir.Timeouts {
+	if to == nil || (to.Request == nil && to.BackendRequest == nil) {
+		return nil
+	}
+	out := &ir.Timeouts{}
+	var err error
+	if to.Request != nil {
+		if out.Request, err = parseDuration(*to.Request); err != nil {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "timeouts.request: %v", err)
 		}
 	}
-	return false
-}
-
-// allowsNamespace applies allowedRoutes.namespaces.from: Same (the
-// Gateway's namespace), All, Selector (labels of the route's namespace),
-// None.
-func (t *translator) allowsNamespace(l *listenerState, ns string) bool {
-	switch l.from {
-	case gwapiv1.NamespacesFromAll:
-		return true
-	case gwapiv1.NamespacesFromSame:
-		return ns == l.gw.nn.Namespace
-	case gwapiv1.NamespacesFromSelector:
-		return l.selector != nil && l.selector.Matches(t.namespaceLabels(ns))
+	if to.BackendRequest != nil {
+		if out.BackendRequest, err = parseDuration(*to.BackendRequest); err != nil {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "timeouts.backendRequest: %v", err)
+		}
 	}
-	return false
-}
-
-func hostnameStrings(hs []gwapiv1.Hostname) []string {
-	out := make([]string, 0, len(hs))
-	for _, h := range hs {
-		out = append(out, string(h))
+	if out.Request != nil && out.BackendRequest != nil && out.Request.Duration != 0 && out.BackendRequest.Duration > out.Request.Duration {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "timeouts.backendRequest %s is longer than timeouts.request %s", *to.BackendRequest, *to.Request)
 	}
 	return out
 }
 
-// addRoutes adds one IR route per hostname, rule and match of hr to l.
-func (t *translator) addRoutes(l *listenerState, hr *gwapiv1.HTTPRoute, rules *routeRules) {
-	for _, host := range routeHostnames(l.hostname, hostnameStrings(hr.Spec.Hostnames)) {
-		for _, r := range rules.rules {
-			for j, m := range r.matches {
-				route := r.template.DeepCopy()
-				route.Name = fmt.Sprintf("httproute/%s/%s/rule/%d/match/%d", hr.Namespace, hr.Name, r.index, j)
-				route.Hostname = host
-				route.Match = *m.DeepCopy()
-				l.routes = append(l.routes, &routeEntry{
-					route: route, created: creation(hr.ObjectMeta), ns: hr.Namespace, name: hr.Name, rule: r.index, match: j,
-				})
-			}
+// retry maps HTTPRouteRule retry (GEP-1731) to the IR. Unset attempts
+// means one retry (Envoy's default); set, it must be at least 1 (schema
+// minimum) and fit Envoy's uint32. Codes must be within 400-599.
+func (rc *ruleContext) retry(r *gwapiv1.HTTPRouteRetry) *ir.Retry {
+	if r == nil {
+		return nil
+	}
+	out := &ir.Retry{Attempts: 1}
+	if r.Attempts != nil {
+		if *r.Attempts < 1 || int64(*r.Attempts) > math.MaxUint32 {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "retry.attempts %d is outside 1-%d", *r.Attempts, uint32(math.MaxUint32))
+		} else {
+			out.Attempts = uint32(*r.Attempts)
 		}
 	}
-}
-
-func creation(m metav1.ObjectMeta) metav1.Time { return m.CreationTimestamp }
-
-// acceptedMessage is the message of Accepted=True for a route attached to
-// listeners of gs: it names the listeners that are not programmed, which
-// count the route but do not serve it.
-func acceptedMessage(gs *gatewayState, listeners []*listenerState) string {
-	var idle []string
-	for _, l := range listeners {
-		if why := l.notProgrammedReason(); why != "" {
-			idle = append(idle, fmt.Sprintf("%s (%s)", l.name, why))
+	for _, c := range r.Codes {
+		if c < 400 || c > 599 {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "retry code %d is outside 400-599", c)
+			continue
 		}
+		out.Codes = append(out.Codes, uint32(c))
 	}
-	switch {
-	case len(idle) == 0:
-		return "route is accepted"
-	case len(idle) == len(listeners):
-		return fmt.Sprintf("route is accepted, but no listener of Gateway %s it attached to is programmed, so no traffic reaches it there: %s", gs.nn, strings.Join(idle, "; "))
+	if r.Backoff != nil {
+		d, err := parseDuration(*r.Backoff)
+		if err != nil {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "retry.backoff: %v", err)
+		}
+		out.Backoff = d
 	}
-	return fmt.Sprintf("route is accepted; these listeners of Gateway %s are not programmed and do not serve it: %s", gs.nn, strings.Join(idle, "; "))
+	return out
 }

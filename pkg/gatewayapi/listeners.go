@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
@@ -56,18 +55,27 @@ type listenerState struct {
 	routes []*routeEntry
 	// routeSeen keeps a route from attaching twice (two parentRefs that
 	// both select this listener).
-	routeSeen map[types.NamespacedName]bool
+	routeSeen map[RouteKey]bool
+	// held are the hostnames the routes attached so far hold, for
+	// resolveKindConflicts.
+	held []heldHosts
 }
 
-// httpRouteKind is the one route kind HTTP and HTTPS listeners support.
-var httpRouteKind = gwapiv1.RouteGroupKind{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: "HTTPRoute"}
+// httpKinds are the route kinds HTTP and HTTPS listeners support. Both
+// accept HTTP/2 without an upgrade, as GRPCRoute requires: the HTTP
+// connection manager detects h2c with prior knowledge on HTTP listeners,
+// and HTTPS listeners offer h2 in ALPN (pkg/xdstranslator).
+var httpKinds = []gwapiv1.RouteGroupKind{
+	{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindHTTPRoute},
+	{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindGRPCRoute},
+}
 
 // protocolKinds are the route kinds each supported listener protocol
 // accepts. TLS, TCP and UDP listeners are recognised but not supported yet:
 // adding them here (with TLSRoute, TCPRoute, UDPRoute) is how they slot in.
 var protocolKinds = map[gwapiv1.ProtocolType][]gwapiv1.RouteGroupKind{
-	gwapiv1.HTTPProtocolType:  {httpRouteKind},
-	gwapiv1.HTTPSProtocolType: {httpRouteKind},
+	gwapiv1.HTTPProtocolType:  httpKinds,
+	gwapiv1.HTTPSProtocolType: httpKinds,
 }
 
 // newListener validates one spec listener: protocol (Gateway listener
@@ -81,7 +89,7 @@ func (t *translator) newListener(gs *gatewayState, spec *gwapiv1.Listener) *list
 		hostname:  strings.ToLower(string(deref(spec.Hostname, ""))),
 		protocol:  ir.Protocol(spec.Protocol),
 		bindPort:  t.bindPort(gs.obj, spec.Port),
-		routeSeen: map[types.NamespacedName]bool{},
+		routeSeen: map[RouteKey]bool{},
 		from:      gwapiv1.NamespacesFromSame,
 	}
 	kinds, ok := protocolKinds[spec.Protocol]

@@ -97,8 +97,12 @@ func (k RouteKey) NamespacedName() types.NamespacedName {
 //   - gateway.go, listeners.go, conflicts.go, certificates.go: the Gateways
 //     of those classes, their addresses and listeners (protocol, conflicts,
 //     TLS certificates, allowedRoutes);
-//   - httproute.go, rules.go, filters.go, backends.go: HTTPRoutes attached
-//     to those Gateways, their rules, filters and backendRefs;
+//   - routes.go: routes of every kind attached to those Gateways
+//     (parentRefs, listeners, hostnames, kinds sharing a hostname) and
+//     their status;
+//   - httproute.go, grpcroute.go: what each kind's rules are; rules.go,
+//     filters.go, backends.go: the rule machinery they share (filters,
+//     backendRefs, ReferenceGrants);
 //   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
 //     Envoy's constraints every user-supplied value must meet, since in
 //     standalone mode no API server checked them;
@@ -111,6 +115,6 @@ func Translate(res *resources.Resources, opts Options) *Result {
 	t.checkEndpointSlices()
 	t.translateGatewayClasses()
 	t.translateGateways()
-	t.translateHTTPRoutes()
+	t.translateRoutes()
 	return t.result()
 }

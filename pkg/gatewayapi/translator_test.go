@@ -113,7 +113,7 @@ func TestBasicRouteEndpointsAndStatus(t *testing.T) {
 	wantCond(t, gs.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
 	wantCond(t, gs.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
 	l := gs.Listeners[0]
-	if l.AttachedRoutes != 1 || len(l.SupportedKinds) != 1 || l.SupportedKinds[0].Kind != "HTTPRoute" {
+	if l.AttachedRoutes != 1 || len(l.SupportedKinds) != 2 || l.SupportedKinds[0].Kind != "HTTPRoute" || l.SupportedKinds[1].Kind != "GRPCRoute" {
 		t.Errorf("listener status = %+v", l)
 	}
 	wantCond(t, l.Conditions, "Conflicted", metav1.ConditionFalse, "NoConflicts")

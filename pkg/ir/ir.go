@@ -80,8 +80,9 @@ type Listener struct {
 	Hostname string `json:"hostname,omitempty"`
 	// TLS is set for HTTPS (terminate) and TLS listeners.
 	TLS *ListenerTLS `json:"tls,omitempty"`
-	// HTTPRoutes are the route rules attached to an HTTP or HTTPS
-	// listener, in match precedence order (first match wins).
+	// HTTPRoutes are the route rules (of HTTPRoutes and GRPCRoutes)
+	// attached to an HTTP or HTTPS listener, in match precedence order
+	// (first match wins).
 	HTTPRoutes []*HTTPRoute `json:"httpRoutes,omitempty"`
 	// L4Routes are the routes attached to a TLS passthrough, TCP or UDP
 	// listener. A TCP or UDP listener uses the first; a TLS passthrough
@@ -117,11 +118,12 @@ type Certificate struct {
 	PrivateKey []byte `json:"privateKey"`
 }
 
-// HTTPRoute is one match of one HTTPRoute rule for one hostname: the unit
-// that becomes one Envoy route in one virtual host.
+// HTTPRoute is one match of one rule of an HTTPRoute or a GRPCRoute for
+// one hostname: the unit that becomes one Envoy route in one virtual host.
 type HTTPRoute struct {
 	// Name is unique within a listener:
-	// "httproute/<namespace>/<name>/rule/<i>/match/<j>".
+	// "<kind>/<namespace>/<name>/rule/<i>/match/<j>", kind "httproute" or
+	// "grpcroute".
 	Name string `json:"name"`
 	// Hostname is the virtual host this route lives in: a host name, a
 	// "*."-wildcard, or "*" for every host.
@@ -141,6 +143,12 @@ type HTTPRoute struct {
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
 	// Retry is the rule's retry policy (HTTPRoute rule retry, GEP-1731).
 	Retry *Retry `json:"retry,omitempty"`
+	// GRPC marks a route of a GRPCRoute: it matches only gRPC requests
+	// (content-type application/grpc), has no route timeout but the
+	// deadline the client sends (grpc-timeout), and answers the share of
+	// invalid backends with 503, which Envoy sends gRPC clients as
+	// grpc-status 14 UNAVAILABLE (GRPCRouteRule backendRefs).
+	GRPC bool `json:"grpc,omitempty"`
 }
 
 // HTTPMatch is one HTTPRouteMatch: every condition must hold.
@@ -304,8 +312,9 @@ const (
 // Backend is one backendRef resolved to its endpoints.
 type Backend struct {
 	// Name is unique across the IR and names the Envoy cluster:
-	// "service/<namespace>/<name>/<port>". Two routes that reference the
-	// same Service port share it.
+	// "service/<namespace>/<name>/<port>", with "/h2c" appended where a
+	// GRPCRoute makes an HTTP/1.1 port speak h2c. Two routes that
+	// reference the same Service port (with the same protocol) share it.
 	Name string `json:"name"`
 	// Weight is the backendRef weight; 0 sends no traffic.
 	Weight uint32 `json:"weight"`

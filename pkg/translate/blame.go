@@ -3,12 +3,10 @@ package translate
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
@@ -17,31 +15,29 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
 )
 
-// ruleRef is one HTTPRoute rule, parsed from an Envoy route name
-// "httproute/<ns>/<name>/rule/<i>/match/<j>" (xdstranslator).
+// ruleRef is one rule of a route, parsed from an Envoy route name
+// "<kind>/<ns>/<name>/rule/<i>/match/<j>" (gatewayapi.ParseRouteMatchName).
 type ruleRef struct {
-	route types.NamespacedName
+	route gatewayapi.RouteKey
 	rule  int
-	// prefix is "httproute/<ns>/<name>/rule/<i>/match/".
+	// prefix is "<kind>/<ns>/<name>/rule/<i>/match/".
 	prefix string
 }
 
 func parseRouteName(n string) (ruleRef, bool) {
-	p := strings.Split(n, "/")
-	if len(p) != 7 || p[0] != "httproute" || p[3] != "rule" || p[5] != "match" {
+	key, rule, ok := gatewayapi.ParseRouteMatchName(n)
+	if !ok {
 		return ruleRef{}, false
 	}
-	i, err := strconv.Atoi(p[4])
-	if err != nil {
-		return ruleRef{}, false
-	}
-	return ruleRef{route: types.NamespacedName{Namespace: p[1], Name: p[2]}, rule: i, prefix: strings.Join(p[:6], "/") + "/"}, true
+	return ruleRef{route: key, rule: rule, prefix: n[:strings.LastIndex(n, "/")+1]}, true
 }
 
 // blame runs xdsvalidate.Check on every scope of x and traces the problems
-// found inside HTTPRoute routes back to their rules: in res.IR, a rule with
-// a problem outside its matches answers 500 (direct response, no filters,
-// no backends), and a match with a problem is dropped; the HTTPRoute's
+// found inside the routes of HTTPRoutes and GRPCRoutes back to their rules:
+// in res.IR, a rule with a problem outside its matches answers its failure
+// status (xdstranslator.FailureStatus: 500, or 503 for gRPC; a direct
+// response, no filters, no backends), and a match with a problem is
+// dropped; the route's
 // parents of ours get PartiallyInvalid=True reason UnsupportedValue with the
 // problem. It reports whether it changed the IR, and every problem found,
 // by scope (those of x: when the IR did not change they are the final
@@ -53,7 +49,7 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 		whole   bool            // a problem outside the matches
 	}
 	rules := map[string]*verdict{} // rule prefix -> verdict
-	routes := map[string]types.NamespacedName{}
+	routes := map[string]gatewayapi.RouteKey{}
 	var order []string
 	var found map[string][]xdsvalidate.Problem
 	for _, scope := range ScopeNames(x) {
@@ -85,7 +81,7 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 			if p.InMatch {
 				msg = fmt.Sprintf("rule %d match %s: %s; Envoy would refuse it, so the match is not served", ref.rule, p.Route[len(ref.prefix):], p.Message)
 			} else {
-				msg += "; Envoy would refuse it, so the rule answers 500"
+				msg += fmt.Sprintf("; Envoy would refuse it, so the rule answers %d", xdstranslator.FailureStatus(&ir.HTTPRoute{GRPC: ref.route.Kind == gatewayapi.KindGRPCRoute}))
 			}
 			if !slices.Contains(v.msgs, msg) {
 				v.msgs = append(v.msgs, msg)
@@ -108,7 +104,7 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 				case v.whole:
 					// A problem outside the matches: the rule answers 500.
 					r.Backends, r.Filters, r.Timeouts, r.Retry = nil, ir.HTTPFilters{}, nil, nil
-					r.DirectResponse = &ir.DirectResponse{StatusCode: 500}
+					r.DirectResponse = &ir.DirectResponse{StatusCode: xdstranslator.FailureStatus(r)}
 				}
 				kept = append(kept, r)
 			}
@@ -116,7 +112,7 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 		}
 	}
 	for _, prefix := range order {
-		st := res.Status.Routes[gatewayapi.RouteKey{Kind: gatewayapi.KindHTTPRoute, Namespace: routes[prefix].Namespace, Name: routes[prefix].Name}]
+		st := res.Status.Routes[routes[prefix]]
 		if st == nil {
 			continue
 		}

@@ -100,7 +100,7 @@ func covers(listener, host string) bool {
 // route renders one IR HTTP route of a listener whose Gateway port is
 // listenerPort.
 func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Route, bool, error) {
-	out := &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match)}
+	out := &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match, r.GRPC)}
 	f := &r.Filters
 	if h := f.RequestHeaders; h != nil {
 		out.RequestHeadersToAdd, out.RequestHeadersToRemove = headerMods(h, true)
@@ -138,8 +138,14 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 	return out, cors, nil
 }
 
-func routeMatch(m *ir.HTTPMatch) *routev3.RouteMatch {
+// routeMatch renders a route's match; a gRPC route matches only gRPC
+// requests (RouteMatch.grpc: content-type application/grpc or
+// application/grpc+...).
+func routeMatch(m *ir.HTTPMatch, grpc bool) *routev3.RouteMatch {
 	out := &routev3.RouteMatch{}
+	if grpc {
+		out.Grpc = &routev3.RouteMatch_GrpcRouteMatchOptions{}
+	}
 	switch p := m.Path; {
 	case p == nil:
 		out.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: "/"}
@@ -331,7 +337,7 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 		}
 	}
 	if valid == 0 {
-		return nil, &ir.DirectResponse{StatusCode: 500}, nil
+		return nil, &ir.DirectResponse{StatusCode: FailureStatus(r)}, nil
 	}
 	if len(live) == 1 && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil {
 		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: live[0].Name}
@@ -341,6 +347,9 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 			cw := &routev3.WeightedCluster_ClusterWeight{Name: clusterOf(b), Weight: wrapperspb.UInt32(b.Weight)}
 			if b.Invalid {
 				ra.ClusterNotFoundResponseCode = routev3.RouteAction_INTERNAL_SERVER_ERROR
+				if r.GRPC {
+					ra.ClusterNotFoundResponseCode = routev3.RouteAction_SERVICE_UNAVAILABLE
+				}
 			} else {
 				if h := b.RequestHeaders; h != nil {
 					cw.RequestHeadersToAdd, cw.RequestHeadersToRemove = headerMods(h, true)
@@ -390,7 +399,24 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 		ra.RequestMirrorPolicies = append(ra.RequestMirrorPolicies, mp)
 	}
 	timeoutsAndRetries(ra, r.Timeouts, r.Retry)
+	if r.GRPC {
+		// A gRPC call, a long-lived stream included, runs until the
+		// deadline its client sends in grpc-timeout, if any, instead of
+		// Envoy's 15s route timeout.
+		ra.Timeout = durationpb.New(0)
+		ra.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{GrpcTimeoutHeaderMax: durationpb.New(0)}
+	}
 	return ra, nil, nil
+}
+
+// FailureStatus is the HTTP status of a route's requests that cannot reach
+// a valid backend: 503 for gRPC routes (Envoy sends gRPC clients
+// grpc-status 14 UNAVAILABLE), 500 otherwise.
+func FailureStatus(r *ir.HTTPRoute) uint32 {
+	if r.GRPC {
+		return 503
+	}
+	return 500
 }
 
 func timeoutsAndRetries(ra *routev3.RouteAction, t *ir.Timeouts, retry *ir.Retry) {

@@ -45,6 +45,9 @@ var goldenCases = []string{
 	"25-backend-cross-namespace-granted",
 	"38-multiple-gateways",
 	"53-route-to-missing-gateway",
+	"63-grpcroute-matches-filters",
+	// 64-grpcroute-invalid holds values the CRD's validation refuses.
+	"65-grpcroute-httproute-hostnames",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks
@@ -160,7 +163,8 @@ func deleteAll(t *testing.T, objs []*unstructured.Unstructured) {
 type goldenStatus struct {
 	GatewayClasses map[string]*gwapiv1.GatewayClassStatus `json:"gatewayClasses"`
 	Gateways       map[string]*gwapiv1.GatewayStatus      `json:"gateways"`
-	HTTPRoutes     map[string]*gwapiv1.HTTPRouteStatus    `json:"httpRoutes"`
+	HTTPRoutes     map[string]*gwapiv1.RouteStatus        `json:"httpRoutes"`
+	GRPCRoutes     map[string]*gwapiv1.RouteStatus        `json:"grpcRoutes"`
 }
 
 func readGoldenStatus(t *testing.T, path string) *goldenStatus {
@@ -219,22 +223,46 @@ func checkStatus(ctx context.Context, want *goldenStatus) error {
 			return fmt.Errorf("Gateway %s: %w", key, err)
 		}
 	}
-	for key, w := range want.HTTPRoutes {
-		var hr gwapiv1.HTTPRoute
-		nn := splitKey(key)
-		if err := k8sClient.Get(ctx, nn, &hr); err != nil {
-			return err
-		}
-		// The API server defaults parentRef group and kind in the spec
-		// (the golden files' input has no defaulting), and status repeats
-		// the spec's parentRef.
-		if !status.EqualOwnParents(hr.Status.Parents, withDefaults(w.Parents), gatewayapi.ControllerName, nn.Namespace) {
-			return fmt.Errorf("HTTPRoute %s parents:\n%s\nwant:\n%s", key, toYAML(hr.Status.Parents), toYAML(w.Parents))
-		}
-		for _, p := range hr.Status.Parents {
-			if err := transitionTimesSet(p.Conditions); err != nil {
-				return fmt.Errorf("HTTPRoute %s: %w", key, err)
+	for _, kind := range []struct {
+		name   string
+		want   map[string]*gwapiv1.RouteStatus
+		object func() client.Object
+	}{
+		{"HTTPRoute", want.HTTPRoutes, func() client.Object { return &gwapiv1.HTTPRoute{} }},
+		{"GRPCRoute", want.GRPCRoutes, func() client.Object { return &gwapiv1.GRPCRoute{} }},
+	} {
+		for key, w := range kind.want {
+			if err := checkRouteStatus(ctx, kind.name, key, kind.object(), w); err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+// checkRouteStatus compares our parents entries of the live route key (of
+// kind, read into obj) with w.
+func checkRouteStatus(ctx context.Context, kind, key string, obj client.Object, w *gwapiv1.RouteStatus) error {
+	nn := splitKey(key)
+	if err := k8sClient.Get(ctx, nn, obj); err != nil {
+		return err
+	}
+	var parents []gwapiv1.RouteParentStatus
+	switch r := obj.(type) {
+	case *gwapiv1.HTTPRoute:
+		parents = r.Status.Parents
+	case *gwapiv1.GRPCRoute:
+		parents = r.Status.Parents
+	}
+	// The API server defaults parentRef group and kind in the spec (the
+	// golden files' input has no defaulting), and status repeats the
+	// spec's parentRef.
+	if !status.EqualOwnParents(parents, withDefaults(w.Parents), gatewayapi.ControllerName, nn.Namespace) {
+		return fmt.Errorf("%s %s parents:\n%s\nwant:\n%s", kind, key, toYAML(parents), toYAML(w.Parents))
+	}
+	for _, p := range parents {
+		if err := transitionTimesSet(p.Conditions); err != nil {
+			return fmt.Errorf("%s %s: %w", kind, key, err)
 		}
 	}
 	return nil

@@ -1,0 +1,436 @@
+package gatewayapi
+
+// What every route kind shares: which parentRefs name Gateways of ours,
+// attachment to their listeners (sectionName and port, allowedRoutes kinds
+// and namespaces, hostname intersection), the rule that routes of two kinds
+// may not share a hostname on one listener, status.parents, and adding a
+// route's IR to the listeners it attached to. A kind's own file
+// (httproute.go, grpcroute.go) turns its objects into routeStates with
+// newRoute and translates its rules; nothing here reads a kind's type.
+
+import (
+	"cmp"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// routeState is one route of any kind during translation.
+type routeState struct {
+	key        RouteKey
+	created    metav1.Time
+	generation int64
+	// hostnames are spec.hostnames, lower-cased (none for kinds without).
+	hostnames []string
+	// spec is a route-level schema problem (routeSpecProblem): no parent
+	// accepts the route.
+	spec *problem
+	// rules are the route's rules, translated once whatever the parents.
+	rules *routeRules
+	// parents are the parentRefs that name Gateways of ours.
+	parents []*parentState
+}
+
+// parentState is one parentRef of a route that names a Gateway of ours.
+type parentState struct {
+	ref gwapiv1.ParentReference
+	gw  *gatewayState
+	// listeners are those the route attaches to through ref.
+	listeners []*listenerState
+	// refused is why the route is not accepted by this parent.
+	refused *problem
+	// taken lists the listeners ref selected where a route of another kind
+	// already holds one of the route's hostnames (resolveKindConflicts).
+	taken []string
+}
+
+// translateRoutes attaches the routes of every kind to our Gateways and
+// computes their status: each kind's routes are read (their rules
+// translated once), attached to the listeners their parentRefs select,
+// conflicts between kinds resolved, then status written and rules added to
+// the listeners' IR.
+func (t *translator) translateRoutes() {
+	var routes []*routeState
+	for _, hr := range t.res.HTTPRoutes {
+		if r := t.httpRoute(hr); r != nil {
+			routes = append(routes, r)
+		}
+	}
+	for _, gr := range t.res.GRPCRoutes {
+		if r := t.grpcRoute(gr); r != nil {
+			routes = append(routes, r)
+		}
+	}
+	for _, r := range routes {
+		t.attachRoute(r)
+	}
+	resolveKindConflicts(routes)
+	for _, r := range routes {
+		t.finishRoute(r)
+	}
+}
+
+// newRoute starts the translation of a route: it returns nil when no
+// parentRef names a Gateway of ours (the route is not ours to report on),
+// else a routeState with its parents; the caller adds spec and rules.
+func (t *translator) newRoute(key RouteKey, meta *metav1.ObjectMeta, refs []gwapiv1.ParentReference, hostnames []gwapiv1.Hostname) *routeState {
+	r := &routeState{key: key, created: meta.CreationTimestamp, generation: meta.Generation}
+	r.parents = t.ourParents(r, refs)
+	if len(r.parents) == 0 {
+		return nil
+	}
+	for _, h := range hostnames {
+		r.hostnames = append(r.hostnames, strings.ToLower(string(h)))
+	}
+	return r
+}
+
+// ourParents returns the parentRefs of a route that name Gateways of ours,
+// in spec order, without exact duplicates. ParentRef group and kind default
+// to gateway.networking.k8s.io and Gateway, the namespace to the route's.
+// Refs to anything else (other kinds, other controllers' Gateways, missing
+// Gateways) get no status entry: they are not ours to report on. A ref to a
+// Gateway that does not exist, or whose GatewayClass does not, has no owner
+// at all: it gets a Status.Warnings entry instead.
+func (t *translator) ourParents(r *routeState, refs []gwapiv1.ParentReference) []*parentState {
+	var out []*parentState
+	for _, ref := range refs {
+		if deref(ref.Group, gwapiv1.GroupName) != gwapiv1.GroupName || deref(ref.Kind, "Gateway") != "Gateway" {
+			continue
+		}
+		ns := string(deref(ref.Namespace, gwapiv1.Namespace(r.key.Namespace)))
+		gs := t.gatewayIndex[nn(ns, string(ref.Name))]
+		if gs == nil {
+			switch gw := t.allGateways[nn(ns, string(ref.Name))]; {
+			case gw == nil:
+				t.warnf("%s: parentRef %s: no such Gateway; the route is not attached to it", r.key, show(ns+"/"+string(ref.Name)))
+			case !t.allClasses[string(gw.Spec.GatewayClassName)]:
+				t.warnf("%s: parentRef %s: the Gateway's GatewayClass %s does not exist; the route is not attached to it", r.key, show(ns+"/"+string(ref.Name)), show(string(gw.Spec.GatewayClassName)))
+			}
+			continue
+		}
+		if !slices.ContainsFunc(out, func(p *parentState) bool { return reflect.DeepEqual(p.ref, ref) }) {
+			out = append(out, &parentState{ref: ref, gw: gs})
+		}
+	}
+	return out
+}
+
+// routeSpecProblem checks the route-level schema rules that HTTPRouteSpec
+// and GRPCRouteSpec share: every hostname a Hostname, at most 16 hostnames
+// and 16 rules, at most 128 matches in all. A route that breaks them would
+// not pass the API server; here it is not accepted by any parent
+// (Accepted=False reason UnsupportedValue) and none of its rules is served.
+func routeSpecProblem(hostnames []gwapiv1.Hostname, rules, matches int) *problem {
+	var msgs []string
+	if n := len(hostnames); n > maxItems16 {
+		msgs = append(msgs, fmt.Sprintf("%d hostnames; at most %d are allowed", n, maxItems16))
+	}
+	var bad []string
+	why := ""
+	for _, h := range hostnames {
+		if p := checkHostname(string(h)); p != "" {
+			bad, why = append(bad, q(string(h))), p
+		}
+	}
+	switch {
+	case len(bad) == 1:
+		msgs = append(msgs, fmt.Sprintf("hostname %s %s", bad[0], why))
+	case len(bad) > 1:
+		msgs = append(msgs, fmt.Sprintf("hostnames %s are not valid: each must be lower-case RFC 1123 labels, at most 253 characters, with an optional \"*.\" wildcard as the first label only", strings.Join(bad, ", ")))
+	}
+	if rules > maxItems16 {
+		msgs = append(msgs, fmt.Sprintf("%d rules; at most %d are allowed", rules, maxItems16))
+	}
+	if matches > maxMatchesPerRoute {
+		msgs = append(msgs, fmt.Sprintf("%d matches across all rules; at most %d are allowed", matches, maxMatchesPerRoute))
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &problem{string(gwapiv1.RouteReasonUnsupportedValue), "invalid spec: " + joinMessages(msgs)}
+}
+
+// attachRoute decides, for each parent of r, the listeners it attaches to
+// or why it is refused.
+func (t *translator) attachRoute(r *routeState) {
+	for _, p := range r.parents {
+		switch {
+		case r.spec != nil:
+			p.refused = r.spec
+		default:
+			p.listeners, p.refused = t.attach(r, p.ref, p.gw)
+			if p.refused == nil && r.rules.allInvalid() {
+				p.refused = r.rules.unsupported
+			}
+		}
+	}
+}
+
+// attach finds the listeners of gs that a route attaches to through ref
+// (ParentReference sectionName and port; listener allowedRoutes kinds and
+// namespaces; hostname intersection), or says why there are none:
+// NoMatchingParent (no listener has that sectionName/port, or the Gateway
+// is not accepted), NotAllowedByListeners, NoMatchingListenerHostname.
+func (t *translator) attach(r *routeState, ref gwapiv1.ParentReference, gs *gatewayState) ([]*listenerState, *problem) {
+	if gs.refused != nil {
+		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent), fmt.Sprintf("Gateway %s is not accepted: %s", gs.nn, gs.refused.msg)}
+	}
+	var candidates []*listenerState
+	for _, l := range gs.listeners {
+		if l.duplicate {
+			continue
+		}
+		if ref.SectionName != nil && string(*ref.SectionName) != l.name {
+			continue
+		}
+		if ref.Port != nil && *ref.Port != l.spec.Port {
+			continue
+		}
+		candidates = append(candidates, l)
+	}
+	if len(candidates) == 0 {
+		var sel []string
+		if ref.SectionName != nil {
+			sel = append(sel, fmt.Sprintf("sectionName %q", *ref.SectionName))
+		}
+		if ref.Port != nil {
+			sel = append(sel, fmt.Sprintf("port %d", *ref.Port))
+		}
+		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent),
+			fmt.Sprintf("Gateway %s has no listener with %s", gs.nn, strings.Join(sel, " and "))}
+	}
+	var allowed []*listenerState
+	for _, l := range candidates {
+		if l.allowsKind(gwapiv1.GroupName, r.key.Kind) && t.allowsNamespace(l, r.key.Namespace) {
+			allowed = append(allowed, l)
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, &problem{string(gwapiv1.RouteReasonNotAllowedByListeners),
+			fmt.Sprintf("no listener of Gateway %s allows %ss from namespace %s", gs.nn, r.key.Kind, r.key.Namespace)}
+	}
+	var out []*listenerState
+	for _, l := range allowed {
+		if len(routeHostnames(l.hostname, r.hostnames)) > 0 {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingListenerHostname),
+			fmt.Sprintf("no hostname of the route matches a listener hostname of Gateway %s", gs.nn)}
+	}
+	return out, nil
+}
+
+func (l *listenerState) allowsKind(group, kind string) bool {
+	for _, k := range l.supportedKinds {
+		if string(deref(k.Group, gwapiv1.GroupName)) == group && string(k.Kind) == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// allowsNamespace applies allowedRoutes.namespaces.from: Same (the
+// Gateway's namespace), All, Selector (labels of the route's namespace),
+// None.
+func (t *translator) allowsNamespace(l *listenerState, ns string) bool {
+	switch l.from {
+	case gwapiv1.NamespacesFromAll:
+		return true
+	case gwapiv1.NamespacesFromSame:
+		return ns == l.gw.nn.Namespace
+	case gwapiv1.NamespacesFromSelector:
+		return l.selector != nil && l.selector.Matches(t.namespaceLabels(ns))
+	}
+	return false
+}
+
+// heldHosts are the hostnames a route of one kind holds on a listener.
+type heldHosts struct {
+	key   RouteKey
+	hosts []string
+}
+
+// resolveKindConflicts applies GRPCRouteSpec hostnames: when an HTTPRoute
+// and a GRPCRoute (in general: routes of two kinds) attach to one listener
+// with intersecting hostnames, exactly one of them is accepted there: the
+// oldest (creationTimestamp), then the first by "namespace/name" (then by
+// kind, which the spec leaves open). Routes are taken in that order and a
+// route loses every listener where a route of another kind taken before it
+// holds an intersecting hostname; a parentRef that loses all of its
+// listeners is refused with reason NotAllowedByListeners (the spec names no
+// reason). Neither route silently shadows the other.
+func resolveKindConflicts(routes []*routeState) {
+	order := slices.Clone(routes)
+	slices.SortStableFunc(order, func(a, b *routeState) int {
+		return cmp.Or(compareTime(a.created, b.created), cmp.Compare(a.key.Namespace, b.key.Namespace),
+			cmp.Compare(a.key.Name, b.key.Name), cmp.Compare(a.key.Kind, b.key.Kind))
+	})
+	for _, r := range order {
+		for _, p := range r.parents {
+			if p.refused != nil {
+				continue
+			}
+			var kept []*listenerState
+			for _, l := range p.listeners {
+				hosts := routeHostnames(l.hostname, r.hostnames)
+				if other, host := l.heldByOtherKind(r.key, hosts); other != nil {
+					p.taken = append(p.taken, fmt.Sprintf("%s (%s holds %s there)", l.name, other, host))
+					continue
+				}
+				l.held = append(l.held, heldHosts{key: r.key, hosts: hosts})
+				kept = append(kept, l)
+			}
+			p.listeners = kept
+			if len(kept) == 0 {
+				p.refused = &problem{string(gwapiv1.RouteReasonNotAllowedByListeners), fmt.Sprintf(
+					"an HTTPRoute and a GRPCRoute may not share a hostname on a listener, and the older route wins: on Gateway %s, listener %s",
+					p.gw.nn, strings.Join(p.taken, "; "))}
+			}
+		}
+	}
+}
+
+// heldByOtherKind returns a route of a kind other than key's that holds a
+// hostname intersecting hosts on l, and that hostname.
+func (l *listenerState) heldByOtherKind(key RouteKey, hosts []string) (*RouteKey, string) {
+	for i := range l.held {
+		h := &l.held[i]
+		if h.key.Kind == key.Kind {
+			continue
+		}
+		for _, a := range h.hosts {
+			for _, b := range hosts {
+				if hostsIntersect(a, b) {
+					return &h.key, a
+				}
+			}
+		}
+	}
+	return nil, ""
+}
+
+// finishRoute writes r's status.parents and adds its rules to the listeners
+// it attached to.
+//
+// A route attached only to listeners that are not programmed (a port
+// another Gateway holds, a conflict, bad certificates) is still
+// Accepted=True and counts in their attachedRoutes, as the spec requires
+// (ListenerStatus attachedRoutes: listener status does not impact
+// attachment); its Accepted message says which listeners do not serve it.
+func (t *translator) finishRoute(r *routeState) {
+	gen := r.generation
+	rules := r.rules
+	st := &gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{}}
+	for _, p := range r.parents {
+		ps := gwapiv1.RouteParentStatus{ParentRef: p.ref, ControllerName: t.controller}
+		if p.refused != nil {
+			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionAccepted, false, p.refused.reason, p.refused.msg, gen))
+		} else {
+			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionAccepted, true, gwapiv1.RouteReasonAccepted, acceptedMessage(p), gen))
+		}
+		if rules.refs != nil {
+			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionResolvedRefs, false, rules.refs.reason, rules.refs.msg, gen))
+		} else {
+			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionResolvedRefs, true, gwapiv1.RouteReasonResolvedRefs, "all references resolved", gen))
+		}
+		if p.refused == nil && rules.unsupported != nil {
+			// Some rules are invalid, some valid: the invalid ones answer
+			// an error instead of being served (RouteConditionPartiallyInvalid,
+			// the "Drop Rule(s)" approach).
+			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionPartiallyInvalid, true, gwapiv1.RouteReasonUnsupportedValue,
+				fmt.Sprintf("Dropped Rule(s) %s: %s (a dropped rule answers %d where its matches are valid)", rules.invalidIndexes(), rules.unsupported.msg, rules.failure), gen))
+		}
+		st.Parents = append(st.Parents, ps)
+		if p.refused != nil {
+			continue
+		}
+		for _, l := range p.listeners {
+			k := r.key
+			if l.routeSeen[k] {
+				continue
+			}
+			l.routeSeen[k] = true
+			l.attached++
+			if l.programmed() {
+				l.addRoutes(r)
+			}
+		}
+	}
+	t.status.Routes[r.key] = st
+}
+
+// addRoutes adds one IR route per hostname, rule and match of r to l.
+func (l *listenerState) addRoutes(r *routeState) {
+	for _, host := range routeHostnames(l.hostname, r.hostnames) {
+		for _, ru := range r.rules.rules {
+			for j, m := range ru.matches {
+				route := ru.template.DeepCopy()
+				route.Name = routeMatchName(r.key, ru.index, j)
+				route.Hostname = host
+				route.Match = *m.DeepCopy()
+				l.routes = append(l.routes, &routeEntry{
+					route: route, rank: ru.ranks[j], created: r.created, ns: r.key.Namespace, name: r.key.Name, rule: ru.index, match: j,
+				})
+			}
+		}
+	}
+}
+
+// routeKinds are the route kinds by the lower-case form that starts their
+// IR and Envoy route names.
+var routeKinds = map[string]string{"httproute": KindHTTPRoute, "grpcroute": KindGRPCRoute}
+
+// routeMatchName names the IR route (and the Envoy route) of match j of
+// rule i of a route: "<kind>/<namespace>/<name>/rule/<i>/match/<j>", kind
+// lower-cased ("httproute/default/web/rule/0/match/0").
+func routeMatchName(k RouteKey, rule, match int) string {
+	return fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", strings.ToLower(k.Kind), k.Namespace, k.Name, rule, match)
+}
+
+// ParseRouteMatchName reads a name made by the translator for the IR route
+// of one match of one route rule ("grpcroute/default/echo/rule/1/match/0"):
+// the route it belongs to and the rule's index. ok is false for any other
+// name.
+func ParseRouteMatchName(name string) (key RouteKey, rule int, ok bool) {
+	p := strings.Split(name, "/")
+	if len(p) != 7 || p[3] != "rule" || p[5] != "match" || routeKinds[p[0]] == "" {
+		return RouteKey{}, 0, false
+	}
+	i, err := strconv.Atoi(p[4])
+	if err != nil {
+		return RouteKey{}, 0, false
+	}
+	return RouteKey{Kind: routeKinds[p[0]], Namespace: p[1], Name: p[2]}, i, true
+}
+
+// acceptedMessage is the message of Accepted=True for a route attached
+// through p: it names the listeners that are not programmed, which count
+// the route but do not serve it, and those a route of another kind holds.
+func acceptedMessage(p *parentState) string {
+	var idle []string
+	for _, l := range p.listeners {
+		if why := l.notProgrammedReason(); why != "" {
+			idle = append(idle, fmt.Sprintf("%s (%s)", l.name, why))
+		}
+	}
+	msg := "route is accepted"
+	switch {
+	case len(idle) == 0:
+	case len(idle) == len(p.listeners):
+		msg = fmt.Sprintf("route is accepted, but no listener of Gateway %s it attached to is programmed, so no traffic reaches it there: %s", p.gw.nn, strings.Join(idle, "; "))
+	default:
+		msg = fmt.Sprintf("route is accepted; these listeners of Gateway %s are not programmed and do not serve it: %s", p.gw.nn, strings.Join(idle, "; "))
+	}
+	if len(p.taken) > 0 {
+		msg += fmt.Sprintf("; not attached where a route of another kind holds its hostname: %s", strings.Join(p.taken, "; "))
+	}
+	return msg
+}

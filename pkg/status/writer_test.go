@@ -27,7 +27,7 @@ func newRouteWriter(t *testing.T, leading *atomic.Bool, objs ...client.Object) (
 	if err := gwapiv1.Install(s); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&gwapiv1.HTTPRoute{}).Build()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&gwapiv1.HTTPRoute{}, &gwapiv1.GRPCRoute{}).Build()
 	w := NewWriter(c, c, Options{
 		Leading: leading.Load,
 		Now:     func() time.Time { return t1 },
@@ -126,7 +126,7 @@ func TestWriterStopsWhenLeadIsLostBeforeWrite(t *testing.T) {
 	leading.Store(true)
 	s := runtime.NewScheme()
 	_ = gwapiv1.Install(s)
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(route).WithStatusSubresource(&gwapiv1.HTTPRoute{}).Build()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(route).WithStatusSubresource(&gwapiv1.HTTPRoute{}, &gwapiv1.GRPCRoute{}).Build()
 	// The lead is lost after the first check (in process), before the
 	// write: beforeWrite's check must refuse.
 	calls := 0
@@ -144,5 +144,43 @@ func TestWriterStopsWhenLeadIsLostBeforeWrite(t *testing.T) {
 	_ = c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "app"}, &got)
 	if len(got.Status.Parents) != 0 {
 		t.Errorf("status written after losing the lead: %+v", got.Status.Parents)
+	}
+}
+
+// TestWriterGRPCRoute: a GRPCRoute's parents are written like an
+// HTTPRoute's (foreign entries kept), and an HTTPRoute of the same name is
+// another object.
+func TestWriterGRPCRoute(t *testing.T) {
+	other := gwapiv1.GatewayController("example.com/other")
+	grpc := &gwapiv1.GRPCRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo", Generation: 1},
+		Status: gwapiv1.GRPCRouteStatus{RouteStatus: gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{
+			parent("theirs", other, cond("Accepted", "True", "Accepted", 1, t0)),
+		}}},
+	}
+	http := &gwapiv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo", Generation: 1}}
+	var leading atomic.Bool
+	leading.Store(true)
+	w, c := newRouteWriter(t, &leading, grpc, http)
+	w.Update(&gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{
+		{Kind: gatewayapi.KindGRPCRoute, Namespace: "default", Name: "echo"}: {Parents: []gwapiv1.RouteParentStatus{
+			parent("web", ours, cond("Accepted", "True", "Accepted", 1, time.Time{})),
+		}},
+	}})
+	waitFor(t, "the status write", func() bool { return w.Writes() == 1 })
+	settle(w)
+	var got gwapiv1.GRPCRoute
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "echo"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if ps := got.Status.Parents; len(ps) != 2 || ps[0].ControllerName != other || ps[1].ParentRef.Name != "web" || ps[1].ControllerName != ours {
+		t.Fatalf("GRPCRoute parents after write: %+v", ps)
+	}
+	var h gwapiv1.HTTPRoute
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "echo"}, &h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Status.Parents) != 0 {
+		t.Errorf("the HTTPRoute of the same name got %+v", h.Status.Parents)
 	}
 }

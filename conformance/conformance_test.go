@@ -26,7 +26,8 @@ import (
 //	MODE           shared (default) | dedicated: the report's mode, and the
 //	               chart's mode when INSTALL_CHART is set
 //	GATEWAY_CLASS  the GatewayClass under test (default xds-controller)
-//	PROFILES       comma-separated conformance profiles (default GATEWAY-HTTP)
+//	PROFILES       comma-separated conformance profiles (default: every
+//	               profile we claim, GATEWAY-HTTP,GATEWAY-GRPC)
 //	RUN_TEST       run only this test (ShortName, e.g. HTTPRouteSimpleSameNamespace)
 //	SKIP_TESTS     comma-separated tests not to run
 //	TRY_FEATURES   comma-separated extra features to test without claiming
@@ -38,7 +39,8 @@ import (
 //	               upgrade it first with MODE's mode (see chart_test.go)
 const (
 	defaultClass   = "xds-controller"
-	defaultProfile = suite.GatewayHTTPConformanceProfileName
+	// defaultProfiles are the profiles we claim, in the reports.
+	defaultProfiles = string(suite.GatewayHTTPConformanceProfileName) + "," + string(suite.GatewayGRPCConformanceProfileName)
 	suiteModule    = "sigs.k8s.io/gateway-api/conformance"
 )
 
@@ -134,7 +136,7 @@ func TestConformance(t *testing.T) {
 	}
 	opts.Mode = m
 	opts.Implementation = implementation()
-	opts.ConformanceProfiles = suite.ParseConformanceProfilesSlice(cmp.Or(os.Getenv("PROFILES"), string(defaultProfile)))
+	opts.ConformanceProfiles = suite.ParseConformanceProfilesSlice(cmp.Or(os.Getenv("PROFILES"), defaultProfiles))
 	opts.SupportedFeatures = claimedFeatures(os.Getenv("TRY_FEATURES"))
 	opts.RunTest = cmp.Or(os.Getenv("RUN_TEST"), opts.RunTest)
 	opts.SkipTests = append(opts.SkipTests, splitList(os.Getenv("SKIP_TESTS"))...)

@@ -118,16 +118,24 @@ spec:
     backendRefs: [{name: does-not-exist, port: 80}]
 `
 
-// grpcResult is what one gRPC call through the gateway gave.
+// grpcResult is what one gRPC call through the gateway gave: the status,
+// the response headers and the trailers.
 type grpcResult struct {
-	code   codes.Code
-	msg    string
-	header metadata.MD
+	code            codes.Code
+	msg             string
+	header, trailer metadata.MD
+}
+
+// fromEnvoy says whether Envoy itself answered: a trailers-only reply
+// (grpc-go shows its headers as trailers) with Envoy's server header and
+// no x-backend, rather than a backend's answer or a client-side error.
+func (r grpcResult) fromEnvoy() bool {
+	return len(r.header) == 0 && slices.Equal(r.trailer.Get("server"), []string{"envoy"}) && r.trailer.Get("x-backend") == nil
 }
 
 func (r grpcResult) String() string {
-	return fmt.Sprintf("%s %q, x-backend %q, x-method %q, echo-x-routed-by %q",
-		r.code, r.msg, r.header.Get("x-backend"), r.header.Get("x-method"), r.header.Get("echo-x-routed-by"))
+	return fmt.Sprintf("%s %q, x-backend %q, x-method %q, echo-x-routed-by %q, from Envoy %v",
+		r.code, r.msg, r.header.Get("x-backend"), r.header.Get("x-method"), r.header.Get("echo-x-routed-by"), r.fromEnvoy())
 }
 
 // grpcCall invokes method (a full name "/service/method") on conn as a
@@ -136,10 +144,10 @@ func grpcCall(conn *grpc.ClientConn, method string, req, resp any, kv ...string)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, kv...)
-	var h metadata.MD
-	err := conn.Invoke(ctx, method, req, resp, grpc.Header(&h))
+	var h, tr metadata.MD
+	err := conn.Invoke(ctx, method, req, resp, grpc.Header(&h), grpc.Trailer(&tr))
 	st := status.Convert(err)
-	return grpcResult{code: st.Code(), msg: st.Message(), header: h}
+	return grpcResult{code: st.Code(), msg: st.Message(), header: h, trailer: tr}
 }
 
 // dialGateway opens an h2c (prior knowledge) client connection to the
@@ -162,23 +170,29 @@ func dialGateway(t *testing.T, port int, authority string) *grpc.ClientConn {
 }
 
 // TestGRPCRoute shows that a GRPCRoute on an HTTP listener serves real
-// gRPC (h2c with prior knowledge) through Envoy to two grpc-go backends:
-// an exact service/method match picks a backend, a server-streaming call
-// delivers every message, a rule with a header match wins over a rule with
-// the same method and no header match (wherever it sits in the route),
-// RequestHeaderModifier headers reach the backend (set replaces the
-// client's value, and only on the rule that has the filter), a rule whose
-// Service does not exist answers UNAVAILABLE while the route's other rules
-// keep serving (and the route reports ResolvedRefs=False
-// BackendNotFound), and a method or service or host no rule matches
-// answers UNIMPLEMENTED.
+// gRPC (h2c with prior knowledge) through Envoy to two grpc-go backends,
+// one behind a Service port with appProtocol kubernetes.io/h2c and one
+// behind a plain port:
+//   - an exact service/method match picks its backend, which is called as
+//     that method;
+//   - a server-streaming call delivers every message;
+//   - a rule with a header match wins over an earlier rule with the same
+//     service and method and no header match;
+//   - a RequestHeaderModifier's header reaches the backend, replacing the
+//     client's value, on its own rule only;
+//   - a rule whose Service does not exist gets UNAVAILABLE from Envoy for
+//     every method of its service while the route's other rules keep
+//     serving, and the route says ResolvedRefs=False(BackendNotFound);
+//   - a method, a service or a host that no rule matches gets UNIMPLEMENTED
+//     from Envoy.
 func TestGRPCRoute(t *testing.T) {
 	f := startWith(t, func(f *fixture) {
 		render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
 			"GatewayPort": f.gwPort,
 			"Backends": []gatewayBackend{
 				{Name: "grpc-a", Port: startGRPCBackend(t, "a"), AppProtocol: "kubernetes.io/h2c"},
-				{Name: "grpc-b", Port: startGRPCBackend(t, "b"), AppProtocol: "kubernetes.io/h2c"},
+				// No appProtocol: a GRPCRoute's backends speak HTTP/2 anyway.
+				{Name: "grpc-b", Port: startGRPCBackend(t, "b")},
 			},
 		})
 		render(t, filepath.Join(f.dir, "routes.yaml"), grpcRoutesYAML, nil)
@@ -206,8 +220,8 @@ func TestGRPCRoute(t *testing.T) {
 		req, resp    any
 		headers      []string
 		code         codes.Code
-		// backend is the x-backend header expected ("" for none) and
-		// routedBy the x-routed-by values the backend saw.
+		// backend is the x-backend header expected ("" for an answer of
+		// Envoy's own) and routedBy the x-routed-by values the backend saw.
 		backend  string
 		routedBy []string
 	}{
@@ -244,6 +258,9 @@ func TestGRPCRoute(t *testing.T) {
 		if c.backend != "" && !slices.Equal(r.header.Get("x-method"), []string{c.method}) {
 			t.Errorf("%s: the backend was called as %q, want %q", c.name, r.header.Get("x-method"), c.method)
 		}
+		if c.backend == "" && !r.fromEnvoy() {
+			t.Errorf("%s: %s is not Envoy's own reply (headers %v, trailers %v)", c.name, r, r.header, r.trailer)
+		}
 		t.Logf("%s: %s %q -> %s", c.name, c.method, c.headers, r)
 	}
 
@@ -279,7 +296,7 @@ func TestGRPCRoute(t *testing.T) {
 
 	// A host the route does not list.
 	other := dialGateway(t, f.gwPort, "other.example.com")
-	if r := grpcCall(other, unary, &testpb.SimpleRequest{}, &testpb.SimpleResponse{}); r.code != codes.Unimplemented || r.header.Get("x-backend") != nil {
+	if r := grpcCall(other, unary, &testpb.SimpleRequest{}, &testpb.SimpleResponse{}); r.code != codes.Unimplemented || !r.fromEnvoy() {
 		t.Errorf("UnaryCall for other.example.com = %s; want Unimplemented from the gateway", r)
 	}
 
@@ -289,6 +306,8 @@ func TestGRPCRoute(t *testing.T) {
 	line := f.lastLine(routeStatus)
 	if !strings.Contains(line, "Accepted=True(Accepted) ResolvedRefs=False(BackendNotFound)") || !strings.Contains(line, "does-not-exist") {
 		t.Errorf("GRPCRoute status: %s; want Accepted=True ResolvedRefs=False(BackendNotFound) naming does-not-exist", line)
+	} else {
+		t.Logf("status: %s", line)
 	}
 	if l := f.lastLine("Gateway default/gw listener http:"); !strings.Contains(l, "attachedRoutes=1 ") {
 		t.Errorf("listener status: %q; want attachedRoutes=1", l)

@@ -62,6 +62,16 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// gatewayBackend is one Service of gatewayYAML, with an EndpointSlice at
+// 127.0.0.1:Port; AppProtocol, when set, is its port's appProtocol.
+type gatewayBackend struct {
+	Name        string
+	Port        int
+	AppProtocol string
+}
+
+// gatewayYAML is the GatewayClass, the Gateway "gw" with one HTTP listener
+// on GatewayPort, and a Service per gatewayBackend in Backends.
 const gatewayYAML = `apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: e2e}
@@ -80,7 +90,7 @@ apiVersion: v1
 kind: Service
 metadata: {name: {{.Name}}, namespace: default}
 spec:
-  ports: [{name: http, port: 80, targetPort: {{.Port}}}]
+  ports: [{name: http, port: 80, targetPort: {{.Port}}{{with .AppProtocol}}, appProtocol: {{.}}{{end}}}]
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -177,10 +187,25 @@ var (
 	buildErr  error
 )
 
-// start builds the binary (once per test run), writes the config and
-// starts `serve standalone`; setup may change the fixture first (env,
+// start runs `serve standalone` on gatewayYAML and routesYAML, with the
+// HTTP backends alpha and beta; setup may change the fixture first (env,
 // args, noEnvoy).
 func start(t *testing.T, setup ...func(*fixture)) *fixture {
+	return startWith(t, func(f *fixture) {
+		alpha, beta := backend(t, "alpha"), backend(t, "beta")
+		render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
+			"GatewayPort": f.gwPort,
+			"Backends":    []gatewayBackend{{Name: "alpha", Port: portOf(alpha)}, {Name: "beta", Port: portOf(beta)}},
+		})
+		f.vals = map[string]any{"HostABackend": "alpha"}
+		render(t, filepath.Join(f.dir, "routes.yaml"), routesYAML, f.vals)
+	}, setup...)
+}
+
+// startWith builds the binary (once per test run), lets config write the
+// input files into f.dir (and start the backends they point at), lets
+// setup change the fixture, and starts `serve standalone`.
+func startWith(t *testing.T, config func(*fixture), setup ...func(*fixture)) *fixture {
 	envoy := testenvoy.Path(t)
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "xds-controller-e2e-")
@@ -196,20 +221,10 @@ func start(t *testing.T, setup ...func(*fixture)) *fixture {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	alpha, beta := backend(t, "alpha"), backend(t, "beta")
 	f := &fixture{t: t, dir: t.TempDir(), gwPort: freePort(t), out: &syncBuffer{}, admin: freePort(t),
 		bin: builtBin, state: t.TempDir(), xds: fmt.Sprintf("127.0.0.1:%d", freePort(t)), envoy: envoy}
 	f.client = &http.Client{Timeout: 2 * time.Second}
-	type be struct {
-		Name string
-		Port int
-	}
-	render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
-		"GatewayPort": f.gwPort,
-		"Backends":    []be{{"alpha", portOf(alpha)}, {"beta", portOf(beta)}},
-	})
-	f.vals = map[string]any{"HostABackend": "alpha"}
-	render(t, filepath.Join(f.dir, "routes.yaml"), routesYAML, f.vals)
+	config(f)
 	for _, s := range setup {
 		s(f)
 	}

@@ -144,6 +144,9 @@ func cloneResources(r *resources.Resources) *resources.Resources {
 	for _, o := range r.HTTPRoutes {
 		out.HTTPRoutes = append(out.HTTPRoutes, o.DeepCopy())
 	}
+	for _, o := range r.GRPCRoutes {
+		out.GRPCRoutes = append(out.GRPCRoutes, o.DeepCopy())
+	}
 	for _, o := range r.ReferenceGrants {
 		out.ReferenceGrants = append(out.ReferenceGrants, o.DeepCopy())
 	}
@@ -169,7 +172,7 @@ func cloneResources(r *resources.Resources) *resources.Resources {
 var conditionReasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
 // TestNoInvalidValueReachesEnvoy is the property behind the schema checks:
-// whatever a user writes into an HTTPRoute (or a Gateway, Service or
+// whatever a user writes into an HTTPRoute or a GRPCRoute (or a Gateway, Service or
 // EndpointSlice), translation yields an IR that passes ir.Validate, xDS
 // that passes every resource's ValidateAll and marshals (proto3 strings
 // must be UTF-8), and status the API server would take. For every golden
@@ -214,6 +217,9 @@ func TestNoInvalidValueReachesEnvoy(t *testing.T) {
 			for _, hr := range res.HTTPRoutes {
 				routeMut.walk(reflect.ValueOf(&hr.Spec).Elem(), 0)
 			}
+			for _, gr := range res.GRPCRoutes {
+				routeMut.walk(reflect.ValueOf(&gr.Spec).Elem(), 0)
+			}
 			other := &mutator{rng: rng, p: 0.03}
 			if i%2 == 1 {
 				for _, gw := range res.Gateways {
@@ -227,11 +233,11 @@ func TestNoInvalidValueReachesEnvoy(t *testing.T) {
 				}
 			}
 			if err := checkPipeline(res, envoyBin); err != nil {
-				dump, _ := yaml.Marshal(res.HTTPRoutes)
+				dump, _ := yaml.Marshal(map[string]any{"httpRoutes": res.HTTPRoutes, "grpcRoutes": res.GRPCRoutes})
 				if len(dump) > 20000 {
 					dump = dump[:20000]
 				}
-				t.Fatalf("%s, seed %d: %v\nmutated HTTPRoutes:\n%s", filepath.Base(in), seed, err, dump)
+				t.Fatalf("%s, seed %d: %v\nmutated routes:\n%s", filepath.Base(in), seed, err, dump)
 			}
 		}
 	}

@@ -6,7 +6,9 @@
 #
 #   make conformance MODE=shared          brings the cluster up when it is not,
 #   make conformance MODE=dedicated       builds and imports the controller
-#                                         image (stamped with $(VERSION)), helm
+#                                         image (stamped with $(VERSION); the
+#                                         chart gets its content-addressed tag,
+#                                         so an upgrade runs this very build), helm
 #                                         installs/upgrades the chart with that
 #                                         mode, runs the suite, writes
 #                                         conformance/reports/<gateway-api version>/
@@ -38,7 +40,9 @@ conformance: ## the Gateway API conformance suite on the local cluster, MODE=sha
 	fi; \
 	$(MAKE) --no-print-directory cluster-controller-image || exit 1; \
 	rc=0; \
+	ref=$$(hack/cluster/cluster go-image-ref xds-controller) || exit 1; \
 	(cd conformance && KUBECONFIG=/var/lib/xds-cluster/admin.kubeconfig \
+	  CHART_SET="image.tag=$${ref##*:}$${CHART_SET:+,$$CHART_SET}" \
 	  INSTALL_CHART=../charts/xds-controller MODE='$(MODE)' PROFILES='$(PROFILES)' \
 	  RUN_TEST='$(RUN_TEST)' SKIP_TESTS='$(SKIP_TESTS)' TRY_FEATURES='$(TRY_FEATURES)' \
 	  $(GO) test -count=1 -v -timeout $(CONFORMANCE_TIMEOUT) -ldflags '$(LDFLAGS)' -run '^TestConformance$$' . \

@@ -24,7 +24,11 @@ image_from_binary() {
 
 # build_go_image PKG BINNAME IMAGE [MODULE_DIR]: builds Go main package PKG
 # (static, CGO_ENABLED=0) in MODULE_DIR (default: the repo root) and wraps it
-# as /BINNAME in image IMAGE. Used for the controller (./cmd/xds-controller).
+# as /BINNAME in image IMAGE, also tagged IMAGE-<12 hex digits of the
+# binary's sha256> (":dev" -> ":dev-0123456789ab"): that reference, written
+# to $CACHE/gobuild/BINNAME/image (go_image_ref), names exactly this build,
+# so that a helm upgrade to it restarts the pods even when IMAGE's tag was
+# already in use. Used for the controller (./cmd/xds-controller).
 # GO_IMAGE_LDFLAGS adds linker flags (the Makefile's version stamp).
 build_go_image() {
   local pkg=$1 binname=$2 image=$3 moddir=${4:-$REPO_ROOT}
@@ -33,7 +37,15 @@ build_go_image() {
   log "go build $pkg in $moddir"
   (cd "$moddir" && CGO_ENABLED=0 nice -n 5 go build -ldflags "-s -w ${GO_IMAGE_LDFLAGS:-}" -o "$work/$binname" "$pkg" >&2) \
     || die "go build $pkg failed"
-  image_from_binary "go-$binname" "$work/$binname" "/$binname" "$image"
+  local ref; ref=$image-$(sha256sum "$work/$binname" | cut -c1-12)
+  image_from_binary "go-$binname" "$work/$binname" "/$binname" "$image" "$ref"
+  echo "$ref" >"$work/image"
+}
+
+# go_image_ref BINNAME: the content-addressed reference of the last
+# build_go_image of BINNAME.
+go_image_ref() {
+  cat "$CACHE/gobuild/$1/image" 2>/dev/null || die "no image of $1 was built (hack/cluster/cluster go-image ...)"
 }
 
 envoy_binary() {

@@ -12,8 +12,8 @@ package status
 //     the controller of their class, which is us, so taking ownership of
 //     every field we set is right, and fields we set before but no longer
 //     send (a listener that was removed) are dropped by the apply.
-//   - Routes (HTTPRoute, GRPCRoute): status.parents is `x-kubernetes-list-type: atomic` in the
-//     v1.6.3 CRDs (several controllers share one route, and the list is
+//   - Routes (HTTPRoute, GRPCRoute; routes.go): status.parents is
+//     `x-kubernetes-list-type: atomic` in the v1.6.3 CRDs (several controllers share one route, and the list is
 //     atomic only because parentRef cannot serve as a map key). An apply
 //     would replace the whole list, and so the entries of other controllers.
 //     We therefore write a JSON merge patch of status.parents computed from
@@ -42,7 +42,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,7 +52,6 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
-	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // FieldManager is the field manager of every status write.
@@ -69,50 +67,6 @@ const (
 	KindHTTPRoute    Kind = gatewayapi.KindHTTPRoute
 	KindGRPCRoute    Kind = gatewayapi.KindGRPCRoute
 )
-
-// newRoute returns an empty object of a route kind, or nil for a kind that
-// is not a route.
-func newRoute(k Kind) client.Object {
-	switch k {
-	case KindHTTPRoute:
-		return &gwapiv1.HTTPRoute{}
-	case KindGRPCRoute:
-		return &gwapiv1.GRPCRoute{}
-	}
-	return nil
-}
-
-// routeParents returns the status.parents of a route object made by
-// newRoute.
-func routeParents(obj client.Object) *[]gwapiv1.RouteParentStatus {
-	switch r := obj.(type) {
-	case *gwapiv1.HTTPRoute:
-		return &r.Status.Parents
-	case *gwapiv1.GRPCRoute:
-		return &r.Status.Parents
-	}
-	panic(fmt.Sprintf("status: %T is not a route", obj))
-}
-
-// Routes returns every route of every kind in res, as objects and their
-// status.parents, HTTPRoutes first, then GRPCRoutes.
-func Routes(res *resources.Resources) []RouteObject {
-	var out []RouteObject
-	for _, r := range res.HTTPRoutes {
-		out = append(out, RouteObject{Kind: KindHTTPRoute, Object: r, Parents: r.Status.Parents})
-	}
-	for _, r := range res.GRPCRoutes {
-		out = append(out, RouteObject{Kind: KindGRPCRoute, Object: r, Parents: r.Status.Parents})
-	}
-	return out
-}
-
-// RouteObject is a route of any kind with its live status.parents.
-type RouteObject struct {
-	Kind    Kind
-	Object  metav1.Object
-	Parents []gwapiv1.RouteParentStatus
-}
 
 // Key names one object.
 type Key struct {
@@ -549,25 +503,4 @@ func hashOf(v any) string {
 	}
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
-}
-
-// WithStaleRoutes returns st plus an empty entry for every route in routes
-// that still carries a parents entry of controller but that st does not
-// mention: the route detached from all of our Gateways (or they vanished),
-// and writing the empty entry removes our stale parents. st is not modified.
-func WithStaleRoutes(st *gatewayapi.Status, routes []RouteObject, controller gwapiv1.GatewayController) *gatewayapi.Status {
-	out := &gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{}}
-	if st != nil {
-		out.GatewayClasses, out.Gateways, out.Warnings = st.GatewayClasses, st.Gateways, st.Warnings
-		for k, v := range st.Routes {
-			out.Routes[k] = v
-		}
-	}
-	for _, r := range routes {
-		k := gatewayapi.RouteKey{Kind: string(r.Kind), Namespace: r.Object.GetNamespace(), Name: r.Object.GetName()}
-		if _, ok := out.Routes[k]; !ok && HasOwnParents(r.Parents, controller) {
-			out.Routes[k] = &gwapiv1.RouteStatus{}
-		}
-	}
-	return out
 }

@@ -160,14 +160,13 @@ func routeSpecProblem(hostnames []gwapiv1.Hostname, rules, matches int) *problem
 // or why it is refused.
 func (t *translator) attachRoute(r *routeState) {
 	for _, p := range r.parents {
-		switch {
-		case r.spec != nil:
+		if r.spec != nil {
 			p.refused = r.spec
-		default:
-			p.listeners, p.refused = t.attach(r, p.ref, p.gw)
-			if p.refused == nil && r.rules.allInvalid() {
-				p.refused = r.rules.unsupported
-			}
+			continue
+		}
+		p.listeners, p.refused = t.attach(r, p.ref, p.gw)
+		if p.refused == nil && r.rules.allInvalid() {
+			p.refused = r.rules.unsupported
 		}
 	}
 }

@@ -26,7 +26,7 @@ func newControllerCommand() *cobra.Command {
 		Use:   "controller",
 		Short: "Run the Kubernetes controller: watch Gateway API objects, serve xDS, write status",
 		Long: `Watches GatewayClasses of controllerName xds-controller.dev/gateway-controller,
-their Gateways, HTTPRoutes and GRPCRoutes and what they reference, translates them, serves
+their Gateways, their routes (HTTP, gRPC, TLS, TCP, UDP) and what they reference, translates them, serves
 the result over xDS (mutual TLS; the CA is kept in the Secret xds-controller-ca
 of --namespace, created when missing unless --create-ca=false), issues short-lived SVIDs to the Envoy
 pods' agents (identity service: projected ServiceAccount token checked with

@@ -17,7 +17,8 @@ func newStandaloneCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "standalone --config PATH",
 		Short: "Serve Gateway API YAML from files to a local Envoy, without Kubernetes",
-		Long: `Reads GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, Service,
+		Long: `Reads GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute,
+UDPRoute, ReferenceGrant, Service,
 EndpointSlice and Secret objects from a YAML file or a folder, re-reads them on
 change, serves the translated configuration over xDS (mutual TLS; the CA in the
 state folder, Envoy's SVID renewed at half its lifetime through file-based SDS) and runs Envoy as a child process, restarting it if it

@@ -79,9 +79,22 @@ func (rc *ruleContext) invalidBackend(k int) *ir.Backend {
 // Service port says HTTP/1.1 (no appProtocol, http, kubernetes.io/ws), the
 // backend speaks h2c and its cluster is "service/<ns>/<name>/<port>/h2c",
 // apart from the HTTP/1.1 one an HTTPRoute to the same port uses.
+//
+// L4 kinds (rc.l4) relay bytes or datagrams: their backend is the Service's
+// TCP (or, for UDPRoute, UDP) port, and its cluster
+// "service/<ns>/<name>/<port>/tcp" (or "/udp") is apart from the HTTP one.
 func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend, *problem) {
-	b, p := rc.t.resolveBackend(rc.route.key, ref)
-	if p == nil && rc.http2 && b.Protocol == ir.AppProtocolHTTP1 {
+	transport := corev1.ProtocolTCP
+	if rc.l4 == ir.AppProtocolUDP {
+		transport = corev1.ProtocolUDP
+	}
+	b, p := rc.t.resolveBackend(rc.route.key, ref, transport)
+	switch {
+	case p != nil:
+	case rc.l4 != "":
+		b.Protocol = rc.l4
+		b.Name += "/" + strings.ToLower(string(rc.l4))
+	case rc.http2 && b.Protocol == ir.AppProtocolHTTP1:
 		b.Protocol = ir.AppProtocolH2C
 		b.Name += "/h2c"
 	}
@@ -114,8 +127,8 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 // (else InvalidKind); a Service in another namespace needs a
 // ReferenceGrant from routes of key's kind in key's namespace (else
 // RefNotPermitted); the Service must exist and the port must be one of its
-// TCP ports (else BackendNotFound).
-func (t *translator) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference) (*ir.Backend, *problem) {
+// ports of protocol transport, TCP or UDP (else BackendNotFound).
+func (t *translator) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
 	routeNS := key.Namespace
 	group := deref(ref.Group, "")
 	kind := deref(ref.Kind, "Service")
@@ -137,13 +150,13 @@ func (t *translator) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectRefer
 	}
 	var sp *corev1.ServicePort
 	for i := range svc.Spec.Ports {
-		if svc.Spec.Ports[i].Port == *ref.Port && cmp.Or(svc.Spec.Ports[i].Protocol, corev1.ProtocolTCP) == corev1.ProtocolTCP {
+		if svc.Spec.Ports[i].Port == *ref.Port && cmp.Or(svc.Spec.Ports[i].Protocol, corev1.ProtocolTCP) == transport {
 			sp = &svc.Spec.Ports[i]
 			break
 		}
 	}
 	if sp == nil {
-		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s has no TCP port %d", name, *ref.Port)}
+		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s has no %s port %d", name, transport, *ref.Port)}
 	}
 	return &ir.Backend{
 		Name:      fmt.Sprintf("service/%s/%s/%d", ns, ref.Name, *ref.Port),

@@ -10,8 +10,10 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
-// listenerTLS resolves an HTTPS listener's tls (Gateway listener
-// tls.mode and tls.certificateRefs). Mode must be Terminate (the default).
+// listenerTLS resolves an HTTPS or TLS listener's tls (Gateway listener
+// tls.mode and tls.certificateRefs). For HTTPS, mode must be Terminate (the
+// default). A TLS listener in mode Passthrough relays TLS by SNI and needs
+// no certificates; in mode Terminate (TLSRouteModeTerminate) it needs them.
 // Every certificateRef must name a core Secret of type kubernetes.io/tls
 // whose tls.crt and tls.key form a valid key pair; a Secret in another
 // namespace needs a ReferenceGrant from Gateways of the listener's
@@ -20,13 +22,20 @@ import (
 // the listener from being programmed.
 func (t *translator) listenerTLS(l *listenerState) {
 	cfg := l.spec.TLS
-	if cfg == nil || len(cfg.CertificateRefs) == 0 {
-		l.certProblem = &problem{string(gwapiv1.ListenerReasonInvalidCertificateRef), "an HTTPS listener needs tls.certificateRefs"}
-		return
+	mode := gwapiv1.TLSModeTerminate
+	if cfg != nil {
+		mode = deref(cfg.Mode, gwapiv1.TLSModeTerminate)
 	}
-	if mode := deref(cfg.Mode, gwapiv1.TLSModeTerminate); mode != gwapiv1.TLSModeTerminate {
+	switch {
+	case l.protocol == ir.ProtocolTLS && mode == gwapiv1.TLSModePassthrough:
+		l.tls = &ir.ListenerTLS{Mode: ir.TLSPassthrough}
+		return
+	case mode != gwapiv1.TLSModeTerminate:
 		l.notAccepted = &problem{string(gwapiv1.ListenerReasonUnsupportedValue),
-			fmt.Sprintf("tls.mode %q is not valid for protocol HTTPS, which terminates TLS", mode)}
+			fmt.Sprintf("tls.mode %q is not valid for protocol %s", mode, l.protocol)}
+		return
+	case cfg == nil || len(cfg.CertificateRefs) == 0:
+		l.certProblem = &problem{string(gwapiv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf("a %s listener that terminates TLS needs tls.certificateRefs", l.protocol)}
 		return
 	}
 	var certs []*ir.Certificate

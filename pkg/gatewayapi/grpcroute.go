@@ -54,7 +54,7 @@ func (t *translator) grpcRoute(gr *gwapiv1.GRPCRoute) *routeState {
 	for _, ru := range gr.Spec.Rules {
 		matches += len(ru.Matches)
 	}
-	r.spec = routeSpecProblem(gr.Spec.Hostnames, len(gr.Spec.Rules), matches)
+	r.spec = routeSpecProblem(gr.Spec.Hostnames, maxItems16, len(gr.Spec.Rules), maxItems16, matches)
 	base := ruleContext{failure: grpcFailure, http2: true, filterTypes: grpcFilterTypes}
 	r.rules = t.translateRules(r, len(gr.Spec.Rules), base, func(rc *ruleContext) *ruleIR {
 		return rc.translateGRPCRule(&gr.Spec.Rules[rc.index])

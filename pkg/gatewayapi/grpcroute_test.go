@@ -175,7 +175,7 @@ func TestRouteMatchNames(t *testing.T) {
 			t.Errorf("%s: parsed %v rule %d ok %v", name, got, rule, ok)
 		}
 	}
-	for _, name := range []string{"tcproute/default/x/rule/0/match/0", "httproute/default/x/rule/a/match/0", "httproute/default/x", "listener/0.0.0.0/80"} {
+	for _, name := range []string{"sctproute/default/x/rule/0/match/0", "httproute/default/x/rule/a/match/0", "httproute/default/x", "listener/0.0.0.0/80"} {
 		if _, _, ok := ParseRouteMatchName(name); ok {
 			t.Errorf("%s parsed as a route match name", name)
 		}

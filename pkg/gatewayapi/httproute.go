@@ -34,7 +34,7 @@ func (t *translator) httpRoute(hr *gwapiv1.HTTPRoute) *routeState {
 	for _, ru := range hr.Spec.Rules {
 		matches += len(ru.Matches)
 	}
-	r.spec = routeSpecProblem(hr.Spec.Hostnames, len(hr.Spec.Rules), matches)
+	r.spec = routeSpecProblem(hr.Spec.Hostnames, maxItems16, len(hr.Spec.Rules), maxItems16, matches)
 	r.rules = t.translateRules(r, len(rules), ruleContext{failure: 500}, func(rc *ruleContext) *ruleIR {
 		return rc.translateHTTPRule(&rules[rc.index])
 	})

@@ -53,6 +53,8 @@ type listenerState struct {
 	attached int32
 	// routes are the IR routes of this listener, sorted at the end.
 	routes []*routeEntry
+	// l4Routes are the IR L4 routes of this listener (l4RoutesOf).
+	l4Routes []*l4Entry
 	// routeSeen keeps a route from attaching twice (two parentRefs that
 	// both select this listener).
 	routeSeen map[RouteKey]bool
@@ -71,11 +73,14 @@ var httpKinds = []gwapiv1.RouteGroupKind{
 }
 
 // protocolKinds are the route kinds each supported listener protocol
-// accepts. TLS, TCP and UDP listeners are recognised but not supported yet:
-// adding them here (with TLSRoute, TCPRoute, UDPRoute) is how they slot in.
+// accepts (Gateway listener protocol; TLS listeners take TLSRoutes in both
+// tls modes).
 var protocolKinds = map[gwapiv1.ProtocolType][]gwapiv1.RouteGroupKind{
 	gwapiv1.HTTPProtocolType:  httpKinds,
 	gwapiv1.HTTPSProtocolType: httpKinds,
+	gwapiv1.TLSProtocolType:   {{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindTLSRoute}},
+	gwapiv1.TCPProtocolType:   {{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindTCPRoute}},
+	gwapiv1.UDPProtocolType:   {{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindUDPRoute}},
 }
 
 // newListener validates one spec listener: protocol (Gateway listener
@@ -96,7 +101,7 @@ func (t *translator) newListener(gs *gatewayState, spec *gwapiv1.Listener) *list
 	if !ok {
 		l.supportedKinds = []gwapiv1.RouteGroupKind{}
 		l.notAccepted = &problem{string(gwapiv1.ListenerReasonUnsupportedProtocol),
-			fmt.Sprintf("protocol %q is not supported (supported: HTTP, HTTPS)", spec.Protocol)}
+			fmt.Sprintf("protocol %q is not supported (supported: HTTP, HTTPS, TLS, TCP, UDP)", spec.Protocol)}
 		return l
 	}
 	if l.bindPort == 0 {
@@ -106,7 +111,7 @@ func (t *translator) newListener(gs *gatewayState, spec *gwapiv1.Listener) *list
 	if p := l.readNamespaces(spec.AllowedRoutes); p != nil && l.notAccepted == nil {
 		l.notAccepted = p
 	}
-	if spec.Protocol == gwapiv1.HTTPSProtocolType {
+	if spec.Protocol == gwapiv1.HTTPSProtocolType || spec.Protocol == gwapiv1.TLSProtocolType {
 		t.listenerTLS(l)
 	}
 	return l

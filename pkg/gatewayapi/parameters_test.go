@@ -56,7 +56,7 @@ func TestInvalidParameters(t *testing.T) {
 // out (TestInvalidParameters).
 func TestGatewayWithoutAcceptedListenersKeepsItsScope(t *testing.T) {
 	res := fixture()
-	res.Gateways = append(res.Gateways, gateway("unsupported", gwapiv1.Listener{Name: "udp", Protocol: "UDP", Port: 8053}))
+	res.Gateways = append(res.Gateways, gateway("unsupported", gwapiv1.Listener{Name: "sctp", Protocol: "SCTP", Port: 8053}))
 	res.Sort()
 	out := Translate(res, Options{Scope: func(gw *gwapiv1.Gateway) string { return "gateway/" + gw.Namespace + "/" + gw.Name }})
 	st := out.Status.Gateways[types.NamespacedName{Namespace: "default", Name: "unsupported"}]

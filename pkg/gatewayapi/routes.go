@@ -66,6 +66,21 @@ func (t *translator) translateRoutes() {
 			routes = append(routes, r)
 		}
 	}
+	for _, tr := range t.res.TLSRoutes {
+		if r := t.tlsRoute(tr); r != nil {
+			routes = append(routes, r)
+		}
+	}
+	for _, tr := range t.res.TCPRoutes {
+		if r := t.tcpRoute(tr); r != nil {
+			routes = append(routes, r)
+		}
+	}
+	for _, ur := range t.res.UDPRoutes {
+		if r := t.udpRoute(ur); r != nil {
+			routes = append(routes, r)
+		}
+	}
 	for _, r := range routes {
 		t.attachRoute(r)
 	}
@@ -121,15 +136,16 @@ func (t *translator) ourParents(r *routeState, refs []gwapiv1.ParentReference) [
 	return out
 }
 
-// routeSpecProblem checks the route-level schema rules that HTTPRouteSpec
-// and GRPCRouteSpec share: every hostname a Hostname, at most 16 hostnames
-// and 16 rules, at most 128 matches in all. A route that breaks them would
+// routeSpecProblem checks the route-level schema rules that the route
+// kinds share: every hostname a Hostname, at most maxHostnames hostnames
+// and maxRules rules (16 and 16 for HTTPRoute and GRPCRoute; 1024 and 1 for
+// TLSRoute), at most 128 matches in all. A route that breaks them would
 // not pass the API server; here it is not accepted by any parent
 // (Accepted=False reason UnsupportedValue) and none of its rules is served.
-func routeSpecProblem(hostnames []gwapiv1.Hostname, rules, matches int) *problem {
+func routeSpecProblem(hostnames []gwapiv1.Hostname, maxHostnames, rules, maxRules, matches int) *problem {
 	var msgs []string
-	if n := len(hostnames); n > maxItems16 {
-		msgs = append(msgs, fmt.Sprintf("%d hostnames; at most %d are allowed", n, maxItems16))
+	if n := len(hostnames); n > maxHostnames {
+		msgs = append(msgs, fmt.Sprintf("%d hostnames; at most %d are allowed", n, maxHostnames))
 	}
 	var bad []string
 	why := ""
@@ -144,8 +160,8 @@ func routeSpecProblem(hostnames []gwapiv1.Hostname, rules, matches int) *problem
 	case len(bad) > 1:
 		msgs = append(msgs, fmt.Sprintf("hostnames %s are not valid: each must be lower-case RFC 1123 labels, at most 253 characters, with an optional \"*.\" wildcard as the first label only", strings.Join(bad, ", ")))
 	}
-	if rules > maxItems16 {
-		msgs = append(msgs, fmt.Sprintf("%d rules; at most %d are allowed", rules, maxItems16))
+	if rules > maxRules {
+		msgs = append(msgs, fmt.Sprintf("%d rules; at most %d are allowed", rules, maxRules))
 	}
 	if matches > maxMatchesPerRoute {
 		msgs = append(msgs, fmt.Sprintf("%d matches across all rules; at most %d are allowed", matches, maxMatchesPerRoute))
@@ -358,7 +374,11 @@ func (t *translator) finishRoute(r *routeState) {
 			}
 			l.routeSeen[k] = true
 			l.attached++
-			if l.programmed() {
+			switch {
+			case !l.programmed():
+			case r.rules.l4:
+				l.addL4Route(r)
+			default:
 				l.addRoutes(r)
 			}
 		}
@@ -385,7 +405,10 @@ func (l *listenerState) addRoutes(r *routeState) {
 
 // routeKinds are the route kinds by the lower-case form that starts their
 // IR and Envoy route names.
-var routeKinds = map[string]string{"httproute": KindHTTPRoute, "grpcroute": KindGRPCRoute}
+var routeKinds = map[string]string{
+	"httproute": KindHTTPRoute, "grpcroute": KindGRPCRoute,
+	"tlsroute": KindTLSRoute, "tcproute": KindTCPRoute, "udproute": KindUDPRoute,
+}
 
 // routeMatchName names the IR route (and the Envoy route) of match j of
 // rule i of a route: "<kind>/<namespace>/<name>/rule/<i>/match/<j>", kind

@@ -29,6 +29,9 @@ type routeRules struct {
 	invalid []int
 	// failure is the HTTP status a rule that cannot be served answers.
 	failure uint32
+	// l4 marks the rules of an L4 kind (TLSRoute, TCPRoute, UDPRoute):
+	// each ruleIR has l4 backends instead of matches and a template.
+	l4 bool
 }
 
 // ruleIR is one translated rule: its matches, and the IR route every match
@@ -43,6 +46,8 @@ type ruleIR struct {
 	// (sortRoutes).
 	ranks    [][]int
 	template *ir.HTTPRoute
+	// l4 are the backends of an L4 kind's rule.
+	l4 *ir.BackendGroup
 }
 
 func (r *routeRules) allInvalid() bool {
@@ -71,6 +76,9 @@ type ruleContext struct {
 	// http2 makes every backend speak HTTP/2 (h2c unless the Service port
 	// says otherwise), as gRPC needs, whatever the port's appProtocol.
 	http2 bool
+	// l4 is the protocol an L4 kind relays to its backends (TCP for
+	// TLSRoute and TCPRoute, UDP for UDPRoute), "" for HTTP kinds.
+	l4 ir.AppProtocol
 	// filterTypes are the filter types the kind has (nil: every
 	// HTTPRouteFilter type); others are UnsupportedValue.
 	filterTypes map[gwapiv1.HTTPRouteFilterType]bool
@@ -110,7 +118,7 @@ func (rc *ruleContext) forward(tpl *ir.HTTPRoute, filters ir.HTTPFilters, extRef
 // copies base (t, route, failure, http2, filterTypes) and has the rule's
 // index, by one.
 func (t *translator) translateRules(r *routeState, n int, base ruleContext, one func(rc *ruleContext) *ruleIR) *routeRules {
-	out := &routeRules{failure: base.failure}
+	out := &routeRules{failure: base.failure, l4: base.l4 != ""}
 	var refs, unsupported []*problem
 	for i := range n {
 		rc := base

@@ -135,6 +135,7 @@ func (t *translator) result() *Result {
 			for _, r := range ls.routes {
 				l.HTTPRoutes = append(l.HTTPRoutes, r.route)
 			}
+			l.L4Routes = ls.l4RoutesOf()
 			g.Listeners = append(g.Listeners, l)
 		}
 		out.Gateways = append(out.Gateways, g)

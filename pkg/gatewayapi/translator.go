@@ -70,6 +70,9 @@ type Status struct {
 const (
 	KindHTTPRoute = "HTTPRoute"
 	KindGRPCRoute = "GRPCRoute"
+	KindTLSRoute  = "TLSRoute"
+	KindTCPRoute  = "TCPRoute"
+	KindUDPRoute  = "UDPRoute"
 )
 
 // RouteKey names one route object: its kind (KindHTTPRoute, KindGRPCRoute)

@@ -225,7 +225,7 @@ func TestListenerConflicts(t *testing.T) {
 		gwapiv1.Listener{Name: "c", Protocol: gwapiv1.HTTPProtocolType, Port: 80},
 		gwapiv1.Listener{Name: "d", Protocol: gwapiv1.HTTPProtocolType, Port: 443},
 		gwapiv1.Listener{Name: "e", Protocol: gwapiv1.HTTPSProtocolType, Port: 443},
-		gwapiv1.Listener{Name: "f", Protocol: gwapiv1.TCPProtocolType, Port: 80},
+		gwapiv1.Listener{Name: "f", Protocol: "SCTP", Port: 80},
 	)}
 	r := Translate(res, Options{})
 	mustValid(t, r)

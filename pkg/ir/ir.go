@@ -78,15 +78,16 @@ type Listener struct {
 	// leading "*." is a wildcard. For HTTPS and TLS it is also the SNI the
 	// listener's filter chain matches.
 	Hostname string `json:"hostname,omitempty"`
-	// TLS is set for HTTPS (terminate) and TLS listeners.
+	// TLS is set for HTTPS (terminate) and TLS (passthrough or terminate)
+	// listeners.
 	TLS *ListenerTLS `json:"tls,omitempty"`
 	// HTTPRoutes are the route rules (of HTTPRoutes and GRPCRoutes)
 	// attached to an HTTP or HTTPS listener, in match precedence order
 	// (first match wins).
 	HTTPRoutes []*HTTPRoute `json:"httpRoutes,omitempty"`
-	// L4Routes are the routes attached to a TLS passthrough, TCP or UDP
-	// listener. A TCP or UDP listener uses the first; a TLS passthrough
-	// listener picks one by SNI.
+	// L4Routes are the routes attached to a TLS, TCP or UDP listener,
+	// oldest first. A TCP or UDP listener has at most one; a TLS listener
+	// picks one by SNI, the first that claims a name.
 	L4Routes []*L4Route `json:"l4Routes,omitempty"`
 }
 
@@ -355,13 +356,12 @@ type BackendTLS struct {
 	SubjectAltNames []string `json:"subjectAltNames,omitempty"`
 }
 
-// L4Route is a TLSRoute (passthrough), TCPRoute or UDPRoute attached to a
-// listener.
+// L4Route is a TLSRoute, TCPRoute or UDPRoute attached to a listener.
 type L4Route struct {
-	// Name is "<kind>/<namespace>/<name>".
+	// Name is "<kind>/<namespace>/<name>", kind lower-cased ("tcproute").
 	Name string `json:"name"`
-	// Hostnames are the SNI names a TLS passthrough route matches; empty
-	// for TCP and UDP.
+	// Hostnames are the SNI names a TLS route matches; empty for TCP and
+	// UDP.
 	Hostnames []string     `json:"hostnames,omitempty"`
 	Backends  BackendGroup `json:"backends"`
 }

@@ -30,7 +30,7 @@ func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
 // names unique and ports 1-65535 within a scope; listeners that share an
 // address and port in one scope are compatible (all HTTP, or all
 // SNI-distinguished HTTPS/TLS, or one TCP, or one UDP); HTTPS listeners
-// carry certificates; every HTTP route has exactly one action (backends, a
+// and TLS listeners in mode Terminate carry certificates; every HTTP route has exactly one action (backends, a
 // redirect or a direct response); matches are well formed; every backend and
 // certificate name means one thing across the whole IR.
 func (x *IR) Validate() error {
@@ -116,8 +116,15 @@ func (v *validator) listener(p string, l *Listener) {
 			v.add(p, "an HTTPS listener terminates TLS with at least one certificate")
 		}
 	case ProtocolTLS:
-		if l.TLS == nil || l.TLS.Mode != TLSPassthrough {
-			v.add(p, "a TLS listener needs tls.mode Passthrough")
+		switch {
+		case l.TLS == nil:
+			v.add(p, "a TLS listener needs tls")
+		case l.TLS.Mode == TLSPassthrough && len(l.TLS.Certificates) > 0:
+			v.add(p, "a TLS listener in mode Passthrough has no certificates")
+		case l.TLS.Mode == TLSTerminate && len(l.TLS.Certificates) == 0:
+			v.add(p, "a TLS listener in mode Terminate needs at least one certificate")
+		case l.TLS.Mode != TLSPassthrough && l.TLS.Mode != TLSTerminate:
+			v.add(p, fmt.Sprintf("unknown tls.mode %q", l.TLS.Mode))
 		}
 	case ProtocolTCP, ProtocolUDP:
 		if len(l.L4Routes) > 1 {

@@ -24,6 +24,9 @@ type Resources struct {
 	Gateways        []*gwapiv1.Gateway
 	HTTPRoutes      []*gwapiv1.HTTPRoute
 	GRPCRoutes      []*gwapiv1.GRPCRoute
+	TLSRoutes       []*gwapiv1.TLSRoute
+	TCPRoutes       []*gwapiv1.TCPRoute
+	UDPRoutes       []*gwapiv1.UDPRoute
 	ReferenceGrants []*gwapiv1.ReferenceGrant
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice
@@ -40,6 +43,9 @@ func (r *Resources) Sort() {
 	sortObjects(r.Gateways)
 	sortObjects(r.HTTPRoutes)
 	sortObjects(r.GRPCRoutes)
+	sortObjects(r.TLSRoutes)
+	sortObjects(r.TCPRoutes)
+	sortObjects(r.UDPRoutes)
 	sortObjects(r.ReferenceGrants)
 	sortObjects(r.Services)
 	sortObjects(r.EndpointSlices)
@@ -68,6 +74,12 @@ func (r *Resources) Add(obj runtime.Object) bool {
 		r.HTTPRoutes = append(r.HTTPRoutes, o)
 	case *gwapiv1.GRPCRoute:
 		r.GRPCRoutes = append(r.GRPCRoutes, o)
+	case *gwapiv1.TLSRoute:
+		r.TLSRoutes = append(r.TLSRoutes, o)
+	case *gwapiv1.TCPRoute:
+		r.TCPRoutes = append(r.TCPRoutes, o)
+	case *gwapiv1.UDPRoute:
+		r.UDPRoutes = append(r.UDPRoutes, o)
 	case *gwapiv1.ReferenceGrant:
 		r.ReferenceGrants = append(r.ReferenceGrants, o)
 	// v1beta1 kinds share the v1 schema: store them as v1.

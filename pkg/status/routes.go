@@ -1,7 +1,8 @@
 package status
 
-// The route kinds whose status.parents the writer writes: HTTPRoute and
-// GRPCRoute. A new route kind joins newRoute, routeParents and Routes.
+// The route kinds whose status.parents the writer writes: HTTPRoute,
+// GRPCRoute, TLSRoute, TCPRoute and UDPRoute. A new route kind joins
+// newRoute, routeParents and Routes.
 
 import (
 	"fmt"
@@ -22,6 +23,12 @@ func newRoute(k Kind) client.Object {
 		return &gwapiv1.HTTPRoute{}
 	case KindGRPCRoute:
 		return &gwapiv1.GRPCRoute{}
+	case KindTLSRoute:
+		return &gwapiv1.TLSRoute{}
+	case KindTCPRoute:
+		return &gwapiv1.TCPRoute{}
+	case KindUDPRoute:
+		return &gwapiv1.UDPRoute{}
 	}
 	return nil
 }
@@ -34,12 +41,19 @@ func routeParents(obj client.Object) *[]gwapiv1.RouteParentStatus {
 		return &r.Status.Parents
 	case *gwapiv1.GRPCRoute:
 		return &r.Status.Parents
+	case *gwapiv1.TLSRoute:
+		return &r.Status.Parents
+	case *gwapiv1.TCPRoute:
+		return &r.Status.Parents
+	case *gwapiv1.UDPRoute:
+		return &r.Status.Parents
 	}
 	panic(fmt.Sprintf("status: %T is not a route", obj))
 }
 
 // Routes returns every route of every kind in res, as objects and their
-// status.parents, HTTPRoutes first, then GRPCRoutes.
+// status.parents, by kind (HTTPRoute, GRPCRoute, TLSRoute, TCPRoute,
+// UDPRoute).
 func Routes(res *resources.Resources) []RouteObject {
 	var out []RouteObject
 	for _, r := range res.HTTPRoutes {
@@ -47,6 +61,15 @@ func Routes(res *resources.Resources) []RouteObject {
 	}
 	for _, r := range res.GRPCRoutes {
 		out = append(out, RouteObject{Kind: KindGRPCRoute, Object: r, Parents: r.Status.Parents})
+	}
+	for _, r := range res.TLSRoutes {
+		out = append(out, RouteObject{Kind: KindTLSRoute, Object: r, Parents: r.Status.Parents})
+	}
+	for _, r := range res.TCPRoutes {
+		out = append(out, RouteObject{Kind: KindTCPRoute, Object: r, Parents: r.Status.Parents})
+	}
+	for _, r := range res.UDPRoutes {
+		out = append(out, RouteObject{Kind: KindUDPRoute, Object: r, Parents: r.Status.Parents})
 	}
 	return out
 }

@@ -66,6 +66,9 @@ const (
 	KindGateway      Kind = "Gateway"
 	KindHTTPRoute    Kind = gatewayapi.KindHTTPRoute
 	KindGRPCRoute    Kind = gatewayapi.KindGRPCRoute
+	KindTLSRoute     Kind = gatewayapi.KindTLSRoute
+	KindTCPRoute     Kind = gatewayapi.KindTCPRoute
+	KindUDPRoute     Kind = gatewayapi.KindUDPRoute
 )
 
 // Key names one object.

@@ -77,7 +77,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 					Name:             "https/" + il.Name,
 					FilterChainMatch: tlsChainMatch(il.Hostname),
 					Filters:          []*listenerv3.Filter{s.hcmFilter(statPrefix("https", fmt.Sprint(k.port)), rcName, cors)},
-					TransportSocket:  s.downstreamTLS(il.TLS),
+					TransportSocket:  s.downstreamTLS(il.TLS, []string{"h2", "http/1.1"}),
 				})
 				continue
 			}
@@ -95,11 +95,18 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 					if label == "" {
 						label = "*"
 					}
-					l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+					chain := &listenerv3.FilterChain{
 						Name:             "tls/" + il.Name + "/" + label,
 						FilterChainMatch: tlsChainMatch(sni),
 						Filters:          []*listenerv3.Filter{s.tcpProxyFilter(statPrefix("tls", fmt.Sprint(k.port)), &r.Backends)},
-					})
+					}
+					if il.TLS != nil && il.TLS.Mode == ir.TLSTerminate {
+						// TLSRouteModeTerminate: Envoy terminates with the
+						// listener's certificates and relays the plain
+						// stream; no ALPN is offered (the bytes are not HTTP).
+						chain.TransportSocket = s.downstreamTLS(il.TLS, nil)
+					}
+					l.FilterChains = append(l.FilterChains, chain)
 				}
 			}
 		}
@@ -216,10 +223,11 @@ func stdoutAccessLog() *accesslogv3.AccessLog {
 }
 
 // downstreamTLS terminates TLS with the listener's certificates, fetched
-// by SDS over ADS.
-func (s *scopeBuilder) downstreamTLS(t *ir.ListenerTLS) *corev3.TransportSocket {
+// by SDS over ADS, offering alpn (h2 and http/1.1 on HTTPS listeners, none
+// on TLS listeners).
+func (s *scopeBuilder) downstreamTLS(t *ir.ListenerTLS, alpn []string) *corev3.TransportSocket {
 	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
-		AlpnProtocols: []string{"h2", "http/1.1"},
+		AlpnProtocols: alpn,
 	}}
 	if t != nil {
 		for _, c := range t.Certificates {

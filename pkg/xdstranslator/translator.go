@@ -14,7 +14,9 @@
 //	                                       RouteConfiguration "listener/<address>/<port>"
 //	  HTTPS listener <ns>/<gw>/<l>         filter chain "https/<ns>/<gw>/<l>" (SNI = hostname),
 //	                                       RouteConfiguration "listener/<address>/<port>/<ns>/<gw>/<l>"
-//	  TLS listener, route SNI <host>       filter chain "tls/<ns>/<gw>/<l>/<host>" ("*" without SNI)
+//	  TLS listener, route SNI <host>       filter chain "tls/<ns>/<gw>/<l>/<host>" ("*" without SNI),
+//	                                       tcp_proxy; in mode Terminate with the listener's
+//	                                       certificates (SDS) and no ALPN
 //	  TCP listener                         filter chain "tcp/<ns>/<gw>/<l>"
 //	HTTPRoute.Hostname                     VirtualHost named after the hostname, domains [hostname]
 //	                                       ("*" for every host); the route configuration sets
@@ -74,6 +76,8 @@
 //     options. Backend TLS verifies the SNI (or the SubjectAltNames) against
 //     the inline CA bundle, or the system bundle at
 //     /etc/ssl/certs/ca-certificates.crt for well-known CAs.
+//   - L4 backends are clusters of their own: "service/<ns>/<name>/<port>/tcp"
+//     (TLSRoute, TCPRoute) and ".../udp" (UDPRoute, UDP endpoints).
 //   - UDP: udp_proxy with a matcher whose on_no_match routes to one cluster;
 //     udp_proxy cannot split by weight, so the first valid backend with a
 //     non-zero weight takes all datagrams.

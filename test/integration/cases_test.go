@@ -48,6 +48,7 @@ var goldenCases = []string{
 	"63-grpcroute-matches-filters",
 	// 64-grpcroute-invalid holds values the CRD's validation refuses.
 	"65-grpcroute-httproute-hostnames",
+	"67-tcproute-udproute",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks
@@ -165,6 +166,9 @@ type goldenStatus struct {
 	Gateways       map[string]*gwapiv1.GatewayStatus      `json:"gateways"`
 	HTTPRoutes     map[string]*gwapiv1.RouteStatus        `json:"httpRoutes"`
 	GRPCRoutes     map[string]*gwapiv1.RouteStatus        `json:"grpcRoutes"`
+	TLSRoutes      map[string]*gwapiv1.RouteStatus        `json:"tlsRoutes"`
+	TCPRoutes      map[string]*gwapiv1.RouteStatus        `json:"tcpRoutes"`
+	UDPRoutes      map[string]*gwapiv1.RouteStatus        `json:"udpRoutes"`
 }
 
 func readGoldenStatus(t *testing.T, path string) *goldenStatus {
@@ -230,6 +234,9 @@ func checkStatus(ctx context.Context, want *goldenStatus) error {
 	}{
 		{"HTTPRoute", want.HTTPRoutes, func() client.Object { return &gwapiv1.HTTPRoute{} }},
 		{"GRPCRoute", want.GRPCRoutes, func() client.Object { return &gwapiv1.GRPCRoute{} }},
+		{"TLSRoute", want.TLSRoutes, func() client.Object { return &gwapiv1.TLSRoute{} }},
+		{"TCPRoute", want.TCPRoutes, func() client.Object { return &gwapiv1.TCPRoute{} }},
+		{"UDPRoute", want.UDPRoutes, func() client.Object { return &gwapiv1.UDPRoute{} }},
 	} {
 		for key, w := range kind.want {
 			if err := checkRouteStatus(ctx, kind.name, key, kind.object(), w); err != nil {
@@ -252,6 +259,12 @@ func checkRouteStatus(ctx context.Context, kind, key string, obj client.Object, 
 	case *gwapiv1.HTTPRoute:
 		parents = r.Status.Parents
 	case *gwapiv1.GRPCRoute:
+		parents = r.Status.Parents
+	case *gwapiv1.TLSRoute:
+		parents = r.Status.Parents
+	case *gwapiv1.TCPRoute:
+		parents = r.Status.Parents
+	case *gwapiv1.UDPRoute:
 		parents = r.Status.Parents
 	}
 	// The API server defaults parentRef group and kind in the spec (the

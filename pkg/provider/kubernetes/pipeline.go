@@ -141,6 +141,9 @@ func (p *pipeline) watch(ctx context.Context) error {
 		{&gwapiv1.Gateway{}, p.ownedHandler(status.KindGateway)},
 		{&gwapiv1.HTTPRoute{}, p.ownedHandler(status.KindHTTPRoute)},
 		{&gwapiv1.GRPCRoute{}, p.ownedHandler(status.KindGRPCRoute)},
+		{&gwapiv1.TLSRoute{}, p.ownedHandler(status.KindTLSRoute)},
+		{&gwapiv1.TCPRoute{}, p.ownedHandler(status.KindTCPRoute)},
+		{&gwapiv1.UDPRoute{}, p.ownedHandler(status.KindUDPRoute)},
 		{&gwapiv1.ReferenceGrant{}, p.anyHandler()},
 		{&corev1.Service{}, p.anyHandler()},
 		{&discoveryv1.EndpointSlice{}, p.anyHandler()},
@@ -342,7 +345,7 @@ func (p *pipeline) run(ctx context.Context) {
 	}
 	p.runs.Add(1)
 	p.synced.Store(true)
-	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "grpcRoutes", len(res.GRPCRoutes), "scopes", len(out.XDS))
+	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "grpcRoutes", len(res.GRPCRoutes), "l4Routes", len(res.TLSRoutes)+len(res.TCPRoutes)+len(res.UDPRoutes), "scopes", len(out.XDS))
 }
 
 // refresh hands the last translation's status, with Programmed decided by

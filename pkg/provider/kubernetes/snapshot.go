@@ -64,6 +64,27 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 	for i := range grs.Items {
 		res.GRPCRoutes = append(res.GRPCRoutes, &grs.Items[i])
 	}
+	var tlss gwapiv1.TLSRouteList
+	if err := r.List(ctx, &tlss, noCopy); err != nil {
+		return nil, err
+	}
+	for i := range tlss.Items {
+		res.TLSRoutes = append(res.TLSRoutes, &tlss.Items[i])
+	}
+	var tcps gwapiv1.TCPRouteList
+	if err := r.List(ctx, &tcps, noCopy); err != nil {
+		return nil, err
+	}
+	for i := range tcps.Items {
+		res.TCPRoutes = append(res.TCPRoutes, &tcps.Items[i])
+	}
+	var udps gwapiv1.UDPRouteList
+	if err := r.List(ctx, &udps, noCopy); err != nil {
+		return nil, err
+	}
+	for i := range udps.Items {
+		res.UDPRoutes = append(res.UDPRoutes, &udps.Items[i])
+	}
 	var rgs gwapiv1.ReferenceGrantList
 	if err := r.List(ctx, &rgs, noCopy); err != nil {
 		return nil, err

@@ -1,0 +1,152 @@
+package gatewayapi
+
+// What is TLSRoute's, TCPRoute's and UDPRoute's own: one rule of weighted
+// backendRefs each, which a listener relays as bytes (TLS passthrough by
+// SNI, or terminated; TCP) or datagrams (UDP). Attachment and status are
+// shared (routes.go), and so are backendRefs and ReferenceGrants
+// (backends.go).
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// maxTLSRouteHostnames is TLSRouteSpec hostnames' MaxItems.
+const maxTLSRouteHostnames = 1024
+
+// tlsRoute reads one TLSRoute: nil when no parentRef names a Gateway of
+// ours.
+func (t *translator) tlsRoute(r *gwapiv1.TLSRoute) *routeState {
+	if r == nil {
+		return nil
+	}
+	rules := make([][]gwapiv1.BackendRef, 0, len(r.Spec.Rules))
+	for _, ru := range r.Spec.Rules {
+		rules = append(rules, ru.BackendRefs)
+	}
+	return t.l4Route(RouteKey{Kind: KindTLSRoute, Namespace: r.Namespace, Name: r.Name}, &r.ObjectMeta, r.Spec.ParentRefs, r.Spec.Hostnames, maxTLSRouteHostnames, rules, ir.AppProtocolTCP)
+}
+
+// tcpRoute reads one TCPRoute: nil when no parentRef names a Gateway of
+// ours.
+func (t *translator) tcpRoute(r *gwapiv1.TCPRoute) *routeState {
+	if r == nil {
+		return nil
+	}
+	rules := make([][]gwapiv1.BackendRef, 0, len(r.Spec.Rules))
+	for _, ru := range r.Spec.Rules {
+		rules = append(rules, ru.BackendRefs)
+	}
+	return t.l4Route(RouteKey{Kind: KindTCPRoute, Namespace: r.Namespace, Name: r.Name}, &r.ObjectMeta, r.Spec.ParentRefs, nil, 0, rules, ir.AppProtocolTCP)
+}
+
+// udpRoute reads one UDPRoute: nil when no parentRef names a Gateway of
+// ours.
+func (t *translator) udpRoute(r *gwapiv1.UDPRoute) *routeState {
+	if r == nil {
+		return nil
+	}
+	rules := make([][]gwapiv1.BackendRef, 0, len(r.Spec.Rules))
+	for _, ru := range r.Spec.Rules {
+		rules = append(rules, ru.BackendRefs)
+	}
+	return t.l4Route(RouteKey{Kind: KindUDPRoute, Namespace: r.Namespace, Name: r.Name}, &r.ObjectMeta, r.Spec.ParentRefs, nil, 0, rules, ir.AppProtocolUDP)
+}
+
+// l4Route reads a route of an L4 kind: its parents, its schema (exactly
+// one rule, as TLSRouteSpec, TCPRouteSpec and UDPRouteSpec rules say; at
+// most maxHostnames hostnames) and its rule, whose backends Envoy reaches
+// over proto (TCP or UDP).
+func (t *translator) l4Route(key RouteKey, meta *metav1.ObjectMeta, refs []gwapiv1.ParentReference, hostnames []gwapiv1.Hostname, maxHostnames int, rules [][]gwapiv1.BackendRef, proto ir.AppProtocol) *routeState {
+	r := t.newRoute(key, meta, refs, hostnames)
+	if r == nil {
+		return nil
+	}
+	r.spec = routeSpecProblem(hostnames, maxHostnames, len(rules), 1, 0)
+	if r.spec == nil && len(rules) == 0 {
+		r.spec = &problem{string(gwapiv1.RouteReasonUnsupportedValue), "invalid spec: exactly one rule is required"}
+	}
+	base := ruleContext{l4: proto}
+	r.rules = t.translateRules(r, len(rules), base, func(rc *ruleContext) *ruleIR {
+		return rc.translateL4Rule(rules[rc.index])
+	})
+	return r
+}
+
+// translateL4Rule resolves an L4 rule's backendRefs (1-16) into a weighted
+// group. Invalid backends keep their weight: the connections (or, for UDP,
+// the datagrams) they would get are refused, never sent elsewhere; with no
+// valid backend the whole route refuses (an empty group).
+func (rc *ruleContext) translateL4Rule(refs []gwapiv1.BackendRef) *ruleIR {
+	if len(refs) == 0 || len(refs) > maxItems16 {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%d backendRefs; 1 to %d are required", len(refs), maxItems16)
+	}
+	hrefs := make([]gwapiv1.HTTPBackendRef, 0, len(refs))
+	for _, b := range refs {
+		hrefs = append(hrefs, gwapiv1.HTTPBackendRef{BackendRef: b})
+	}
+	group := rc.backendRefs(hrefs)
+	if group == nil || len(rc.unsupported) > 0 {
+		group = &ir.BackendGroup{}
+		for k := range refs {
+			b := rc.invalidBackend(k)
+			b.Weight = uint32(min(max(deref(refs[k].Weight, 1), 0), maxWeight))
+			group.Backends = append(group.Backends, b)
+		}
+	}
+	return &ruleIR{index: rc.index, l4: group}
+}
+
+// l4Entry is one L4 route of a listener with what orders it.
+type l4Entry struct {
+	route   *ir.L4Route
+	created metav1.Time
+	ns      string
+	name    string
+}
+
+// addL4Route adds r's rule to l as one IR L4 route, named
+// "<kind>/<namespace>/<name>", with the SNI names a TLSRoute matches there
+// (its hostnames intersected with the listener's).
+func (l *listenerState) addL4Route(r *routeState) {
+	for _, ru := range r.rules.rules {
+		route := &ir.L4Route{Name: fmt.Sprintf("%s/%s/%s", strings.ToLower(r.key.Kind), r.key.Namespace, r.key.Name), Backends: *ru.l4.DeepCopy()}
+		if r.key.Kind == KindTLSRoute {
+			for _, h := range routeHostnames(l.hostname, r.hostnames) {
+				if h != "*" {
+					route.Hostnames = append(route.Hostnames, h)
+				}
+			}
+		}
+		l.l4Routes = append(l.l4Routes, &l4Entry{route: route, created: r.created, ns: r.key.Namespace, name: r.key.Name})
+	}
+}
+
+// l4RoutesOf returns l's L4 routes for the IR, oldest route first, then by
+// "namespace/name": where routes claim the same SNI name (TLS) or a whole
+// TCP or UDP listener, the first wins. A TCP or UDP listener serves only
+// its oldest route; the others stay attached (Accepted=True, counted in
+// attachedRoutes) and take over when it goes, as TCPRoute conformance
+// (TCPRouteMultipleRoutesAttachment) expects.
+func (l *listenerState) l4RoutesOf() []*ir.L4Route {
+	slices.SortStableFunc(l.l4Routes, func(a, b *l4Entry) int {
+		if c := compareTime(a.created, b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ns+"/"+a.name, b.ns+"/"+b.name)
+	})
+	var out []*ir.L4Route
+	for _, e := range l.l4Routes {
+		out = append(out, e.route)
+	}
+	if len(out) > 1 && (l.protocol == ir.ProtocolTCP || l.protocol == ir.ProtocolUDP) {
+		out = out[:1]
+	}
+	return out
+}

@@ -13,6 +13,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
@@ -119,4 +120,50 @@ func upstreamTLS(t *ir.BackendTLS, http2 bool) *corev3.TransportSocket {
 		ctx.CommonTlsContext.AlpnProtocols = []string{"h2"}
 	}
 	return &corev3.TransportSocket{Name: transportTLS, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: toAny(ctx)}}
+}
+
+// weightedCluster renders a cluster whose ClusterLoadAssignment (served by
+// EDS, or inline in a STRICT_DNS cluster when an endpoint is a host name,
+// as for cluster) has one locality per backend (named after the backend's cluster) with
+// the backend's weight as load_balancing_weight and its endpoints, and
+// locality-weighted load balancing (Cluster.CommonLbConfig
+// locality_weighted_lb_config): a new connection or UDP session picks a
+// backend by weight, then an endpoint of it round robin.
+func weightedCluster(name string, backends []*ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
+	c := &clusterv3.Cluster{
+		Name:                 name,
+		ConnectTimeout:       durationpb.New(connectTimeout),
+		LbPolicy:             clusterv3.Cluster_ROUND_ROBIN,
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
+		EdsClusterConfig:     &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource()},
+		CommonLbConfig: &clusterv3.Cluster_CommonLbConfig{LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
+			LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{},
+		}},
+	}
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: name}
+	dns := false
+	for _, b := range backends {
+		loc := loadAssignment(b).GetEndpoints()
+		lle := &endpointv3.LocalityLbEndpoints{
+			Locality:            &corev3.Locality{Zone: b.Name},
+			LoadBalancingWeight: wrapperspb.UInt32(b.Weight),
+		}
+		if len(loc) > 0 {
+			lle.LbEndpoints = loc[0].LbEndpoints
+		}
+		cla.Endpoints = append(cla.Endpoints, lle)
+		for _, e := range b.Endpoints {
+			if _, err := netip.ParseAddr(e.Address); err != nil {
+				dns = true
+			}
+		}
+	}
+	if dns {
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+		c.DnsLookupFamily = clusterv3.Cluster_V4_PREFERRED
+		c.EdsClusterConfig = nil
+		c.LoadAssignment = cla
+		return c, nil
+	}
+	return c, cla
 }

@@ -130,7 +130,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 			return nil, nil, nil
 		}
 		l.UdpListenerConfig = &listenerv3.UdpListenerConfig{}
-		l.ListenerFilters = []*listenerv3.ListenerFilter{s.udpProxyFilter(statPrefix("udp", fmt.Sprint(k.port)), &il.L4Routes[0].Backends)}
+		l.ListenerFilters = []*listenerv3.ListenerFilter{s.udpProxyFilter(statPrefix("udp", fmt.Sprint(k.port)), il.L4Routes[0])}
 		l.PerConnectionBufferLimitBytes = nil
 		return l, nil, nil
 	default:
@@ -282,16 +282,30 @@ func (s *scopeBuilder) tcpProxyFilter(stat string, g *ir.BackendGroup) *listener
 	return &listenerv3.Filter{Name: filterTCPProxy, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(p)}}
 }
 
-func (s *scopeBuilder) udpProxyFilter(stat string, g *ir.BackendGroup) *listenerv3.ListenerFilter {
-	cluster, weighted := s.l4Target(g)
+// udpProxyFilter relays a UDP route's datagrams. A udp_proxy route names
+// one cluster, so a route with several weighted backends gets a cluster of
+// its own, "weighted/<route name>", whose localities are the backends with
+// their weights (locality-weighted load balancing): every client flow (a
+// session: source address and port) picks a backend by weight. Invalid
+// backends have no locality there: Envoy cannot drop a share of the
+// flows, so theirs goes to the valid backends.
+func (s *scopeBuilder) udpProxyFilter(stat string, r *ir.L4Route) *listenerv3.ListenerFilter {
+	cluster, weighted := s.l4Target(&r.Backends)
 	if weighted != nil {
-		// udp_proxy routes to one cluster: the first valid backend wins.
-		cluster = InvalidBackendCluster
+		var valid []*ir.Backend
 		for _, b := range weighted {
 			if !b.Invalid {
-				cluster = b.Name
-				break
+				valid = append(valid, b)
 			}
+		}
+		switch len(valid) {
+		case 0:
+			cluster = InvalidBackendCluster
+		case 1:
+			cluster = valid[0].Name
+		default:
+			cluster = WeightedClusterName(r.Name)
+			s.weighted[cluster] = valid
 		}
 	}
 	p := &udpproxyv3.UdpProxyConfig{

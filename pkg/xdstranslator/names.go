@@ -67,3 +67,8 @@ func listenerStatPrefix(k bindKey) string {
 	}
 	return p
 }
+
+// WeightedClusterName names the cluster that weighs the backends of the
+// route routeName (an IR L4 route name, "udproute/<ns>/<name>") as
+// localities: "weighted/<routeName>".
+func WeightedClusterName(routeName string) string { return "weighted/" + routeName }

@@ -155,13 +155,17 @@ type scopeBuilder struct {
 	binds     map[bindKey][]*ir.Listener
 	bindOrder []bindKey
 	clusters  map[string]*ir.Backend
-	secrets   map[string]*ir.Certificate
+	// weighted are the clusters that weigh several backends as localities
+	// (UDP routes; udpProxyFilter), by name.
+	weighted map[string][]*ir.Backend
+	secrets  map[string]*ir.Certificate
 }
 
 func newScopeBuilder() *scopeBuilder {
 	return &scopeBuilder{
 		binds:    map[bindKey][]*ir.Listener{},
 		clusters: map[string]*ir.Backend{},
+		weighted: map[string][]*ir.Backend{},
 		secrets:  map[string]*ir.Certificate{},
 	}
 }
@@ -201,6 +205,13 @@ func (s *scopeBuilder) build() (*Resources, error) {
 	}
 	for _, name := range sortedKeys(s.clusters) {
 		c, cla := cluster(s.clusters[name])
+		r.Clusters = append(r.Clusters, c)
+		if cla != nil {
+			r.Endpoints = append(r.Endpoints, cla)
+		}
+	}
+	for _, name := range sortedKeys(s.weighted) {
+		c, cla := weightedCluster(name, s.weighted[name])
 		r.Clusters = append(r.Clusters, c)
 		if cla != nil {
 			r.Endpoints = append(r.Endpoints, cla)

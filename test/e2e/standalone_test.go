@@ -63,15 +63,18 @@ func (s *syncBuffer) String() string {
 }
 
 // gatewayBackend is one Service of gatewayYAML, with an EndpointSlice at
-// 127.0.0.1:Port; AppProtocol, when set, is its port's appProtocol.
+// 127.0.0.1:Port; AppProtocol, when set, is its port's appProtocol, and
+// Protocol, when set, its port's protocol (TCP when unset).
 type gatewayBackend struct {
 	Name        string
 	Port        int
 	AppProtocol string
+	Protocol    string
 }
 
 // gatewayYAML is the GatewayClass, the Gateway "gw" with one HTTP listener
-// on GatewayPort, and a Service per gatewayBackend in Backends.
+// on GatewayPort (and, after it, each entry of Listeners: a listener as a
+// YAML flow mapping), and a Service per gatewayBackend in Backends.
 const gatewayYAML = `apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: e2e}
@@ -85,12 +88,13 @@ spec:
   addresses: [{type: IPAddress, value: 127.0.0.1}]
   listeners:
   - {name: http, protocol: HTTP, port: {{.GatewayPort}}}
-{{range .Backends}}---
+{{range .Listeners}}  - {{.}}
+{{end}}{{range .Backends}}---
 apiVersion: v1
 kind: Service
 metadata: {name: {{.Name}}, namespace: default}
 spec:
-  ports: [{name: http, port: 80, targetPort: {{.Port}}{{with .AppProtocol}}, appProtocol: {{.}}{{end}}}]
+  ports: [{name: http, port: 80, targetPort: {{.Port}}{{with .AppProtocol}}, appProtocol: {{.}}{{end}}{{with .Protocol}}, protocol: {{.}}{{end}}}]
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -99,7 +103,7 @@ metadata:
   namespace: default
   labels: {kubernetes.io/service-name: {{.Name}}}
 addressType: IPv4
-ports: [{name: http, port: {{.Port}}}]
+ports: [{name: http, port: {{.Port}}{{with .Protocol}}, protocol: {{.}}{{end}}}]
 endpoints: [{addresses: ["127.0.0.1"]}]
 {{end}}`
 

@@ -1,0 +1,425 @@
+package e2e
+
+// The L4 routes end to end: TLSRoute (Passthrough by SNI, Terminate),
+// TCPRoute and UDPRoute through the real controller and Envoy, to servers
+// of the test's own on loopback.
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// l4Deadline bounds every wait for the configuration to be served.
+const l4Deadline = 30 * time.Second
+
+// poll calls try until it returns nil and returns how long that took; at
+// the deadline it fails the test with try's last error.
+func poll(t *testing.T, what string, try func() error) time.Duration {
+	t.Helper()
+	began := time.Now()
+	var err error
+	for deadline := began.Add(l4Deadline); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err = try(); err == nil {
+			return time.Since(began)
+		}
+	}
+	t.Fatalf("%s: not within %s: %v", what, l4Deadline, err)
+	return 0
+}
+
+// testCert is a self-signed certificate for one DNS name.
+type testCert struct {
+	tls  tls.Certificate
+	leaf *x509.Certificate
+	// certPEM and keyPEM are tls.crt and tls.key of a kubernetes.io/tls
+	// Secret.
+	certPEM, keyPEM []byte
+}
+
+// selfSigned makes an ECDSA P-256 certificate for name, signed by its own
+// key, with a random serial number.
+func selfSigned(t *testing.T, name string) testCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: name},
+		DNSNames:              []string{name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testCert{
+		tls:     tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
+		leaf:    leaf,
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
+	}
+}
+
+// describe names a certificate by its DNS names and serial number.
+func describe(c *x509.Certificate) string {
+	if c == nil {
+		return "no certificate"
+	}
+	return fmt.Sprintf("certificate for %v, serial %x", c.DNSNames, c.SerialNumber)
+}
+
+// serve accepts connections on l until the test ends and hands each to
+// handle in its own goroutine.
+func serve(t *testing.T, l net.Listener, handle func(net.Conn)) {
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				handle(c)
+			}()
+		}
+	}()
+}
+
+func listenTCP(t *testing.T) (net.Listener, int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, l.Addr().(*net.TCPAddr).Port
+}
+
+// tlsGreeter is a TLS server with cert that writes "hello from <name>\n"
+// on every connection and closes it; handshakes counts the handshakes it
+// completed.
+func tlsGreeter(t *testing.T, name string, cert testCert) (port int, handshakes *atomic.Int32) {
+	l, port := listenTCP(t)
+	handshakes = &atomic.Int32{}
+	serve(t, tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert.tls}}), func(c net.Conn) {
+		if err := c.(*tls.Conn).Handshake(); err != nil {
+			return
+		}
+		handshakes.Add(1)
+		fmt.Fprintf(c, "hello from %s\n", name)
+	})
+	return port, handshakes
+}
+
+// tcpEcho is a plain TCP server that echoes what it reads; when a
+// connection ends it sends everything it read there on received.
+func tcpEcho(t *testing.T) (port int, received chan []byte) {
+	l, port := listenTCP(t)
+	received = make(chan []byte, 100)
+	serve(t, l, func(c net.Conn) {
+		var got bytes.Buffer
+		_, _ = io.Copy(c, io.TeeReader(c, &got))
+		received <- got.Bytes()
+	})
+	return port, received
+}
+
+// l4Config writes gateway.yaml (gatewayYAML with the extra listeners and
+// the backends) and routes.yaml (the routes, and whatever else they need)
+// into f.dir.
+func l4Config(t *testing.T, f *fixture, listeners []string, backends []gatewayBackend, routes string, data any) {
+	render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
+		"GatewayPort": f.gwPort, "Listeners": listeners, "Backends": backends,
+	})
+	render(t, filepath.Join(f.dir, "routes.yaml"), routes, data)
+}
+
+// dialTLS opens a TLS connection to Envoy's port with sni as its server
+// name, verifying the certificate against roots (with no SNI when sni is
+// "", and then without verifying), and returns the certificate the server
+// presented and all it sent before closing.
+func dialTLS(port int, sni string, roots *x509.CertPool) (*x509.Certificate, string, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{
+		ServerName: sni, RootCAs: roots, InsecureSkipVerify: sni == "",
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	leaf := conn.ConnectionState().PeerCertificates[0]
+	b, err := io.ReadAll(conn)
+	return leaf, string(b), err
+}
+
+// closedByEnvoy says whether err is what a TLS client sees when Envoy
+// accepts its connection and closes it before sending a certificate (nil),
+// or else what happened.
+func closedByEnvoy(err error) error {
+	var verr *tls.CertificateVerificationError
+	var oe *net.OpError
+	switch {
+	case err == nil:
+		return errors.New("the handshake completed")
+	case errors.As(err, &verr):
+		return fmt.Errorf("a certificate was presented: %w", err)
+	case errors.As(err, &oe) && oe.Op == "dial":
+		return fmt.Errorf("the connection was not accepted: %w", err)
+	}
+	return nil
+}
+
+// secretYAML is the kubernetes.io/tls Secret .Name with .Cert and .Key
+// (PEM, base64-encoded as Secret data is).
+const secretYAML = `apiVersion: v1
+kind: Secret
+metadata: {name: {{.Name}}, namespace: default}
+type: kubernetes.io/tls
+data:
+  tls.crt: {{.Cert}}
+  tls.key: {{.Key}}
+`
+
+// tlsPassthroughRoutesYAML: two TLSRoutes on the Passthrough listener
+// "pass", one per hostname, each to its own TLS backend.
+const tlsPassthroughRoutesYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: to-a, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: pass}]
+  hostnames: [a.example.test]
+  rules: [{backendRefs: [{name: tls-a, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: to-b, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: pass}]
+  hostnames: [b.example.test]
+  rules: [{backendRefs: [{name: tls-b, port: 80}]}]
+`
+
+// TestL4TLSRoutePassthroughBySNI shows that a TLS listener in mode
+// Passthrough relays each connection, still encrypted, to the backend of
+// the TLSRoute whose hostname is the client's SNI: with SNI a.example.test
+// the client completes its handshake with backend A (A's own self-signed
+// certificate, by DNS name and serial) and reads A's greeting, with
+// b.example.test B's. A connection whose SNI no route claims, or that
+// sends none, is closed by Envoy without a certificate and reaches no
+// backend. Both routes are Accepted with ResolvedRefs, and the listener
+// counts them.
+func TestL4TLSRoutePassthroughBySNI(t *testing.T) {
+	certA, certB := selfSigned(t, "a.example.test"), selfSigned(t, "b.example.test")
+	portA, shakesA := tlsGreeter(t, "a", certA)
+	portB, shakesB := tlsGreeter(t, "b", certB)
+	roots := x509.NewCertPool()
+	roots.AddCert(certA.leaf)
+	roots.AddCert(certB.leaf)
+	pass := freePort(t)
+	f := startWith(t, func(f *fixture) {
+		l4Config(t, f, []string{fmt.Sprintf("{name: pass, protocol: TLS, port: %d, tls: {mode: Passthrough}}", pass)},
+			[]gatewayBackend{{Name: "tls-a", Port: portA}, {Name: "tls-b", Port: portB}},
+			tlsPassthroughRoutesYAML, nil)
+	})
+
+	for _, c := range []struct {
+		sni      string
+		cert     testCert
+		greeting string
+	}{
+		{"a.example.test", certA, "hello from a\n"},
+		{"b.example.test", certB, "hello from b\n"},
+	} {
+		var leaf *x509.Certificate
+		var got string
+		took := poll(t, "SNI "+c.sni, func() error {
+			var err error
+			leaf, got, err = dialTLS(pass, c.sni, roots)
+			if err == nil && got == "" {
+				err = errors.New("no greeting")
+			}
+			return err
+		})
+		if leaf.SerialNumber.Cmp(c.cert.leaf.SerialNumber) != 0 || len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != c.sni || got != c.greeting {
+			t.Errorf("SNI %s: %s, greeting %q; want %s, greeting %q", c.sni, describe(leaf), got, describe(c.cert.leaf), c.greeting)
+		} else {
+			t.Logf("SNI %s: %s, greeting %q (served after %s)", c.sni, describe(leaf), got, took.Round(time.Millisecond))
+		}
+	}
+
+	beforeA, beforeB := shakesA.Load(), shakesB.Load()
+	for _, sni := range []string{"c.example.test", ""} {
+		leaf, got, err := dialTLS(pass, sni, roots)
+		if e := closedByEnvoy(err); e != nil {
+			t.Errorf("SNI %q: %v (%s, greeting %q); want the connection closed before any certificate", sni, e, describe(leaf), got)
+		} else {
+			t.Logf("SNI %q: closed by Envoy: %v", sni, err)
+		}
+	}
+	if a, b := shakesA.Load()-beforeA, shakesB.Load()-beforeB; a != 0 || b != 0 {
+		t.Errorf("unclaimed SNI reached the backends: %d handshakes on A, %d on B", a, b)
+	}
+
+	for _, route := range []string{"to-a", "to-b"} {
+		want := "TLSRoute default/" + route + " -> default/gw/pass: Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)"
+		f.waitOutput(route+" status", 0, regexp.MustCompile(regexp.QuoteMeta(want)), l4Deadline)
+	}
+	if l := f.lastLine("Gateway default/gw listener pass:"); !strings.Contains(l, "attachedRoutes=2 ") {
+		t.Errorf("listener status: %q; want attachedRoutes=2", l)
+	}
+}
+
+// tlsTerminateRoutesYAML: the listener's Secret and a TLSRoute on the
+// Terminate listener "term" to the plain echo backend.
+const tlsTerminateRoutesYAML = secretYAML + `---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: terminate, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: term}]
+  hostnames: [term.example.test]
+  rules: [{backendRefs: [{name: echo, port: 80}]}]
+`
+
+// TestL4TLSRouteTerminate shows that a TLS listener in mode Terminate
+// completes the handshake itself, with the certificate of its
+// kubernetes.io/tls Secret (by DNS name and serial) and no ALPN protocol
+// though the client offers h2 and http/1.1, and relays the decrypted
+// stream of the TLSRoute's hostname to a plain TCP backend: the backend
+// receives exactly the bytes the client wrote, unencrypted, and its echo
+// comes back through the TLS session. An SNI the route does not list is
+// closed by Envoy and reaches no backend.
+func TestL4TLSRouteTerminate(t *testing.T) {
+	cert := selfSigned(t, "term.example.test")
+	roots := x509.NewCertPool()
+	roots.AddCert(cert.leaf)
+	echoPort, received := tcpEcho(t)
+	term := freePort(t)
+	f := startWith(t, func(f *fixture) {
+		l4Config(t, f, []string{fmt.Sprintf("{name: term, protocol: TLS, port: %d, tls: {mode: Terminate, certificateRefs: [{name: term-cert}]}}", term)},
+			[]gatewayBackend{{Name: "echo", Port: echoPort}}, tlsTerminateRoutesYAML, map[string]string{
+				"Name": "term-cert",
+				"Cert": base64.StdEncoding.EncodeToString(cert.certPEM),
+				"Key":  base64.StdEncoding.EncodeToString(cert.keyPEM),
+			})
+	})
+
+	// exchange writes msg through the listener and reads the echo; it
+	// returns the session's state and the echo.
+	exchange := func(sni, msg string) (tls.ConnectionState, string, error) {
+		d := &net.Dialer{Timeout: 2 * time.Second}
+		conn, err := tls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", term), &tls.Config{
+			ServerName: sni, RootCAs: roots, NextProtos: []string{"h2", "http/1.1"},
+		})
+		if err != nil {
+			return tls.ConnectionState{}, "", err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(conn, msg); err != nil {
+			return conn.ConnectionState(), "", err
+		}
+		echo := make([]byte, len(msg))
+		_, err = io.ReadFull(conn, echo)
+		return conn.ConnectionState(), string(echo), err
+	}
+
+	took := poll(t, "terminated TLS to the echo backend", func() error {
+		_, echo, err := exchange("term.example.test", "ping\n")
+		if err == nil && echo != "ping\n" {
+			err = fmt.Errorf("echo %q", echo)
+		}
+		return err
+	})
+	t.Logf("Terminate listener served after %s", took.Round(time.Millisecond))
+
+	// One connection more, with what the backend saw on it, once the
+	// backend has seen the polling connection end.
+	for drained := false; !drained; {
+		select {
+		case got := <-received:
+			drained = string(got) == "ping\n" && len(received) == 0
+		case <-time.After(10 * time.Second):
+			t.Fatal("the backend's polling connection did not end within 10s")
+		}
+	}
+	const msg = "plain bytes, encrypted only between the client and Envoy\n"
+	st, echo, err := exchange("term.example.test", msg)
+	if err != nil {
+		t.Fatalf("exchange: %v", err)
+	}
+	leaf := st.PeerCertificates[0]
+	if leaf.SerialNumber.Cmp(cert.leaf.SerialNumber) != 0 || len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != "term.example.test" {
+		t.Errorf("the client saw %s; want the listener's %s", describe(leaf), describe(cert.leaf))
+	}
+	if st.NegotiatedProtocol != "" {
+		t.Errorf("ALPN: Envoy chose %q; want none", st.NegotiatedProtocol)
+	}
+	if echo != msg {
+		t.Errorf("echo %q, want %q", echo, msg)
+	}
+	select {
+	case got := <-received:
+		if string(got) != msg {
+			t.Errorf("the backend received %q; want the client's plain bytes %q", got, msg)
+		} else {
+			t.Logf("client saw %s (ALPN %q); the backend received %q", describe(leaf), st.NegotiatedProtocol, got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the backend's connection did not end within 10s")
+	}
+
+	// An SNI the route does not list.
+	_, _, err = exchange("other.example.test", "x")
+	if e := closedByEnvoy(err); e != nil {
+		t.Errorf("SNI other.example.test: %v; want the connection closed before any certificate", e)
+	} else {
+		t.Logf("SNI other.example.test: closed by Envoy: %v", err)
+	}
+	select {
+	case got := <-received:
+		t.Errorf("SNI other.example.test reached the backend, which received %q", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	f.waitOutput("terminate status", 0, regexp.MustCompile(regexp.QuoteMeta(
+		"TLSRoute default/terminate -> default/gw/term: Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)")), l4Deadline)
+}

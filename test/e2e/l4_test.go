@@ -161,6 +161,14 @@ func tcpEcho(t *testing.T) (port int, received chan []byte) {
 	return port, received
 }
 
+// tcpNamer is a plain TCP server that writes name on every connection and
+// closes it.
+func tcpNamer(t *testing.T, name string) int {
+	l, port := listenTCP(t)
+	serve(t, l, func(c net.Conn) { _, _ = io.WriteString(c, name) })
+	return port
+}
+
 // l4Config writes gateway.yaml (gatewayYAML with the extra listeners and
 // the backends) and routes.yaml (the routes, and whatever else they need)
 // into f.dir.
@@ -188,6 +196,21 @@ func dialTLS(port int, sni string, roots *x509.CertPool) (*x509.Certificate, str
 	leaf := conn.ConnectionState().PeerCertificates[0]
 	b, err := io.ReadAll(conn)
 	return leaf, string(b), err
+}
+
+// closedWithoutData says whether conn is closed by its peer before sending
+// anything (nil), or else what happened.
+func closedWithoutData(conn net.Conn) error {
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := io.ReadAll(conn)
+	var ne net.Error
+	switch {
+	case len(b) > 0:
+		return fmt.Errorf("got %q", b)
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("still open after 5s")
+	}
+	return nil
 }
 
 // closedByEnvoy says whether err is what a TLS client sees when Envoy
@@ -422,4 +445,114 @@ func TestL4TLSRouteTerminate(t *testing.T) {
 
 	f.waitOutput("terminate status", 0, regexp.MustCompile(regexp.QuoteMeta(
 		"TLSRoute default/terminate -> default/gw/term: Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)")), l4Deadline)
+}
+
+// tcpRoutesYAML: a TCPRoute splitting listener "tcp" 1:1 between two
+// backends, and one on listener "broken" to a Service that does not exist.
+const tcpRoutesYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: split, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: tcp}]
+  rules:
+  - backendRefs:
+    - {name: tcp-a, port: 80, weight: 1}
+    - {name: tcp-b, port: 80, weight: 1}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: to-nowhere, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: broken}]
+  rules: [{backendRefs: [{name: does-not-exist, port: 80}]}]
+`
+
+// TestL4TCPRouteWeightsAndMissingBackend shows that a TCPRoute with two
+// backendRefs of weight 1 spreads connections over both (each gets 35-65 %
+// of 200, every connection reaching one of them), and that a TCPRoute on
+// another listener whose only backendRef names a missing Service has its
+// connections accepted and closed without data, is reported as
+// ResolvedRefs=False(BackendNotFound), and leaves the first listener
+// serving every connection.
+func TestL4TCPRouteWeightsAndMissingBackend(t *testing.T) {
+	tcp, broken := freePort(t), freePort(t)
+	f := startWith(t, func(f *fixture) {
+		l4Config(t, f, []string{
+			fmt.Sprintf("{name: tcp, protocol: TCP, port: %d}", tcp),
+			fmt.Sprintf("{name: broken, protocol: TCP, port: %d}", broken),
+		}, []gatewayBackend{{Name: "tcp-a", Port: tcpNamer(t, "tcp-a")}, {Name: "tcp-b", Port: tcpNamer(t, "tcp-b")}},
+			tcpRoutesYAML, nil)
+	})
+
+	// get reads what one connection to port receives until it closes.
+	get := func(port int) (string, error) {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		b, err := io.ReadAll(conn)
+		return string(b), err
+	}
+	took := poll(t, "TCPRoute split", func() error {
+		got, err := get(tcp)
+		if err == nil && got != "tcp-a" && got != "tcp-b" {
+			err = fmt.Errorf("got %q", got)
+		}
+		return err
+	})
+	t.Logf("TCP listener served after %s", took.Round(time.Millisecond))
+
+	// The listener of the missing Service: Envoy accepts (once it has the
+	// listener) and closes without data.
+	var conn net.Conn
+	poll(t, "the listener of the missing Service", func() error {
+		var err error
+		conn, err = net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", broken), 2*time.Second)
+		return err
+	})
+	conns := []net.Conn{conn}
+	for range 4 {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", broken), 2*time.Second)
+		if err != nil {
+			t.Fatalf("the listener of the missing Service: %v", err)
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		if err := closedWithoutData(c); err != nil {
+			t.Errorf("connection %d to the missing Service: %v; want it closed without data", i, err)
+		}
+		c.Close()
+	}
+	if !t.Failed() {
+		t.Logf("the missing Service's listener closed %d connections without data", len(conns))
+	}
+
+	const n = 200
+	counts := map[string]int{}
+	for range n {
+		got, err := get(tcp)
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		counts[got]++
+	}
+	t.Logf("%d connections: %v", n, counts)
+	for _, name := range []string{"tcp-a", "tcp-b"} {
+		if share := 100 * float64(counts[name]) / n; share < 35 || share > 65 {
+			t.Errorf("%s got %.1f %% of the connections; want 35-65 %%", name, share)
+		}
+	}
+	if counts["tcp-a"]+counts["tcp-b"] != n {
+		t.Errorf("%d of %d connections reached neither backend: %v", n-counts["tcp-a"]-counts["tcp-b"], n, counts)
+	}
+
+	for _, want := range []string{
+		"TCPRoute default/split -> default/gw/tcp: Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)",
+		"TCPRoute default/to-nowhere -> default/gw/broken: Accepted=True(Accepted) ResolvedRefs=False(BackendNotFound)",
+	} {
+		f.waitOutput("TCPRoute status", 0, regexp.MustCompile(regexp.QuoteMeta(want)), l4Deadline)
+	}
 }

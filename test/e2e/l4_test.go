@@ -169,6 +169,42 @@ func tcpNamer(t *testing.T, name string) int {
 	return port
 }
 
+// udpEcho is a UDP server on loopback that sends every datagram back to
+// its sender; from receives each sender's address.
+func udpEcho(t *testing.T) (port int, from chan *net.UDPAddr) {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	from = make(chan *net.UDPAddr, 1000)
+	go func() {
+		buf := make([]byte, 65535)
+		for {
+			n, addr, err := c.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			select {
+			case from <- addr:
+			default:
+			}
+			_, _ = c.WriteToUDP(buf[:n], addr)
+		}
+	}()
+	return c.LocalAddr().(*net.UDPAddr).Port, from
+}
+
+// freeUDPPort is a UDP port on loopback that nothing listens on.
+func freeUDPPort(t *testing.T) int {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
 // l4Config writes gateway.yaml (gatewayYAML with the extra listeners and
 // the backends) and routes.yaml (the routes, and whatever else they need)
 // into f.dir.
@@ -555,4 +591,90 @@ func TestL4TCPRouteWeightsAndMissingBackend(t *testing.T) {
 	} {
 		f.waitOutput("TCPRoute status", 0, regexp.MustCompile(regexp.QuoteMeta(want)), l4Deadline)
 	}
+}
+
+// udpRoutesYAML: a UDPRoute on listener "udp" to the echo Service's UDP
+// port.
+const udpRoutesYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: UDPRoute
+metadata: {name: echo, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: udp}]
+  rules: [{backendRefs: [{name: udp-echo, port: 80}]}]
+`
+
+// TestL4UDPRouteEcho shows that a UDP listener relays datagrams to the
+// UDPRoute's backend (a Service port with protocol UDP) and the replies
+// back: each datagram sent to Envoy's UDP port comes back byte for byte,
+// and the echo server sees it from Envoy, not from the client.
+func TestL4UDPRouteEcho(t *testing.T) {
+	echoPort, from := udpEcho(t)
+	udp := freeUDPPort(t)
+	f := startWith(t, func(f *fixture) {
+		l4Config(t, f, []string{fmt.Sprintf("{name: udp, protocol: UDP, port: %d}", udp)},
+			[]gatewayBackend{{Name: "udp-echo", Port: echoPort, Protocol: "UDP"}}, udpRoutesYAML, nil)
+	})
+	conn, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: udp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	// roundTrip sends msg and waits a moment for its echo; datagrams may be
+	// lost, and before the listener exists the port refuses them.
+	buf := make([]byte, 2048)
+	roundTrip := func(msg string) error {
+		if _, err := conn.Write([]byte(msg)); err != nil {
+			return err
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(250 * time.Millisecond))
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return err
+			}
+			if string(buf[:n]) == msg {
+				return nil
+			}
+			// An echo of an earlier attempt: read on.
+		}
+	}
+	attempt := 0
+	took := poll(t, "UDP echo through Envoy", func() error {
+		attempt++
+		return roundTrip(fmt.Sprintf("ping %d", attempt))
+	})
+	t.Logf("UDP listener echoed after %s (%d datagrams sent)", took.Round(time.Millisecond), attempt)
+
+	for len(from) > 0 {
+		<-from
+	}
+	for i := range 5 {
+		msg := fmt.Sprintf("datagram %d: %s", i, strings.Repeat("x", 100*i))
+		tries := 0
+		var err error
+		for tries < 5 {
+			tries++
+			if err = roundTrip(msg); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Errorf("%q: no echo in %d tries: %v", msg[:11], tries, err)
+		}
+	}
+	client := conn.LocalAddr().(*net.UDPAddr)
+	select {
+	case src := <-from:
+		if !src.IP.IsLoopback() || src.Port == client.Port || src.Port == udp {
+			t.Errorf("the echo server saw a datagram from %s; the client is %s, Envoy's listener port %d", src, client, udp)
+		} else {
+			t.Logf("the echo server saw the datagrams from %s (the client is %s)", src, client)
+		}
+	default:
+		t.Error("the echo server saw no datagram")
+	}
+
+	f.waitOutput("UDPRoute status", 0, regexp.MustCompile(regexp.QuoteMeta(
+		"UDPRoute default/echo -> default/gw/udp: Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)")), l4Deadline)
 }

@@ -27,7 +27,8 @@ import (
 //	               chart's mode when INSTALL_CHART is set
 //	GATEWAY_CLASS  the GatewayClass under test (default xds-controller)
 //	PROFILES       comma-separated conformance profiles (default: every
-//	               profile we claim, GATEWAY-HTTP,GATEWAY-GRPC)
+//	               profile we claim, GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,
+//	               GATEWAY-TCP,GATEWAY-UDP)
 //	RUN_TEST       run only this test (ShortName, e.g. HTTPRouteSimpleSameNamespace)
 //	SKIP_TESTS     comma-separated tests not to run
 //	TRY_FEATURES   comma-separated extra features to test without claiming
@@ -40,7 +41,7 @@ import (
 const (
 	defaultClass   = "xds-controller"
 	// defaultProfiles are the profiles we claim, in the reports.
-	defaultProfiles = string(suite.GatewayHTTPConformanceProfileName) + "," + string(suite.GatewayGRPCConformanceProfileName)
+	defaultProfiles = "GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP"
 	suiteModule    = "sigs.k8s.io/gateway-api/conformance"
 )
 

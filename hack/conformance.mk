@@ -15,14 +15,15 @@
 #                                         standard-$(VERSION)-<mode>-report.yaml
 #                                         and prints the summary.
 #   PROFILES=GATEWAY-HTTP,...             profiles (default: the ones we claim,
-#                                         GATEWAY-HTTP,GATEWAY-GRPC)
+#                                         GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,
+#                                         GATEWAY-TCP,GATEWAY-UDP)
 #   RUN_TEST=HTTPRouteSimpleSameNamespace one test only (no report written)
 #   SKIP_TESTS=A,B   TRY_FEATURES=F,G     see conformance/conformance_test.go
 #
 # On the shared local cluster, wrap it: flock -o /tmp/xds-cluster.lock make conformance MODE=shared
 # (-o: the lock stays with flock, never with a daemon the command starts)
 MODE ?= shared
-PROFILES ?= GATEWAY-HTTP,GATEWAY-GRPC
+PROFILES ?= GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP
 RUN_TEST ?=
 SKIP_TESTS ?=
 TRY_FEATURES ?=

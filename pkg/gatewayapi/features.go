@@ -16,7 +16,7 @@ import (
 // MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
 // its RetryBackendTimeout/RetryConnectionError (experimental channel: the
 // standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
-// there), TLS, TCP and UDP routes, ListenerSet, BackendTLSPolicy, static
+// there), ListenerSet, BackendTLSPolicy, static
 // addresses and frontend client certificate validation.
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
@@ -58,6 +58,16 @@ var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-GRPC core and extended.
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
+
+	// GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP core and extended.
+	// TLSRouteModeMixed (a Terminate and a Passthrough listener on one port)
+	// is an experimental-channel feature whose test passes with the
+	// standard-channel CRDs.
+	features.SupportTLSRoute,
+	features.SupportTLSRouteModeTerminate,
+	features.SupportTLSRouteModeMixed,
+	features.SupportTCPRoute,
+	features.SupportUDPRoute,
 }
 
 // supportedFeatures is SupportedFeatures as GatewayClass status wants it:

@@ -39,10 +39,10 @@ import (
 //	INSTALL_CHART  a chart folder (e.g. ../charts/xds-controller): install or
 //	               upgrade it first with MODE's mode (see chart_test.go)
 const (
-	defaultClass   = "xds-controller"
+	defaultClass = "xds-controller"
 	// defaultProfiles are the profiles we claim, in the reports.
 	defaultProfiles = "GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP"
-	suiteModule    = "sigs.k8s.io/gateway-api/conformance"
+	suiteModule     = "sigs.k8s.io/gateway-api/conformance"
 )
 
 // implementation is what the report says about us (upstream's reports

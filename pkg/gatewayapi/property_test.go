@@ -147,6 +147,15 @@ func cloneResources(r *resources.Resources) *resources.Resources {
 	for _, o := range r.GRPCRoutes {
 		out.GRPCRoutes = append(out.GRPCRoutes, o.DeepCopy())
 	}
+	for _, o := range r.TLSRoutes {
+		out.TLSRoutes = append(out.TLSRoutes, o.DeepCopy())
+	}
+	for _, o := range r.TCPRoutes {
+		out.TCPRoutes = append(out.TCPRoutes, o.DeepCopy())
+	}
+	for _, o := range r.UDPRoutes {
+		out.UDPRoutes = append(out.UDPRoutes, o.DeepCopy())
+	}
 	for _, o := range r.ReferenceGrants {
 		out.ReferenceGrants = append(out.ReferenceGrants, o.DeepCopy())
 	}
@@ -172,7 +181,7 @@ func cloneResources(r *resources.Resources) *resources.Resources {
 var conditionReasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
 // TestNoInvalidValueReachesEnvoy is the property behind the schema checks:
-// whatever a user writes into an HTTPRoute or a GRPCRoute (or a Gateway, Service or
+// whatever a user writes into a route of any kind (or a Gateway, Service or
 // EndpointSlice), translation yields an IR that passes ir.Validate, xDS
 // that passes every resource's ValidateAll and marshals (proto3 strings
 // must be UTF-8), and status the API server would take. For every golden
@@ -220,6 +229,15 @@ func TestNoInvalidValueReachesEnvoy(t *testing.T) {
 			for _, gr := range res.GRPCRoutes {
 				routeMut.walk(reflect.ValueOf(&gr.Spec).Elem(), 0)
 			}
+			for _, tr := range res.TLSRoutes {
+				routeMut.walk(reflect.ValueOf(&tr.Spec).Elem(), 0)
+			}
+			for _, tr := range res.TCPRoutes {
+				routeMut.walk(reflect.ValueOf(&tr.Spec).Elem(), 0)
+			}
+			for _, ur := range res.UDPRoutes {
+				routeMut.walk(reflect.ValueOf(&ur.Spec).Elem(), 0)
+			}
 			other := &mutator{rng: rng, p: 0.03}
 			if i%2 == 1 {
 				for _, gw := range res.Gateways {
@@ -233,7 +251,8 @@ func TestNoInvalidValueReachesEnvoy(t *testing.T) {
 				}
 			}
 			if err := checkPipeline(res, envoyBin); err != nil {
-				dump, _ := yaml.Marshal(map[string]any{"httpRoutes": res.HTTPRoutes, "grpcRoutes": res.GRPCRoutes})
+				dump, _ := yaml.Marshal(map[string]any{"httpRoutes": res.HTTPRoutes, "grpcRoutes": res.GRPCRoutes,
+					"tlsRoutes": res.TLSRoutes, "tcpRoutes": res.TCPRoutes, "udpRoutes": res.UDPRoutes})
 				if len(dump) > 20000 {
 					dump = dump[:20000]
 				}

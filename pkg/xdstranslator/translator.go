@@ -78,6 +78,14 @@
 //     /etc/ssl/certs/ca-certificates.crt for well-known CAs.
 //   - L4 backends are clusters of their own: "service/<ns>/<name>/<port>/tcp"
 //     (TLSRoute, TCPRoute) and ".../udp" (UDPRoute, UDP endpoints).
+//   - Idle timeouts of L4 routes are Envoy's defaults: tcp_proxy closes a
+//     connection after 1 hour without bytes either way; udp_proxy ends a
+//     client's session after 60 s without datagrams (the next one may pick
+//     another backend). A TLS, TCP or UDP route (or the share of it) without
+//     a valid backend goes to InvalidBackendCluster: Envoy closes the
+//     connection (stat tcp.<prefix>.downstream_cx_no_route) or drops the
+//     datagram (udp.<prefix>.downstream_sess_no_route); the listener and
+//     other routes are untouched.
 //   - UDP: udp_proxy with a matcher whose on_no_match routes to one cluster;
 //     udp_proxy cannot split by weight, so the first valid backend with a
 //     non-zero weight takes all datagrams.

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +79,9 @@ func installChart(t *testing.T, dir, mode string) {
 			t.Fatalf("helm install (mode %s): %v", mode, err)
 		}
 	}
-	t.Logf("chart %s installed with mode %s%s in %s", dir, vals["mode"],
-		strings.TrimPrefix(" "+os.Getenv("CHART_SET"), " "), time.Since(start).Round(100*time.Millisecond))
+	set := os.Getenv("CHART_SET")
+	if set != "" {
+		set = " (" + set + ")"
+	}
+	t.Logf("chart %s installed with mode %s%s in %s", dir, vals["mode"], set, time.Since(start).Round(100*time.Millisecond))
 }

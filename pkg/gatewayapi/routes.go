@@ -56,31 +56,11 @@ type parentState struct {
 // the listeners' IR.
 func (t *translator) translateRoutes() {
 	var routes []*routeState
-	for _, hr := range t.res.HTTPRoutes {
-		if r := t.httpRoute(hr); r != nil {
-			routes = append(routes, r)
-		}
-	}
-	for _, gr := range t.res.GRPCRoutes {
-		if r := t.grpcRoute(gr); r != nil {
-			routes = append(routes, r)
-		}
-	}
-	for _, tr := range t.res.TLSRoutes {
-		if r := t.tlsRoute(tr); r != nil {
-			routes = append(routes, r)
-		}
-	}
-	for _, tr := range t.res.TCPRoutes {
-		if r := t.tcpRoute(tr); r != nil {
-			routes = append(routes, r)
-		}
-	}
-	for _, ur := range t.res.UDPRoutes {
-		if r := t.udpRoute(ur); r != nil {
-			routes = append(routes, r)
-		}
-	}
+	routes = readRoutes(routes, t.res.HTTPRoutes, t.httpRoute)
+	routes = readRoutes(routes, t.res.GRPCRoutes, t.grpcRoute)
+	routes = readRoutes(routes, t.res.TLSRoutes, t.tlsRoute)
+	routes = readRoutes(routes, t.res.TCPRoutes, t.tcpRoute)
+	routes = readRoutes(routes, t.res.UDPRoutes, t.udpRoute)
 	for _, r := range routes {
 		t.attachRoute(r)
 	}
@@ -88,6 +68,17 @@ func (t *translator) translateRoutes() {
 	for _, r := range routes {
 		t.finishRoute(r)
 	}
+}
+
+// readRoutes appends to routes the routeState of every object of one kind
+// that names a Gateway of ours (read returns nil for the others).
+func readRoutes[T any](routes []*routeState, objs []T, read func(T) *routeState) []*routeState {
+	for _, o := range objs {
+		if r := read(o); r != nil {
+			routes = append(routes, r)
+		}
+	}
+	return routes
 }
 
 // newRoute starts the translation of a route: it returns nil when no

@@ -88,7 +88,7 @@ func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend,
 	if rc.l4 == ir.AppProtocolUDP {
 		transport = corev1.ProtocolUDP
 	}
-	b, p := rc.t.resolveBackend(rc.route.key, ref, transport)
+	b, p := rc.t.resolveBackend(rc.route, ref, transport)
 	switch {
 	case p != nil:
 	case rc.l4 != "":
@@ -128,7 +128,13 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 // ReferenceGrant from routes of key's kind in key's namespace (else
 // RefNotPermitted); the Service must exist and the port must be one of its
 // ports of protocol transport, TCP or UDP (else BackendNotFound).
-func (t *translator) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
+//
+// A BackendTLSPolicy targeting the port makes Envoy originate TLS as it
+// says (Backend.TLS); one that cannot be honoured makes the backend Invalid
+// (its share answers the failure status, never plaintext) without a
+// problem of the route's own: the policy's status says why.
+func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
+	key := r.key
 	routeNS := key.Namespace
 	group := deref(ref.Group, "")
 	kind := deref(ref.Kind, "Service")
@@ -158,11 +164,18 @@ func (t *translator) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectRefer
 	if sp == nil {
 		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s has no %s port %d", name, transport, *ref.Port)}
 	}
-	return &ir.Backend{
+	b := &ir.Backend{
 		Name:      fmt.Sprintf("service/%s/%s/%d", ns, ref.Name, *ref.Port),
 		Protocol:  appProtocol(sp.AppProtocol),
 		Endpoints: t.endpoints(svc, sp),
-	}, nil
+	}
+	if pol := t.backendTLSFor(r, svc, sp); pol != nil {
+		if pol.tls == nil {
+			return &ir.Backend{Name: b.Name, Invalid: true}, nil
+		}
+		b.TLS = pol.tls.DeepCopy()
+	}
+	return b, nil
 }
 
 // appProtocol maps a Service port appProtocol to the protocol Envoy

@@ -33,6 +33,13 @@ type translator struct {
 	secrets    map[types.NamespacedName]*corev1.Secret
 	namespaces map[string]*corev1.Namespace
 	grants     map[string][]*gwapiv1.ReferenceGrant // by namespace
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
+
+	// policies are the BackendTLSPolicies, oldest first, and
+	// policyByTarget those that target each Service port, oldest (the one
+	// that applies) first.
+	policies       []*policyState
+	policyByTarget map[policyTarget][]*policyState
 
 	status *Status
 	// allGateways are every Gateway of the snapshot, ours or not, and
@@ -44,22 +51,25 @@ type translator struct {
 
 func newTranslator(res *resources.Resources, opts Options) *translator {
 	t := &translator{
-		res:          res,
-		opts:         opts,
-		controller:   cmp.Or(opts.ControllerName, ControllerName),
-		classes:      map[string]*gwapiv1.GatewayClass{},
-		gatewayIndex: map[types.NamespacedName]*gatewayState{},
-		services:     map[types.NamespacedName]*corev1.Service{},
-		slices:       map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
-		secrets:      map[types.NamespacedName]*corev1.Secret{},
-		namespaces:   map[string]*corev1.Namespace{},
-		grants:       map[string][]*gwapiv1.ReferenceGrant{},
-		allGateways:  map[types.NamespacedName]*gwapiv1.Gateway{},
-		allClasses:   map[string]bool{},
+		res:            res,
+		opts:           opts,
+		controller:     cmp.Or(opts.ControllerName, ControllerName),
+		classes:        map[string]*gwapiv1.GatewayClass{},
+		gatewayIndex:   map[types.NamespacedName]*gatewayState{},
+		services:       map[types.NamespacedName]*corev1.Service{},
+		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
+		secrets:        map[types.NamespacedName]*corev1.Secret{},
+		namespaces:     map[string]*corev1.Namespace{},
+		grants:         map[string][]*gwapiv1.ReferenceGrant{},
+		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
+		policyByTarget: map[policyTarget][]*policyState{},
+		allGateways:    map[types.NamespacedName]*gwapiv1.Gateway{},
+		allClasses:     map[string]bool{},
 		status: &Status{
-			GatewayClasses: map[string]*gwapiv1.GatewayClassStatus{},
-			Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-			Routes:         map[RouteKey]*gwapiv1.RouteStatus{},
+			GatewayClasses:     map[string]*gwapiv1.GatewayClassStatus{},
+			Gateways:           map[types.NamespacedName]*gwapiv1.GatewayStatus{},
+			Routes:             map[RouteKey]*gwapiv1.RouteStatus{},
+			BackendTLSPolicies: map[types.NamespacedName]*gwapiv1.PolicyStatus{},
 		},
 	}
 	for _, g := range res.Gateways {
@@ -96,6 +106,11 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 	for _, n := range res.Namespaces {
 		if n != nil {
 			t.namespaces[n.Name] = n
+		}
+	}
+	for _, c := range res.ConfigMaps {
+		if c != nil {
+			t.configMaps[nn(c.Namespace, c.Name)] = c
 		}
 	}
 	for _, g := range res.ReferenceGrants {

@@ -57,6 +57,9 @@ type Status struct {
 	// the parents entries of our controller. (HTTPRouteStatus,
 	// GRPCRouteStatus and the other kinds' status are each a RouteStatus.)
 	Routes map[RouteKey]*gwapiv1.RouteStatus
+	// BackendTLSPolicies are the status of the policies that routes of
+	// ours reach: only the ancestors entries of our controller.
+	BackendTLSPolicies map[types.NamespacedName]*gwapiv1.PolicyStatus
 	// Warnings are findings that no object's status can carry, in a
 	// deterministic order: parentRefs of routes that name a Gateway
 	// that does not exist, or whose GatewayClass does not (no controller
@@ -118,6 +121,8 @@ func Translate(res *resources.Resources, opts Options) *Result {
 	t.checkEndpointSlices()
 	t.translateGatewayClasses()
 	t.translateGateways()
+	t.readBackendTLSPolicies()
 	t.translateRoutes()
+	t.policyStatus()
 	return t.result()
 }

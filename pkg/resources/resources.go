@@ -28,6 +28,8 @@ type Resources struct {
 	TCPRoutes       []*gwapiv1.TCPRoute
 	UDPRoutes       []*gwapiv1.UDPRoute
 	ReferenceGrants []*gwapiv1.ReferenceGrant
+	// BackendTLSPolicies say how Envoy reaches Service ports over TLS.
+	BackendTLSPolicies []*gwapiv1.BackendTLSPolicy
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice
 	Secrets         []*corev1.Secret
@@ -47,6 +49,7 @@ func (r *Resources) Sort() {
 	sortObjects(r.TCPRoutes)
 	sortObjects(r.UDPRoutes)
 	sortObjects(r.ReferenceGrants)
+	sortObjects(r.BackendTLSPolicies)
 	sortObjects(r.Services)
 	sortObjects(r.EndpointSlices)
 	sortObjects(r.Secrets)
@@ -82,6 +85,8 @@ func (r *Resources) Add(obj runtime.Object) bool {
 		r.UDPRoutes = append(r.UDPRoutes, o)
 	case *gwapiv1.ReferenceGrant:
 		r.ReferenceGrants = append(r.ReferenceGrants, o)
+	case *gwapiv1.BackendTLSPolicy:
+		r.BackendTLSPolicies = append(r.BackendTLSPolicies, o)
 	// v1beta1 kinds share the v1 schema: store them as v1.
 	case *gwapiv1beta1.ReferenceGrant:
 		g := gwapiv1.ReferenceGrant(*o)

@@ -6,8 +6,10 @@ package status
 
 import (
 	"fmt"
+	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -88,7 +90,7 @@ type RouteObject struct {
 func WithStaleRoutes(st *gatewayapi.Status, routes []RouteObject, controller gwapiv1.GatewayController) *gatewayapi.Status {
 	out := &gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{}}
 	if st != nil {
-		out.GatewayClasses, out.Gateways, out.Warnings = st.GatewayClasses, st.Gateways, st.Warnings
+		out.GatewayClasses, out.Gateways, out.Warnings, out.BackendTLSPolicies = st.GatewayClasses, st.Gateways, st.Warnings, st.BackendTLSPolicies
 		for k, v := range st.Routes {
 			out.Routes[k] = v
 		}
@@ -100,4 +102,45 @@ func WithStaleRoutes(st *gatewayapi.Status, routes []RouteObject, controller gwa
 		}
 	}
 	return out
+}
+
+// The BackendTLSPolicy's status.ancestors are written like a route's
+// status.parents (a JSON merge patch of the atomic list, other
+// controllers' entries kept): an ancestor entry has a parent entry's shape
+// (ancestorRef, controllerName, conditions), so the route helpers compare
+// and merge them.
+
+func ancestorsAsParents(as []gwapiv1.PolicyAncestorStatus) []gwapiv1.RouteParentStatus {
+	out := make([]gwapiv1.RouteParentStatus, 0, len(as))
+	for _, a := range as {
+		out = append(out, gwapiv1.RouteParentStatus{ParentRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions})
+	}
+	return out
+}
+
+func parentsAsAncestors(ps []gwapiv1.RouteParentStatus) []gwapiv1.PolicyAncestorStatus {
+	out := make([]gwapiv1.PolicyAncestorStatus, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, gwapiv1.PolicyAncestorStatus{AncestorRef: p.ParentRef, ControllerName: p.ControllerName, Conditions: p.Conditions})
+	}
+	return out
+}
+
+// WithStalePolicies returns st plus an empty entry for every policy in
+// policies that still carries an ancestors entry of controller but that st
+// does not mention (no route of ours reaches it any more): writing it
+// removes our stale ancestors. st is modified and returned.
+func WithStalePolicies(st *gatewayapi.Status, policies []*gwapiv1.BackendTLSPolicy, controller gwapiv1.GatewayController) *gatewayapi.Status {
+	if st.BackendTLSPolicies == nil {
+		st.BackendTLSPolicies = map[types.NamespacedName]*gwapiv1.PolicyStatus{}
+	} else {
+		st.BackendTLSPolicies = maps.Clone(st.BackendTLSPolicies)
+	}
+	for _, p := range policies {
+		k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		if _, ok := st.BackendTLSPolicies[k]; !ok && HasOwnParents(ancestorsAsParents(p.Status.Ancestors), controller) {
+			st.BackendTLSPolicies[k] = &gwapiv1.PolicyStatus{}
+		}
+	}
+	return st
 }

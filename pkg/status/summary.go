@@ -39,6 +39,11 @@ func Summary(st *gatewayapi.Status) map[string]string {
 			out[k.String()+" -> "+parentName(p.ParentRef, k.Namespace)] = conditions(p.Conditions)
 		}
 	}
+	for nn, s := range st.BackendTLSPolicies {
+		for _, a := range s.Ancestors {
+			out["BackendTLSPolicy "+nn.String()+" -> "+parentName(a.AncestorRef, nn.Namespace)] = conditions(a.Conditions)
+		}
+	}
 	return out
 }
 

@@ -69,6 +69,9 @@ const (
 	KindTLSRoute     Kind = gatewayapi.KindTLSRoute
 	KindTCPRoute     Kind = gatewayapi.KindTCPRoute
 	KindUDPRoute     Kind = gatewayapi.KindUDPRoute
+	// KindBackendTLSPolicy's status.ancestors are written like routes'
+	// parents (routes.go).
+	KindBackendTLSPolicy Kind = "BackendTLSPolicy"
 )
 
 // Key names one object.
@@ -191,6 +194,9 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 		}
 		for k, s := range st.Routes {
 			desired[Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}] = s
+		}
+		for nn, s := range st.BackendTLSPolicies {
+			desired[Key{Kind: KindBackendTLSPolicy, Namespace: nn.Namespace, Name: nn.Name}] = s
 		}
 	}
 	w.mu.Lock()
@@ -340,6 +346,8 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 		err = w.gatewayClass(ctx, reader, k, d.(*gwapiv1.GatewayClassStatus))
 	case KindGateway:
 		err = w.gateway(ctx, reader, k, d.(*gwapiv1.GatewayStatus))
+	case KindBackendTLSPolicy:
+		err = w.policy(ctx, reader, k, d.(*gwapiv1.PolicyStatus))
 	default:
 		err = w.route(ctx, reader, k, d.(*gwapiv1.RouteStatus))
 	}
@@ -409,6 +417,35 @@ func (w *Writer) route(ctx context.Context, r client.Reader, k Key, d *gwapiv1.R
 		return err
 	}
 	w.wrote(k, hash, modified.GetResourceVersion())
+	return nil
+}
+
+// policy writes our ancestors entries of a BackendTLSPolicy, like route
+// writes a route's parents.
+func (w *Writer) policy(ctx context.Context, r client.Reader, k Key, d *gwapiv1.PolicyStatus) error {
+	var live gwapiv1.BackendTLSPolicy
+	if err := r.Get(ctx, k.nn(), &live); err != nil {
+		return err
+	}
+	liveParents := ancestorsAsParents(live.Status.Ancestors)
+	parents := RouteParents(ancestorsAsParents(d.Ancestors), liveParents, w.opts.ControllerName, k.Namespace, w.opts.Now())
+	if EqualOwnParents(parents, liveParents, w.opts.ControllerName, k.Namespace) {
+		return nil
+	}
+	hash := hashOf(normalizedOwnParents(parents, w.opts.ControllerName, k.Namespace))
+	if w.staleCache(k, hash, live.ResourceVersion) {
+		return nil
+	}
+	if err := w.beforeWrite(ctx); err != nil {
+		return err
+	}
+	modified := live.DeepCopy()
+	modified.Status.Ancestors = parentsAsAncestors(parents)
+	patch := client.MergeFromWithOptions(&live, client.MergeFromWithOptimisticLock{})
+	if err := w.c.Status().Patch(ctx, modified, patch, client.FieldOwner(FieldManager)); err != nil {
+		return err
+	}
+	w.wrote(k, hash, modified.ResourceVersion)
 	return nil
 }
 

@@ -95,6 +95,13 @@ func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 			gws[k.String()] = v
 		}
 		st["gatewayClasses"], st["gateways"] = gcs, gws
+		if len(r.Status.BackendTLSPolicies) > 0 {
+			ps := map[string]any{}
+			for k, v := range r.Status.BackendTLSPolicies {
+				ps[k.String()] = v
+			}
+			st["backendTLSPolicies"] = ps
+		}
 		// One map per route kind: "httpRoutes", "grpcRoutes".
 		for k, v := range r.Status.Routes {
 			kind := strings.ToLower(strings.TrimSuffix(k.Kind, "Route")) + "Routes"

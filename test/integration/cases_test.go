@@ -49,6 +49,7 @@ var goldenCases = []string{
 	// 64-grpcroute-invalid holds values the CRD's validation refuses.
 	"65-grpcroute-httproute-hostnames",
 	"67-tcproute-udproute",
+	"68-backendtlspolicy",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks
@@ -169,6 +170,7 @@ type goldenStatus struct {
 	TLSRoutes      map[string]*gwapiv1.RouteStatus        `json:"tlsRoutes"`
 	TCPRoutes      map[string]*gwapiv1.RouteStatus        `json:"tcpRoutes"`
 	UDPRoutes      map[string]*gwapiv1.RouteStatus        `json:"udpRoutes"`
+	Policies       map[string]*gwapiv1.PolicyStatus       `json:"backendTLSPolicies"`
 }
 
 func readGoldenStatus(t *testing.T, path string) *goldenStatus {
@@ -244,6 +246,16 @@ func checkStatus(ctx context.Context, want *goldenStatus) error {
 			}
 		}
 	}
+	for key, w := range want.Policies {
+		// Ancestor entries have a route parent entry's shape.
+		rs := &gwapiv1.RouteStatus{}
+		for _, a := range w.Ancestors {
+			rs.Parents = append(rs.Parents, gwapiv1.RouteParentStatus{ParentRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions})
+		}
+		if err := checkRouteStatus(ctx, "BackendTLSPolicy", key, &gwapiv1.BackendTLSPolicy{}, rs); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -266,6 +278,10 @@ func checkRouteStatus(ctx context.Context, kind, key string, obj client.Object, 
 		parents = r.Status.Parents
 	case *gwapiv1.UDPRoute:
 		parents = r.Status.Parents
+	case *gwapiv1.BackendTLSPolicy:
+		for _, a := range r.Status.Ancestors {
+			parents = append(parents, gwapiv1.RouteParentStatus{ParentRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions})
+		}
 	}
 	// The API server defaults parentRef group and kind in the spec (the
 	// golden files' input has no defaulting), and status repeats the

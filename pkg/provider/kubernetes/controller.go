@@ -252,19 +252,20 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	})
 	c := &Controller{cfg: cfg, mgr: mgr, srv: srv, writer: writer, leader: leader, ident: ident}
 	c.pipe = &pipeline{
-		cfg:     &c.cfg,
-		log:     cfg.Log,
-		cache:   mgr.GetCache(),
-		client:  mgr.GetClient(),
-		api:     mgr.GetAPIReader(),
-		srv:     srv,
-		writer:  writer,
-		leader:  leader,
-		ident:   ident,
-		secrets: newSecretCache(mgr.GetCache(), mgr.GetAPIReader()),
-		kick:    make(chan struct{}, 1),
-		changes: srv.Subscribe(),
-		events:  mgr.GetEventRecorder("xds-controller"),
+		cfg:        &c.cfg,
+		log:        cfg.Log,
+		cache:      mgr.GetCache(),
+		client:     mgr.GetClient(),
+		api:        mgr.GetAPIReader(),
+		srv:        srv,
+		writer:     writer,
+		leader:     leader,
+		ident:      ident,
+		secrets:    newSecretCache(mgr.GetCache(), mgr.GetAPIReader()),
+		configMaps: newConfigMapCache(mgr.GetCache(), mgr.GetAPIReader()),
+		kick:       make(chan struct{}, 1),
+		changes:    srv.Subscribe(),
+		events:     mgr.GetEventRecorder("xds-controller"),
 	}
 	// The NACK counters on the manager's /metrics. A second controller in
 	// one process (tests) finds them registered already and keeps its own

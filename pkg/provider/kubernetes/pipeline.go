@@ -34,16 +34,17 @@ import (
 // snapshot, translate, publish, then hand status and infrastructure to the
 // leader-only writers.
 type pipeline struct {
-	cfg     *Config
-	log     *slog.Logger
-	cache   cache.Cache
-	client  client.Client // the manager's: writes (provisioner)
-	api     client.Reader // uncached reads (provisioner)
-	srv     *xdsserver.Server
-	writer  *status.Writer
-	leader  *leadership
-	ident   *Identity
-	secrets *secretCache
+	cfg        *Config
+	log        *slog.Logger
+	cache      cache.Cache
+	client     client.Client // the manager's: writes (provisioner)
+	api        client.Reader // uncached reads (provisioner)
+	srv        *xdsserver.Server
+	writer     *status.Writer
+	leader     *leadership
+	ident      *Identity
+	secrets    *secretCache
+	configMaps *refCache[*corev1.ConfigMap]
 
 	kick chan struct{}
 
@@ -144,6 +145,7 @@ func (p *pipeline) watch(ctx context.Context) error {
 		{&gwapiv1.TLSRoute{}, p.ownedHandler(status.KindTLSRoute)},
 		{&gwapiv1.TCPRoute{}, p.ownedHandler(status.KindTCPRoute)},
 		{&gwapiv1.UDPRoute{}, p.ownedHandler(status.KindUDPRoute)},
+		{&gwapiv1.BackendTLSPolicy{}, p.ownedHandler(status.KindBackendTLSPolicy)},
 		{&gwapiv1.ReferenceGrant{}, p.anyHandler()},
 		{&corev1.Service{}, p.anyHandler()},
 		{&discoveryv1.EndpointSlice{}, p.anyHandler()},
@@ -323,6 +325,7 @@ func (p *pipeline) run(ctx context.Context) {
 	p.srv.Authorizer().Set(FleetScopes(p.ident.TrustDomain, p.cfg.Namespace, out.Result.IR))
 
 	st := status.WithStaleRoutes(out.Result.Status, status.Routes(res), p.cfg.ControllerName)
+	st = status.WithStalePolicies(st, res.BackendTLSPolicies, p.cfg.ControllerName)
 	setAddresses(st, res, resolver)
 	gws := make(map[types.NamespacedName]*gwapiv1.Gateway, len(res.Gateways))
 	for _, g := range res.Gateways {

@@ -114,13 +114,27 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 		res.Namespaces = append(res.Namespaces, &corev1.Namespace{ObjectMeta: nsList.Items[i].ObjectMeta})
 	}
 
+	var pols gwapiv1.BackendTLSPolicyList
+	if err := r.List(ctx, &pols, noCopy); err != nil {
+		return nil, err
+	}
+	for i := range pols.Items {
+		res.BackendTLSPolicies = append(res.BackendTLSPolicies, &pols.Items[i])
+	}
+
 	secretRefs := referencedSecrets(res, p.cfg.ControllerName)
-	p.setReferences(secretRefs, nil)
+	configMapRefs := referencedConfigMaps(res)
+	p.setReferences(secretRefs, configMapRefs)
 	secrets, err := p.secrets.fetch(ctx, secretRefs)
 	if err != nil {
 		return nil, err
 	}
 	res.Secrets = secrets
+	configMaps, err := p.configMaps.fetch(ctx, configMapRefs)
+	if err != nil {
+		return nil, err
+	}
+	res.ConfigMaps = configMaps
 	res.Sort()
 	return res, nil
 }
@@ -169,65 +183,97 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	return out
 }
 
-// secretCache holds the referenced Secrets, read from the API server (the
-// informer cache holds only their metadata). An entry is read again only
-// when the metadata cache shows a newer resourceVersion; entries that are
-// no longer referenced are dropped, so memory follows the references, not
-// the cluster's Secrets.
-type secretCache struct {
-	meta   client.Reader // the informer cache (metadata-only Secrets)
+// referencedConfigMaps are the ConfigMaps that BackendTLSPolicies name as
+// CA certificates (core ConfigMaps in the policy's namespace), sorted.
+func referencedConfigMaps(res *resources.Resources) []types.NamespacedName {
+	seen := map[types.NamespacedName]bool{}
+	var out []types.NamespacedName
+	for _, p := range res.BackendTLSPolicies {
+		for _, ref := range p.Spec.Validation.CACertificateRefs {
+			k := types.NamespacedName{Namespace: p.Namespace, Name: string(ref.Name)}
+			if ref.Group == "" && ref.Kind == "ConfigMap" && !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int {
+		if a.Namespace != b.Namespace {
+			return strings.Compare(a.Namespace, b.Namespace)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// refCache holds the referenced objects of one kind (Secrets, ConfigMaps),
+// read from the API server (the informer cache holds only their metadata).
+// An entry is read again only when the metadata cache shows a newer
+// resourceVersion; entries that are no longer referenced are dropped, so
+// memory follows the references, not the cluster's objects.
+type refCache[T client.Object] struct {
+	kind   string        // "Secret" or "ConfigMap"
+	newObj func() T      // an empty object of the kind
+	meta   client.Reader // the informer cache (metadata-only objects)
 	direct client.Reader // the API server
 
 	mu      sync.Mutex
-	entries map[types.NamespacedName]*corev1.Secret
+	entries map[types.NamespacedName]T
 
-	// Gets counts the uncached Secret reads (for tests and metrics).
+	// gets counts the uncached reads (for tests and metrics).
 	gets int64
 }
 
+// secretCache holds the referenced Secrets.
+type secretCache = refCache[*corev1.Secret]
+
 func newSecretCache(meta, direct client.Reader) *secretCache {
-	return &secretCache{meta: meta, direct: direct, entries: map[types.NamespacedName]*corev1.Secret{}}
+	return &secretCache{kind: "Secret", newObj: func() *corev1.Secret { return &corev1.Secret{} }, meta: meta, direct: direct, entries: map[types.NamespacedName]*corev1.Secret{}}
 }
 
-// fetch returns the referenced Secrets that exist. A Secret missing from
-// the metadata cache or the API server is left out (the translator reports
+func newConfigMapCache(meta, direct client.Reader) *refCache[*corev1.ConfigMap] {
+	return &refCache[*corev1.ConfigMap]{kind: "ConfigMap", newObj: func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, meta: meta, direct: direct, entries: map[types.NamespacedName]*corev1.ConfigMap{}}
+}
+
+// fetch returns the referenced objects that exist. One missing from the
+// metadata cache or the API server is left out (the translator reports
 // it); any other error fails the fetch, so that a transient error never
 // removes a certificate that is being served.
-func (s *secretCache) fetch(ctx context.Context, refs []types.NamespacedName) ([]*corev1.Secret, error) {
+func (s *refCache[T]) fetch(ctx context.Context, refs []types.NamespacedName) ([]T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := make(map[types.NamespacedName]*corev1.Secret, len(refs))
-	out := make([]*corev1.Secret, 0, len(refs))
+	next := make(map[types.NamespacedName]T, len(refs))
+	out := make([]T, 0, len(refs))
 	for _, ref := range refs {
-		m := metadataOf("Secret")
+		m := metadataOf(s.kind)
 		if err := s.meta.Get(ctx, ref, m); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return nil, err
 		}
-		if old := s.entries[ref]; old != nil && !newer(m.ResourceVersion, old.ResourceVersion) {
+		if old, ok := s.entries[ref]; ok && !newer(m.ResourceVersion, old.GetResourceVersion()) {
 			next[ref] = old
 			out = append(out, old)
 			continue
 		}
-		var sec corev1.Secret
+		obj := s.newObj()
 		s.gets++
-		if err := s.direct.Get(ctx, ref, &sec); err != nil {
+		if err := s.direct.Get(ctx, ref, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return nil, err
 		}
-		sec.ManagedFields = nil
-		next[ref] = &sec
-		out = append(out, &sec)
+		obj.SetManagedFields(nil)
+		next[ref] = obj
+		out = append(out, obj)
 	}
 	s.entries = next
 	return out, nil
 }
 
-func (s *secretCache) stats() (entries int, gets int64) {
+func (s *refCache[T]) stats() (entries int, gets int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.entries), s.gets

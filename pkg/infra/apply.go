@@ -24,13 +24,18 @@ import (
 )
 
 // PrunedKinds are the kinds the provisioner creates, and so the kinds
-// Prune looks at.
+// Prune looks at (and deletes).
+//
+// No Secret: the fleets have none (their identities are SVIDs), and the
+// controller may not write Secrets outside its own namespace (the chart's
+// ClusterRole only reads them). The client certificate Secrets
+// <fleet>-xds-client that releases before SVIDs wrote are owned by their
+// Gateway or GatewayClass: the garbage collector removes them with it.
 var PrunedKinds = []schema.GroupVersionKind{
 	appsv1.SchemeGroupVersion.WithKind("Deployment"),
 	corev1.SchemeGroupVersion.WithKind("Service"),
 	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"),
-	corev1.SchemeGroupVersion.WithKind("Secret"),
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"),
 }
 

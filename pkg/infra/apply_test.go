@@ -192,6 +192,48 @@ func TestApplierPrune(t *testing.T) {
 	}
 }
 
+// Pruning never deletes a Secret, even one with our labels (the client
+// certificate Secrets of releases before SVIDs): the chart grants no Secret
+// write outside the controller's namespace, where it only creates the CA
+// Secret. Such Secrets go with their owner (garbage collection).
+func TestApplierPruneWritesNoSecret(t *testing.T) {
+	ctx := context.Background()
+	web := gateway("apps", "web", 0, 80)
+	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web-xds-xds-client", Labels: map[string]string{
+		LabelManagedBy: ManagedByValue, LabelGatewayName: LabelValue(web.Name), LabelGatewayClassName: LabelValue(string(web.Spec.GatewayClassName)),
+	}}}
+	sharedLegacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "xds-system", Name: "envoy-xds-xds-client", Labels: map[string]string{
+		LabelManagedBy: ManagedByValue, LabelGatewayClassName: "xds",
+	}}}
+	c, _, deletes := countingClient(t, legacy, sharedLegacy)
+	forbidden := interceptor.NewClient(c, interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, ok := obj.(*corev1.Secret); ok || obj.GetObjectKind().GroupVersionKind().Kind == "Secret" {
+				return apierrors.NewForbidden(corev1.Resource("secrets"), obj.GetName(), errors.New("no Secret writes"))
+			}
+			return c.Delete(ctx, obj, opts...)
+		},
+	})
+	a := &Applier{Client: forbidden}
+	if err := a.Sync(ctx, GatewayPruneScope(web), renderDedicated(t, web, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.Prune(ctx, GatewayPruneScope(web), nil); err != nil || n != 4 {
+		t.Errorf("prune web: %d %v", n, err)
+	}
+	if n, err := a.Prune(ctx, ClassPruneScope("xds-system", "xds"), nil); err != nil || n != 0 {
+		t.Errorf("prune class: %d %v", n, err)
+	}
+	for _, s := range []*corev1.Secret{legacy, sharedLegacy} {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}); err != nil {
+			t.Errorf("Secret %s/%s: %v", s.Namespace, s.Name, err)
+		}
+	}
+	if *deletes != 4 {
+		t.Errorf("%d deletes, want 4 (the fleet's SA, ConfigMap, Deployment, Service)", *deletes)
+	}
+}
+
 // Kubernetes' EndpointSlice controller copies a Service's labels onto the
 // slices it writes: the slices of a Dedicated Gateway's Service carry our
 // managed-by and gateway-name labels. Pruning must leave them alone (the e2e

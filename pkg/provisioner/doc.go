@@ -26,7 +26,7 @@
 //     namespace and app.kubernetes.io/name=envoy; they only change the
 //     shared-mode EndpointSlices, so they re-run the provisioner alone).
 //
-// The fleets' xDS client certificates (certs.go) are issued by the
-// controller's CA and reused while they are good, so a pass does not
-// rewrite their Secrets.
+// The fleets hold no certificate Secret: their pods get SVIDs from the
+// controller's identity service (docs/identity.md), so the provisioner
+// writes no Secret anywhere.
 package provisioner

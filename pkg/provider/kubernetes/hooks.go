@@ -60,7 +60,8 @@ type ProvisionInput struct {
 	Resolver Resolver
 	// Leading must be checked right before every write.
 	Leading func() bool
-	// Identity issues the fleets' xDS client certificates.
+	// Identity is the controller's CA (the fleets' trust bundle) and xDS
+	// server identity.
 	Identity *Identity
 	// Client is the manager's client: it writes, and its reads of Secrets
 	// and ConfigMaps go to the API server (they are never cached).

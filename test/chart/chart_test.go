@@ -191,6 +191,44 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// grants lists what the rules of a Role or ClusterRole allow, keyed by
+// "group/resource" (core group: "/resource"), with their verbs.
+func grants(t *testing.T, role object) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	rules, _ := role["rules"].([]any)
+	for _, r := range rules {
+		rule := r.(object)
+		groups, _ := rule["apiGroups"].([]any)
+		resources, _ := rule["resources"].([]any)
+		verbs, _ := rule["verbs"].([]any)
+		for _, g := range groups {
+			for _, res := range resources {
+				key := g.(string) + "/" + res.(string)
+				for _, v := range verbs {
+					if !slices.Contains(out[key], v.(string)) {
+						out[key] = append(out[key], v.(string))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// writeVerbs change objects; "*" is every verb.
+var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
+
+// rbacValues are the value sets whose RBAC the tests check: the defaults,
+// Dedicated mode, the CA from cert-manager, a single replica without
+// leader election.
+var rbacValues = []map[string]any{
+	nil,
+	{"mode": "Dedicated"},
+	{"identity": map[string]any{"ca": map[string]any{"certManager": map[string]any{"enabled": true}}}},
+	{"leaderElection": map[string]any{"enabled": false}, "replicas": 1},
+}
+
 // RBAC: no wildcards; what the controller needs, and nothing that escalates.
 func TestRBAC(t *testing.T) {
 	objs := render(t, nil)
@@ -209,15 +247,12 @@ func TestRBAC(t *testing.T) {
 					}
 				}
 			}
-			for _, g := range rule["apiGroups"].([]any) {
-				for _, res := range rule["resources"].([]any) {
-					for _, v := range rule["verbs"].([]any) {
-						key := kind + " " + g.(string) + "/" + res.(string)
-						allowed[key] = append(allowed[key], v.(string))
-						if v == "escalate" || v == "bind" || v == "impersonate" {
-							t.Errorf("%s: %v", key, v)
-						}
-					}
+		}
+		for key, verbs := range grants(t, role) {
+			allowed[kind+" "+key] = verbs
+			for _, v := range verbs {
+				if v == "escalate" || v == "bind" || v == "impersonate" {
+					t.Errorf("%s %s: %v", kind, key, v)
 				}
 			}
 		}
@@ -232,24 +267,41 @@ func TestRBAC(t *testing.T) {
 		"ClusterRole gateway.networking.k8s.io/gatewayclasses/status": {"patch", "update"},
 		"ClusterRole gateway.xds-controller.dev/gatewayparameters":    {"get", "list", "watch"},
 		"ClusterRole /namespaces":                                     {"get", "list", "watch"},
-		// Kubernetes' stale Endpoints of a Service that lost its selector.
-		"ClusterRole /endpoints":                         {"get", "list", "watch", "delete"},
-		"ClusterRole /secrets":                           {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole /configmaps":                        {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole /services":                          {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole /serviceaccounts":                   {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole apps/deployments":                   {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole discovery.k8s.io/endpointslices":    {"get", "list", "watch", "create", "patch", "update", "delete"},
-		"ClusterRole /events":                            {"create", "patch"},
-		"ClusterRole authentication.k8s.io/tokenreviews": {"create"},
-		"Role coordination.k8s.io/leases":                {"get", "list", "watch", "create", "update", "patch"},
-		"Role /pods":                                     {"get", "list", "watch"},
+		"ClusterRole /events":                                         {"create", "patch"},
+		"ClusterRole authentication.k8s.io/tokenreviews":              {"create"},
+		"Role /pods": {"get", "list", "watch"},
 	}
 	for key, verbs := range want {
 		for _, v := range verbs {
 			if !slices.Contains(allowed[key], v) {
 				t.Errorf("%s lacks %s (has %v)", key, v, allowed[key])
 			}
+		}
+	}
+	// Exactly the verbs the code uses, for the kinds the controller writes
+	// besides status (the chart README's RBAC table): server-side apply is
+	// a patch that creates a new object, pruning deletes; nothing updates
+	// or deletes collections.
+	exact := map[string][]string{
+		// Stale Endpoints of a Service that lost its selector: read by
+		// name, deleted.
+		"ClusterRole /endpoints": {"get", "delete"},
+		// Listener certificates: read only.
+		"ClusterRole /secrets": {"get", "list", "watch"},
+		// Dedicated fleets' bootstrap ConfigMaps in the Gateways' namespaces.
+		"ClusterRole /configmaps":                     {"get", "list", "watch", "create", "patch", "delete"},
+		"ClusterRole /services":                       {"get", "list", "watch", "create", "patch", "delete"},
+		"ClusterRole discovery.k8s.io/endpointslices": {"get", "list", "watch", "create", "patch", "delete"},
+		"ClusterRole /serviceaccounts":                {"get", "list", "create", "patch", "delete"},
+		"ClusterRole apps/deployments":                {"get", "list", "create", "patch", "delete"},
+		"Role coordination.k8s.io/leases":             {"get", "create", "update"},
+		"Role /secrets":                               {"create"},
+		"Role /configmaps":                            {"create", "patch", "delete"},
+	}
+	for key, verbs := range exact {
+		got := slices.Sorted(slices.Values(allowed[key]))
+		if w := slices.Sorted(slices.Values(verbs)); !slices.Equal(got, w) {
+			t.Errorf("%s: %v, want exactly %v", key, got, w)
 		}
 	}
 	// Nothing writes Gateway API specs, and the controller's own
@@ -265,6 +317,112 @@ func TestRBAC(t *testing.T) {
 	}
 	if _, ok := allowed["ClusterRole /pods"]; ok {
 		t.Error("pods must be readable in the controller's namespace only")
+	}
+}
+
+// TestNoClusterWideSecretWrites: reading more certificates must not mean
+// writing more. Whatever the values, no ClusterRole of the chart grants a
+// write verb (or "*") on Secrets, through any rule that names secrets or
+// "*" in the core group or "*" group, and no Role outside the release
+// namespace exists to do it either. The cluster-wide ConfigMap writes (the
+// Dedicated fleets' bootstrap ConfigMaps) are create, patch and delete only.
+func TestNoClusterWideSecretWrites(t *testing.T) {
+	for _, vals := range rbacValues {
+		objs := render(t, vals)
+		n := 0
+		for _, o := range objs {
+			switch o["kind"] {
+			case "Role", "RoleBinding":
+				if ns := str(o, "metadata", "namespace"); ns != "xds-system" {
+					t.Errorf("%v: %s %s in namespace %q, not the release namespace", vals, o["kind"], str(o, "metadata", "name"), ns)
+				}
+				continue
+			case "ClusterRole":
+				n++
+			default:
+				continue
+			}
+			if get(o, "aggregationRule") != nil {
+				t.Errorf("%v: ClusterRole %s aggregates other roles", vals, str(o, "metadata", "name"))
+			}
+			rules, _ := o["rules"].([]any)
+			for _, r := range rules {
+				rule := r.(object)
+				groups, _ := rule["apiGroups"].([]any)
+				resources, _ := rule["resources"].([]any)
+				verbs, _ := rule["verbs"].([]any)
+				core := slices.Contains(groups, any("")) || slices.Contains(groups, any("*"))
+				for _, res := range []string{"secrets", "configmaps"} {
+					if !core || !(slices.Contains(resources, any(res)) || slices.Contains(resources, any("*"))) {
+						continue
+					}
+					for _, v := range verbs {
+						switch {
+						case res == "secrets" && slices.Contains(writeVerbs, v.(string)):
+							t.Errorf("%v: ClusterRole %s grants %s on secrets: %v", vals, str(o, "metadata", "name"), v, rule)
+						case res == "configmaps" && slices.Contains([]string{"update", "deletecollection", "*"}, v.(string)):
+							t.Errorf("%v: ClusterRole %s grants %s on configmaps: %v", vals, str(o, "metadata", "name"), v, rule)
+						}
+					}
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%v: no ClusterRole rendered", vals)
+		}
+	}
+}
+
+// TestReleaseNamespaceRole: the Role in the release namespace, bound to the
+// controller's ServiceAccount, grants the writes the controller makes there
+// that the ClusterRole does not: the CA Secret (create, unless cert-manager
+// writes it), the leader election Lease, the replicas' data-plane report
+// ConfigMaps and the shared fleets' bootstrap ConfigMaps; and the reads of
+// the Envoy pods. It grants nothing on Secrets but that create.
+func TestReleaseNamespaceRole(t *testing.T) {
+	for _, vals := range rbacValues {
+		objs := render(t, vals)
+		role := find(objs, "Role", "xds-controller")
+		if role == nil || str(role, "metadata", "namespace") != "xds-system" {
+			t.Fatalf("%v: no Role xds-controller in xds-system: %v", vals, role)
+		}
+		rb := find(objs, "RoleBinding", "xds-controller")
+		if rb == nil || str(rb, "metadata", "namespace") != "xds-system" ||
+			str(rb, "roleRef", "kind") != "Role" || str(rb, "roleRef", "name") != "xds-controller" {
+			t.Fatalf("%v: RoleBinding %v", vals, rb)
+		}
+		bound := false
+		for _, sub := range rb["subjects"].([]any) {
+			sub := sub.(object)
+			bound = bound || sub["kind"] == "ServiceAccount" && sub["name"] == "xds-controller" && sub["namespace"] == "xds-system"
+		}
+		if !bound {
+			t.Errorf("%v: the RoleBinding does not bind the controller's ServiceAccount: %v", vals, rb["subjects"])
+		}
+		certManager := get(find(objs, "Certificate", "xds-controller-ca"), "spec", "secretName") == "xds-controller-ca"
+		g := grants(t, role)
+		want := map[string][]string{
+			"coordination.k8s.io/leases": {"get", "create", "update"},
+			"/pods":                      {"get", "list", "watch"},
+			"/configmaps":                {"create", "patch", "delete"},
+		}
+		if !certManager {
+			want["/secrets"] = []string{"create"}
+		}
+		for key, verbs := range want {
+			for _, v := range verbs {
+				if !slices.Contains(g[key], v) {
+					t.Errorf("%v: Role lacks %s on %s (has %v)", vals, v, key, g[key])
+				}
+			}
+		}
+		for key, verbs := range g {
+			if key == "/secrets" || key == "*/secrets" || strings.HasSuffix(key, "/*") {
+				if w := want["/secrets"]; !slices.Equal(verbs, w) {
+					t.Errorf("%v: Role grants %v on %s, want %v", vals, verbs, key, w)
+				}
+			}
+		}
 	}
 }
 

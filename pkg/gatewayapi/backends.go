@@ -101,23 +101,39 @@ func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend,
 	return b, p
 }
 
-// backendFilters applies HTTPBackendRef filters to b: Request- and
-// ResponseHeaderModifier are supported; ExtensionRef is a reference that
-// cannot be resolved (reported, and true is returned); other types are
-// UnsupportedValue.
+// backendFilters applies HTTPBackendRef filters to b, the backend of
+// backendRef k: Request- and ResponseHeaderModifier are supported, once
+// each; ExtensionRef is a reference that cannot be resolved (reported, and
+// true is returned); other types are UnsupportedValue. A
+// RequestHeaderModifier that sets Host rewrites the Host of the requests
+// sent to b (b.HostRewrite, Envoy's WeightedCluster ClusterWeight
+// host_rewrite_literal), unless the rule rewrites it already (rc.ruleHost):
+// then the rule is UnsupportedValue, as a request's Host has one rewrite
+// (headers.go).
 func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir.Backend) (extRef bool) {
+	seen := map[gwapiv1.HTTPRouteFilterType]bool{}
 	for i, f := range fs {
+		where := fmt.Sprintf("backendRef %d: filter %d", k, i)
 		switch {
-		case f.Type == gwapiv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil && b.RequestHeaders == nil:
-			b.RequestHeaders = rc.headerModifier(i, f.RequestHeaderModifier)
-		case f.Type == gwapiv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil && b.ResponseHeaders == nil:
-			b.ResponseHeaders = rc.headerModifier(i, f.ResponseHeaderModifier)
+		case f.Type == gwapiv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil && !seen[f.Type]:
+			var host string
+			b.RequestHeaders, host = rc.headerModifier(where, f.RequestHeaderModifier, true)
+			switch {
+			case host == "":
+			case rc.ruleHost != "":
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: RequestHeaderModifier sets Host, which the rule rewrites already (%s); a request's Host has one rewrite: set Host on each backendRef instead", where, rc.ruleHost)
+			default:
+				b.HostRewrite = host
+			}
+		case f.Type == gwapiv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil && !seen[f.Type]:
+			b.ResponseHeaders, _ = rc.headerModifier(where, f.ResponseHeaderModifier, false)
 		case f.Type == gwapiv1.HTTPRouteFilterExtensionRef:
-			rc.refProblem(gwapiv1.RouteReasonInvalidKind, "backendRef %d: filter %d: ExtensionRef is not a filter kind xds-controller supports; its share answers %d", k, i, rc.failure)
+			rc.refProblem(gwapiv1.RouteReasonInvalidKind, "%s: ExtensionRef is not a filter kind xds-controller supports; its share answers %d", where, rc.failure)
 			extRef = true
 		default:
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "backendRef %d: filter %d: %q is not supported on a backendRef (or is repeated, or lacks its field)", k, i, f.Type)
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: %q is not supported on a backendRef (or is repeated, or lacks its field)", where, f.Type)
 		}
+		seen[f.Type] = true
 	}
 	return extRef
 }

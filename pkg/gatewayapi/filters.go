@@ -20,9 +20,14 @@ import (
 // unsupported filter types (ExternalAuth included), a filter without its
 // configuration field and repeated single-use filters are UnsupportedValue;
 // RequestRedirect with URLRewrite is IncompatibleFilters.
+//
+// A RequestHeaderModifier that sets Host rewrites the request's host
+// (hostHeader): it becomes out.URLRewrite.Hostname, and rc.ruleHost says
+// so for the rule's backendRefs (backendFilters).
 func (rc *ruleContext) filters(fs []gwapiv1.HTTPRouteFilter, matches []ir.HTTPMatch) (ir.HTTPFilters, bool) {
 	var out ir.HTTPFilters
 	extRef := false
+	host := ""
 	if len(fs) > maxItems16 {
 		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%d filters; at most %d are allowed", len(fs), maxItems16)
 	}
@@ -46,13 +51,13 @@ func (rc *ruleContext) filters(fs []gwapiv1.HTTPRouteFilter, matches []ir.HTTPMa
 				missing()
 				continue
 			}
-			out.RequestHeaders = rc.headerModifier(k, f.RequestHeaderModifier)
+			out.RequestHeaders, host = rc.headerModifier(fmt.Sprintf("filter %d", k), f.RequestHeaderModifier, true)
 		case gwapiv1.HTTPRouteFilterResponseHeaderModifier:
 			if f.ResponseHeaderModifier == nil {
 				missing()
 				continue
 			}
-			out.ResponseHeaders = rc.headerModifier(k, f.ResponseHeaderModifier)
+			out.ResponseHeaders, _ = rc.headerModifier(fmt.Sprintf("filter %d", k), f.ResponseHeaderModifier, false)
 		case gwapiv1.HTTPRouteFilterRequestRedirect:
 			if f.RequestRedirect == nil {
 				missing()
@@ -96,6 +101,7 @@ func (rc *ruleContext) filters(fs []gwapiv1.HTTPRouteFilter, matches []ir.HTTPMa
 	if seen[gwapiv1.HTTPRouteFilterRequestRedirect] && seen[gwapiv1.HTTPRouteFilterURLRewrite] {
 		rc.unsupportedf(gwapiv1.RouteReasonIncompatibleFilters, "RequestRedirect and URLRewrite cannot be combined in one rule")
 	}
+	rc.hostHeader(&out, fs, host)
 	return out, extRef
 }
 
@@ -106,39 +112,78 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-// headerModifier translates a Request- or ResponseHeaderModifier. Names
-// must be HTTPHeaderNames, set and added values 1-4096 characters without
-// control characters (checkHeaderSetValue); at most 16 of each list.
-func (rc *ruleContext) headerModifier(k int, h *gwapiv1.HTTPHeaderFilter) *ir.HeaderModifier {
+// headerModifier translates a RequestHeaderModifier (request) or a
+// ResponseHeaderModifier found at where ("filter 2", "backendRef 1: filter
+// 0"). Names must be HTTPHeaderNames, set and added values 1-4096
+// characters without control characters (checkHeaderSetValue); at most 16
+// of each list. Host and pseudo-headers follow editableHeader: a request's
+// `set` of Host is not in the modifier returned but is the second result,
+// the host rewrite the caller applies (hostHeader, backendFilters); every
+// other edit of them makes the rule UnsupportedValue. A modifier left empty
+// by that is nil.
+func (rc *ruleContext) headerModifier(where string, h *gwapiv1.HTTPHeaderFilter, request bool) (*ir.HeaderModifier, string) {
 	out := &ir.HeaderModifier{}
+	host := ""
 	checkName := func(name string) {
 		if p := checkHeaderName(name); p != "" {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: header name %s %s", k, q(name), p)
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: header name %s %s", where, q(name), p)
 		}
 	}
 	checkValue := func(name, value string) {
 		if p := checkHeaderSetValue(value); p != "" {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: header %s: value %s %s", k, q(name), q(value), p)
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: header %s: value %s %s", where, q(name), q(value), p)
 		}
 	}
+	editable := func(action, name string) bool {
+		if p := editableHeader(action, name, request); p != "" {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: %s %s %s: %s", where, modifierType(request), action, q(name), p)
+			return false
+		}
+		return true
+	}
 	if len(h.Set) > maxItems16 || len(h.Add) > maxItems16 || len(h.Remove) > maxItems16 {
-		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: set, add and remove take at most %d headers each", k, maxItems16)
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: set, add and remove take at most %d headers each", where, maxItems16)
 	}
 	for _, s := range h.Set {
-		checkName(string(s.Name))
-		checkValue(string(s.Name), s.Value)
-		out.Set = append(out.Set, ir.Header{Name: string(s.Name), Value: s.Value})
+		name := string(s.Name)
+		if request && isHostHeader(name) {
+			switch p := checkHostHeaderValue(s.Value); {
+			case p != "":
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: %s set %s: value %s %s", where, modifierType(request), q(name), q(s.Value), p)
+			case host != "":
+				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: %s sets Host twice (%s); a header may have one action per filter", where, modifierType(request), q(name))
+			default:
+				host = s.Value
+			}
+			continue
+		}
+		if !editable("set", name) {
+			continue
+		}
+		checkName(name)
+		checkValue(name, s.Value)
+		out.Set = append(out.Set, ir.Header{Name: name, Value: s.Value})
 	}
 	for _, a := range h.Add {
-		checkName(string(a.Name))
-		checkValue(string(a.Name), a.Value)
-		out.Add = append(out.Add, ir.Header{Name: string(a.Name), Value: a.Value})
+		name := string(a.Name)
+		if !editable("add", name) {
+			continue
+		}
+		checkName(name)
+		checkValue(name, a.Value)
+		out.Add = append(out.Add, ir.Header{Name: name, Value: a.Value})
 	}
 	for _, r := range h.Remove {
+		if !editable("remove", r) {
+			continue
+		}
 		checkName(r)
 		out.Remove = append(out.Remove, r)
 	}
-	return out
+	if host != "" && len(out.Set)+len(out.Add)+len(out.Remove) == 0 {
+		out = nil
+	}
+	return out, host
 }
 
 // redirect translates a RequestRedirect: scheme http or https, hostname a

@@ -82,6 +82,11 @@ type ruleContext struct {
 	// filterTypes are the filter types the kind has (nil: every
 	// HTTPRouteFilter type); others are UnsupportedValue.
 	filterTypes map[gwapiv1.HTTPRouteFilterType]bool
+	// ruleHost says what rewrites the Host of the rule's requests ("" when
+	// nothing does): a URLRewrite hostname or a RequestHeaderModifier that
+	// sets Host (filters, headers.go). A backendRef that sets Host too is
+	// then refused (backendFilters). filters runs before backendRefs.
+	ruleHost string
 	// refs are ResolvedRefs problems: the rule, or the part of it they
 	// touch, answers the failure status.
 	refs []*problem

@@ -77,7 +77,7 @@ func TestInvalidRuleValues(t *testing.T) {
 		{name: "header name too long", rule: func(r *gwapiv1.HTTPRouteRule) { r.Filters = append(r.Filters, set(long(257), "v")) }, want: "not a valid name"},
 		{name: "header remove pseudo", rule: func(r *gwapiv1.HTTPRouteRule) {
 			r.Filters = append(r.Filters, headerFilter(gwapiv1.HTTPRouteFilterRequestHeaderModifier, gwapiv1.HTTPHeaderFilter{Remove: []string{":authority"}}))
-		}, want: "not a valid name"},
+		}, want: `remove ":authority": :authority is an HTTP/2 pseudo-header`},
 		{name: "header set too many", rule: func(r *gwapiv1.HTTPRouteRule) {
 			h := gwapiv1.HTTPHeaderFilter{}
 			for i := range 17 {

@@ -199,7 +199,11 @@ type Header struct {
 	Value string `json:"value"`
 }
 
-// HeaderModifier is a RequestHeaderModifier or ResponseHeaderModifier.
+// HeaderModifier is a RequestHeaderModifier or ResponseHeaderModifier. It
+// never names Host or a pseudo-header (":authority", ":path", ...): Envoy
+// refuses to edit them, so pkg/gatewayapi turns a request's `set` of Host
+// into a host rewrite (URLRewrite.Hostname, Backend.HostRewrite) and
+// refuses every other edit of them; Validate checks it.
 type HeaderModifier struct {
 	// Set overwrites the header's value or adds it.
 	Set []Header `json:"set,omitempty"`
@@ -238,6 +242,9 @@ type Redirect struct {
 
 // URLRewrite is a URLRewrite filter.
 type URLRewrite struct {
+	// Hostname replaces the request's Host (Envoy host_rewrite_literal):
+	// a URLRewrite hostname, or the value of a rule's RequestHeaderModifier
+	// that sets Host (an HTTPRoute's or a GRPCRoute's; never both).
 	Hostname string        `json:"hostname,omitempty"`
 	Path     *PathModifier `json:"path,omitempty"`
 }
@@ -332,6 +339,11 @@ type Backend struct {
 	// RequestHeaders and ResponseHeaders are backendRef-level filters.
 	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
 	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
+	// HostRewrite replaces the Host of the requests sent to this backend
+	// (Envoy WeightedCluster ClusterWeight host_rewrite_literal): the value
+	// of a backendRef-level RequestHeaderModifier that sets Host. The route
+	// then has no URLRewrite hostname.
+	HostRewrite string `json:"hostRewrite,omitempty"`
 }
 
 // Endpoint is one address and port of a backend.

@@ -31,7 +31,9 @@ func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
 // address and port in one scope are compatible (all HTTP, or all
 // SNI-distinguished HTTPS/TLS, or one TCP, or one UDP); HTTPS listeners
 // and TLS listeners in mode Terminate carry certificates; every HTTP route has exactly one action (backends, a
-// redirect or a direct response); matches are well formed; every backend and
+// redirect or a direct response); matches are well formed; header
+// modifiers leave Host and the pseudo-headers alone, and a request's Host
+// has at most one rewrite (the route's or its backend's); every backend and
 // certificate name means one thing across the whole IR.
 func (x *IR) Validate() error {
 	v := &validator{
@@ -221,6 +223,15 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 	for _, m := range r.Match.QueryParams {
 		v.match(p, "query parameter", m)
 	}
+	v.headers(p, "request", r.Filters.RequestHeaders)
+	v.headers(p, "response", r.Filters.ResponseHeaders)
+	if r.Filters.URLRewrite != nil && r.Filters.URLRewrite.Hostname != "" && r.Backends != nil {
+		for _, b := range r.Backends.Backends {
+			if b.HostRewrite != "" {
+				v.add(p, "backend "+b.Name+": a Host rewrite on a backend of a route that rewrites Host already")
+			}
+		}
+	}
 	for _, m := range r.Filters.Mirrors {
 		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
 			v.add(p, "a mirror needs a backend and a percent within 0-100")
@@ -256,6 +267,8 @@ func (v *validator) backend(p string, b *Backend) {
 		v.add(p, "a backend needs a name")
 		return
 	}
+	v.headers(p+": backend "+b.Name, "request", b.RequestHeaders)
+	v.headers(p+": backend "+b.Name, "response", b.ResponseHeaders)
 	if !b.Invalid {
 		for _, e := range b.Endpoints {
 			if e.Address == "" || e.Port == 0 || e.Port > 65535 {
@@ -264,10 +277,10 @@ func (v *validator) backend(p string, b *Backend) {
 		}
 	}
 	// A backend name is one Envoy cluster: every use must agree on what it
-	// is. Weight and backendRef-level filters belong to the use, not the
-	// cluster.
+	// is. Weight and backendRef-level filters (headers, Host rewrite)
+	// belong to the use, not the cluster.
 	cluster := *b
-	cluster.Weight, cluster.RequestHeaders, cluster.ResponseHeaders = 0, nil, nil
+	cluster.Weight, cluster.RequestHeaders, cluster.ResponseHeaders, cluster.HostRewrite = 0, nil, nil, ""
 	if prev, ok := v.backends[b.Name]; ok {
 		if !reflect.DeepEqual(prev, &cluster) {
 			v.add(p, "backend "+b.Name+" is used with two different definitions")
@@ -275,6 +288,28 @@ func (v *validator) backend(p string, b *Backend) {
 		return
 	}
 	v.backends[b.Name] = &cluster
+}
+
+// headers checks that a header modifier leaves Host and the
+// pseudo-headers alone: Envoy refuses a route configuration that edits
+// them (HeaderModifier).
+func (v *validator) headers(p, what string, h *HeaderModifier) {
+	if h == nil {
+		return
+	}
+	names := make([]string, 0, len(h.Set)+len(h.Add)+len(h.Remove))
+	for _, kv := range h.Set {
+		names = append(names, kv.Name)
+	}
+	for _, kv := range h.Add {
+		names = append(names, kv.Name)
+	}
+	names = append(names, h.Remove...)
+	for _, n := range names {
+		if strings.HasPrefix(n, ":") || strings.EqualFold(n, "host") {
+			v.add(p, fmt.Sprintf("%s header modifier edits %q, which Envoy does not let a filter edit", what, n))
+		}
+	}
 }
 
 // compatible says why listeners bound to one address and port cannot share

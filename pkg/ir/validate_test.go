@@ -72,6 +72,20 @@ func TestValidateRejects(t *testing.T) {
 			r2.Backends = &BackendGroup{Backends: []*Backend{{Name: "service/default/s/80", Weight: 1, Protocol: AppProtocolHTTP2}}}
 			l.HTTPRoutes = append(l.HTTPRoutes, &r2)
 		}, "two different definitions"},
+		{"request Host edit", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].Filters.RequestHeaders = &HeaderModifier{Set: []Header{{Name: "Host", Value: "a"}}}
+		}, `request header modifier edits "Host"`},
+		{"response pseudo-header edit", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].Filters.ResponseHeaders = &HeaderModifier{Remove: []string{":status"}}
+		}, `response header modifier edits ":status"`},
+		{"backend pseudo-header edit", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].Backends.Backends[0].RequestHeaders = &HeaderModifier{Add: []Header{{Name: ":path", Value: "/"}}}
+		}, `backend service/default/s/80: request header modifier edits ":path"`},
+		{"two Host rewrites", func(x *IR) {
+			r := x.Gateways[0].Listeners[0].HTTPRoutes[0]
+			r.Filters.URLRewrite = &URLRewrite{Hostname: "a.internal"}
+			r.Backends.Backends[0].HostRewrite = "b.internal"
+		}, "rewrites Host already"},
 		{"TCP and HTTP on one port", func(x *IR) {
 			g := x.Gateways[0]
 			g.Listeners = append(g.Listeners, &Listener{Name: "default/gw/tcp", Protocol: ProtocolTCP, Address: "0.0.0.0", Port: 8080})
@@ -91,6 +105,22 @@ func TestValidateRejects(t *testing.T) {
 				t.Errorf("err = %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestBackendHostRewriteBelongsToTheUse: one backend used with and without
+// a Host rewrite is one cluster.
+func TestBackendHostRewriteBelongsToTheUse(t *testing.T) {
+	x := valid()
+	l := x.Gateways[0].Listeners[0]
+	r2 := *l.HTTPRoutes[0]
+	r2.Name = "other"
+	b := *r2.Backends.Backends[0]
+	b.HostRewrite = "b.internal"
+	r2.Backends = &BackendGroup{Backends: []*Backend{&b}}
+	l.HTTPRoutes = append(l.HTTPRoutes, &r2)
+	if err := x.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -103,10 +103,10 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 	out := &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match, r.GRPC)}
 	f := &r.Filters
 	if h := f.RequestHeaders; h != nil {
-		out.RequestHeadersToAdd, out.RequestHeadersToRemove = headerMods(h, true)
+		out.RequestHeadersToAdd, out.RequestHeadersToRemove = headerMods(h)
 	}
 	if h := f.ResponseHeaders; h != nil {
-		out.ResponseHeadersToAdd, out.ResponseHeadersToRemove = headerMods(h, false)
+		out.ResponseHeadersToAdd, out.ResponseHeadersToRemove = headerMods(h)
 	}
 	cors := false
 	switch {
@@ -189,17 +189,25 @@ func stringMatcher(m ir.StringMatch) *matcherv3.StringMatcher {
 	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: m.Value}}
 }
 
-// modifiable says whether Envoy lets a header modifier touch name.
+// modifiable says whether Envoy lets a header modifier touch name, in a
+// request or a response: not Host, not a pseudo-header (Envoy refuses the
+// whole route configuration: ":-prefixed or host headers may not be
+// modified"). It is a guard only: pkg/gatewayapi decides what such an edit
+// means (a `set` of Host is a host rewrite, the rest is refused, see its
+// headers.go) and ir.Validate makes sure none reaches this package, so that
+// no route accepted by the Gateway API translator loses an edit here.
 func modifiable(name string) bool {
 	n := strings.ToLower(name)
 	return n != "" && !strings.HasPrefix(n, ":") && n != "host"
 }
 
-// headerMods renders a header modifier: Set overwrites, Add appends.
-func headerMods(h *ir.HeaderModifier, request bool) ([]*corev3.HeaderValueOption, []string) {
+// headerMods renders a request or response header modifier: Set
+// overwrites, Add appends, Remove removes; edits of headers that are not
+// modifiable are left out.
+func headerMods(h *ir.HeaderModifier) ([]*corev3.HeaderValueOption, []string) {
 	var add []*corev3.HeaderValueOption
 	for _, kv := range h.Set {
-		if request && !modifiable(kv.Name) {
+		if !modifiable(kv.Name) {
 			continue
 		}
 		add = append(add, &corev3.HeaderValueOption{
@@ -208,7 +216,7 @@ func headerMods(h *ir.HeaderModifier, request bool) ([]*corev3.HeaderValueOption
 		})
 	}
 	for _, kv := range h.Add {
-		if request && !modifiable(kv.Name) {
+		if !modifiable(kv.Name) {
 			continue
 		}
 		add = append(add, &corev3.HeaderValueOption{
@@ -339,7 +347,7 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 	if valid == 0 {
 		return nil, &ir.DirectResponse{StatusCode: FailureStatus(r)}, nil
 	}
-	if len(live) == 1 && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil {
+	if len(live) == 1 && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil && live[0].HostRewrite == "" {
 		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: live[0].Name}
 	} else {
 		wc := &routev3.WeightedCluster{}
@@ -352,10 +360,15 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 				}
 			} else {
 				if h := b.RequestHeaders; h != nil {
-					cw.RequestHeadersToAdd, cw.RequestHeadersToRemove = headerMods(h, true)
+					cw.RequestHeadersToAdd, cw.RequestHeadersToRemove = headerMods(h)
 				}
 				if h := b.ResponseHeaders; h != nil {
-					cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove = headerMods(h, false)
+					cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove = headerMods(h)
+				}
+				if b.HostRewrite != "" {
+					// A backendRef's `set` of Host: only its share of
+					// requests gets it (the route has no host rewrite then).
+					cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: b.HostRewrite}
 				}
 			}
 			wc.Clusters = append(wc.Clusters, cw)
@@ -364,6 +377,7 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 	}
 	if u := r.Filters.URLRewrite; u != nil {
 		if u.Hostname != "" {
+			// A URLRewrite hostname, or a rule's `set` of Host.
 			ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: u.Hostname}
 		}
 		if p := u.Path; p != nil {

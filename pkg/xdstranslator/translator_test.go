@@ -40,17 +40,22 @@ func translate(t testing.TB, x *ir.IR) map[string]*xdstranslator.Resources {
 // Envoy route.
 func oneRoute(t *testing.T, r *ir.HTTPRoute) *routev3.Route {
 	t.Helper()
+	x := oneRouteIR(r)
+	rc := routeConfig(t, translate(t, x)[scope], "listener/0.0.0.0/80")
+	return rc.VirtualHosts[0].Routes[0]
+}
+
+// oneRouteIR is the IR of oneRoute.
+func oneRouteIR(r *ir.HTTPRoute) *ir.IR {
 	if r.Name == "" {
 		r.Name = "httproute/default/r/rule/0/match/0"
 	}
 	if r.Hostname == "" {
 		r.Hostname = "*"
 	}
-	x := &ir.IR{Gateways: []*ir.Gateway{{Namespace: "default", Name: "gw", Scope: scope, Listeners: []*ir.Listener{
+	return &ir.IR{Gateways: []*ir.Gateway{{Namespace: "default", Name: "gw", Scope: scope, Listeners: []*ir.Listener{
 		{Name: "default/gw/http", Protocol: ir.ProtocolHTTP, Address: "0.0.0.0", Port: 80, GatewayPort: 80, HTTPRoutes: []*ir.HTTPRoute{r}},
 	}}}}
-	rc := routeConfig(t, translate(t, x)[scope], "listener/0.0.0.0/80")
-	return rc.VirtualHosts[0].Routes[0]
 }
 
 func routeConfig(t *testing.T, r *xdstranslator.Resources, name string) *routev3.RouteConfiguration {
@@ -248,11 +253,23 @@ func TestPathModifiers(t *testing.T) {
 	}
 }
 
+// TestHeaderModifiers renders header modifiers; the Host and
+// pseudo-header edits in it cannot come from pkg/gatewayapi (ir.Validate
+// refuses them), and modifiable leaves them out rather than have Envoy
+// refuse the whole route configuration.
 func TestHeaderModifiers(t *testing.T) {
-	r := oneRoute(t, &ir.HTTPRoute{Backends: group(backend("web", 1)), Filters: ir.HTTPFilters{
+	x := oneRouteIR(&ir.HTTPRoute{Backends: group(backend("web", 1)), Filters: ir.HTTPFilters{
 		RequestHeaders:  &ir.HeaderModifier{Set: []ir.Header{{Name: "x-s", Value: "1"}, {Name: "Host", Value: "no"}}, Add: []ir.Header{{Name: "x-a", Value: "2"}}, Remove: []string{"x-r", ":path"}},
-		ResponseHeaders: &ir.HeaderModifier{Add: []ir.Header{{Name: "x-resp", Value: "3"}}},
+		ResponseHeaders: &ir.HeaderModifier{Add: []ir.Header{{Name: "x-resp", Value: "3"}, {Name: ":status", Value: "201"}}, Remove: []string{"host"}},
 	}})
+	if err := x.Validate(); err == nil || !strings.Contains(err.Error(), `edits "Host"`) {
+		t.Errorf("ir.Validate = %v, want the Host edit refused", err)
+	}
+	out, err := xdstranslator.Translate(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := routeConfig(t, out[scope], "listener/0.0.0.0/80").VirtualHosts[0].Routes[0]
 	add := r.RequestHeadersToAdd
 	if len(add) != 2 || add[0].Header.Key != "x-s" || add[0].AppendAction.String() != "OVERWRITE_IF_EXISTS_OR_ADD" ||
 		add[1].Header.Key != "x-a" || add[1].AppendAction.String() != "APPEND_IF_EXISTS_OR_ADD" {
@@ -261,8 +278,29 @@ func TestHeaderModifiers(t *testing.T) {
 	if !slices.Equal(r.RequestHeadersToRemove, []string{"x-r"}) {
 		t.Errorf("request_headers_to_remove %v", r.RequestHeadersToRemove)
 	}
-	if len(r.ResponseHeadersToAdd) != 1 {
-		t.Errorf("response_headers_to_add %v", r.ResponseHeadersToAdd)
+	if len(r.ResponseHeadersToAdd) != 1 || len(r.ResponseHeadersToRemove) != 0 {
+		t.Errorf("response_headers_to_add %v, response_headers_to_remove %v", r.ResponseHeadersToAdd, r.ResponseHeadersToRemove)
+	}
+}
+
+// TestBackendHostRewrite: a backend's Host rewrite is its weighted
+// cluster's host_rewrite_literal, even when it is the only backend; the
+// route's own host rewrite stays unset.
+func TestBackendHostRewrite(t *testing.T) {
+	web, api := backend("web", 1), backend("api", 1)
+	web.HostRewrite = "web.internal:8080"
+	for _, bs := range [][]*ir.Backend{{web}, {web, api}} {
+		ra := oneRoute(t, &ir.HTTPRoute{Backends: group(bs...)}).GetRoute()
+		cs := ra.GetWeightedClusters().GetClusters()
+		if len(cs) != len(bs) || ra.GetHostRewriteLiteral() != "" {
+			t.Fatalf("%d backends: route action %v, want one weighted cluster each and no route host rewrite", len(bs), ra)
+		}
+		if got := cs[0].GetHostRewriteLiteral(); got != "web.internal:8080" {
+			t.Errorf("%d backends: web host_rewrite_literal %q", len(bs), got)
+		}
+		if len(cs) > 1 && cs[1].GetHostRewriteSpecifier() != nil {
+			t.Errorf("api has a host rewrite: %v", cs[1])
+		}
 	}
 }
 

@@ -212,18 +212,6 @@ func (c *checker) visit(w where, m protoreflect.Message) {
 		}
 		return m.Get(fd).String()
 	}
-	strs := func(field protoreflect.Name) []string {
-		fd := m.Descriptor().Fields().ByName(field)
-		if fd == nil || !fd.IsList() {
-			return nil
-		}
-		l := m.Get(fd).List()
-		out := make([]string, l.Len())
-		for i := range out {
-			out[i] = l.Get(i).String()
-		}
-		return out
-	}
 	switch m.Descriptor().FullName() {
 	case "envoy.type.matcher.v3.RegexMatcher":
 		if msg := RegexProblem(str("regex")); msg != "" {
@@ -241,30 +229,51 @@ func (c *checker) visit(w where, m protoreflect.Message) {
 			c.add(w, "header match name %q %s", str("name"), msg)
 		}
 	case "envoy.config.route.v3.Route", "envoy.config.route.v3.VirtualHost", "envoy.config.route.v3.RouteConfiguration":
-		// Envoy refuses to modify pseudo-headers and Host in requests.
-		for _, h := range m.Interface().(interface {
-			GetRequestHeadersToAdd() []*corev3.HeaderValueOption
-		}).GetRequestHeadersToAdd() {
-			if n := strings.ToLower(h.GetHeader().GetKey()); strings.HasPrefix(n, ":") || n == "host" {
-				c.add(w, "request header %q cannot be modified (pseudo-headers and host are Envoy's)", h.GetHeader().GetKey())
-			}
-		}
-		for _, n := range strs("request_headers_to_remove") {
-			if l := strings.ToLower(n); strings.HasPrefix(l, ":") || l == "host" {
-				c.add(w, "request header %q cannot be removed (pseudo-headers and host are Envoy's)", n)
-			}
-		}
+		c.headerEdits(w, m)
 	case "envoy.config.route.v3.RouteAction", "envoy.config.route.v3.RouteAction.RequestMirrorPolicy",
 		"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy":
 		c.clusterRef(w, str("cluster"))
-	case "envoy.config.route.v3.WeightedCluster.ClusterWeight",
-		"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight":
+	case "envoy.config.route.v3.WeightedCluster.ClusterWeight":
+		c.headerEdits(w, m)
+		c.clusterRef(w, str("name"))
+	case "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight":
 		c.clusterRef(w, str("name"))
 	case "envoy.extensions.filters.network.http_connection_manager.v3.Rds":
 		if n := str("route_config_name"); !c.routes[n] {
 			c.add(w, "route configuration %q does not exist", n)
 		}
 	}
+}
+
+// headerEdits checks the header edits of m (a route configuration,
+// virtual host, route or weighted cluster): Envoy refuses to set, add or
+// remove a pseudo-header or Host, in requests and responses alike
+// (":-prefixed or host headers may not be modified").
+func (c *checker) headerEdits(w where, m protoreflect.Message) {
+	for _, dir := range []string{"request", "response"} {
+		if fd := m.Descriptor().Fields().ByName(protoreflect.Name(dir + "_headers_to_add")); fd != nil {
+			l := m.Get(fd).List()
+			for i := range l.Len() {
+				k := l.Get(i).Message().Interface().(*corev3.HeaderValueOption).GetHeader().GetKey()
+				if !editable(k) {
+					c.add(w, "%s header %q cannot be modified (pseudo-headers and host are Envoy's)", dir, k)
+				}
+			}
+		}
+		if fd := m.Descriptor().Fields().ByName(protoreflect.Name(dir + "_headers_to_remove")); fd != nil {
+			l := m.Get(fd).List()
+			for i := range l.Len() {
+				if k := l.Get(i).String(); !editable(k) {
+					c.add(w, "%s header %q cannot be removed (pseudo-headers and host are Envoy's)", dir, k)
+				}
+			}
+		}
+	}
+}
+
+func editable(name string) bool {
+	n := strings.ToLower(name)
+	return !strings.HasPrefix(n, ":") && n != "host"
 }
 
 // clusterRef checks a cluster reference. xdstranslator.InvalidBackendCluster

@@ -79,6 +79,14 @@ func TestCheck(t *testing.T) {
 		{"pseudo-header modified", func(r *routev3.Route, _ *listenerv3.Listener) {
 			r.RequestHeadersToAdd = []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: ":path", Value: "/x"}}}
 		}, routeName, false, `request header ":path" cannot be modified`},
+		{"host removed from responses", func(r *routev3.Route, _ *listenerv3.Listener) {
+			r.ResponseHeadersToRemove = []string{"Host"}
+		}, routeName, false, `response header "Host" cannot be removed`},
+		{"host set on a weighted cluster", func(r *routev3.Route, _ *listenerv3.Listener) {
+			r.Action = &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_WeightedClusters{WeightedClusters: &routev3.WeightedCluster{
+				Clusters: []*routev3.WeightedCluster_ClusterWeight{{Name: "web", RequestHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "host", Value: "x"}}}}},
+			}}}}
+		}, routeName, false, `request header "host" cannot be modified`},
 		{"missing cluster", func(r *routev3.Route, _ *listenerv3.Listener) {
 			r.Action = &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "nope"}}}
 		}, routeName, false, `cluster "nope" does not exist`},

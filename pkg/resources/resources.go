@@ -30,10 +30,10 @@ type Resources struct {
 	ReferenceGrants []*gwapiv1.ReferenceGrant
 	// BackendTLSPolicies say how Envoy reaches Service ports over TLS.
 	BackendTLSPolicies []*gwapiv1.BackendTLSPolicy
-	Services        []*corev1.Service
-	EndpointSlices  []*discoveryv1.EndpointSlice
-	Secrets         []*corev1.Secret
-	ConfigMaps      []*corev1.ConfigMap
+	Services           []*corev1.Service
+	EndpointSlices     []*discoveryv1.EndpointSlice
+	Secrets            []*corev1.Secret
+	ConfigMaps         []*corev1.ConfigMap
 	// Namespaces carry the labels that listener allowedRoutes selectors
 	// read. A namespace with no object here has no labels.
 	Namespaces []*corev1.Namespace

@@ -16,8 +16,9 @@ import (
 // MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
 // its RetryBackendTimeout/RetryConnectionError (experimental channel: the
 // standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
-// there), ListenerSet, BackendTLSPolicy, static
-// addresses and frontend client certificate validation.
+// there), ListenerSet, static addresses, backend client certificates,
+// frontend client certificate validation and the 421 misdirected-request
+// check.
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
 	features.SupportGateway,
@@ -54,6 +55,10 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute303RedirectStatusCode,
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
+
+	// BackendTLSPolicy (GATEWAY-HTTP extended).
+	features.SupportBackendTLSPolicy,
+	features.SupportBackendTLSPolicySANValidation,
 
 	// GATEWAY-GRPC core and extended.
 	features.SupportGRPCRoute,

@@ -2,7 +2,7 @@ package status
 
 // The route kinds whose status.parents the writer writes: HTTPRoute,
 // GRPCRoute, TLSRoute, TCPRoute and UDPRoute. A new route kind joins
-// newRoute, routeParents and Routes.
+// newObject, routeParents and Routes.
 
 import (
 	"fmt"
@@ -17,10 +17,12 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
-// newRoute returns an empty object of a route kind, or nil for a kind that
-// is not a route.
-func newRoute(k Kind) client.Object {
+// newObject returns an empty object of a route kind or of
+// BackendTLSPolicy, or nil for another kind.
+func newObject(k Kind) client.Object {
 	switch k {
+	case KindBackendTLSPolicy:
+		return &gwapiv1.BackendTLSPolicy{}
 	case KindHTTPRoute:
 		return &gwapiv1.HTTPRoute{}
 	case KindGRPCRoute:
@@ -35,8 +37,24 @@ func newRoute(k Kind) client.Object {
 	return nil
 }
 
-// routeParents returns the status.parents of a route object made by
-// newRoute.
+// getParents returns the status.parents of a route made by newObject, or a
+// BackendTLSPolicy's status.ancestors as parent entries.
+func getParents(obj client.Object) []gwapiv1.RouteParentStatus {
+	if p, ok := obj.(*gwapiv1.BackendTLSPolicy); ok {
+		return ancestorsAsParents(p.Status.Ancestors)
+	}
+	return *routeParents(obj)
+}
+
+// setParents sets what getParents reads.
+func setParents(obj client.Object, ps []gwapiv1.RouteParentStatus) {
+	if p, ok := obj.(*gwapiv1.BackendTLSPolicy); ok {
+		p.Status.Ancestors = parentsAsAncestors(ps)
+		return
+	}
+	*routeParents(obj) = ps
+}
+
 func routeParents(obj client.Object) *[]gwapiv1.RouteParentStatus {
 	switch r := obj.(type) {
 	case *gwapiv1.HTTPRoute:

@@ -347,9 +347,9 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 	case KindGateway:
 		err = w.gateway(ctx, reader, k, d.(*gwapiv1.GatewayStatus))
 	case KindBackendTLSPolicy:
-		err = w.policy(ctx, reader, k, d.(*gwapiv1.PolicyStatus))
+		err = w.parents(ctx, reader, k, ancestorsAsParents(d.(*gwapiv1.PolicyStatus).Ancestors))
 	default:
-		err = w.route(ctx, reader, k, d.(*gwapiv1.RouteStatus))
+		err = w.parents(ctx, reader, k, d.(*gwapiv1.RouteStatus).Parents)
 	}
 	if apierrors.IsNotFound(err) || errors.Is(err, errNotLeading) {
 		return nil
@@ -389,17 +389,19 @@ func (w *Writer) gateway(ctx context.Context, r client.Reader, k Key, d *gwapiv1
 	return w.apply(ctx, k, &live, target)
 }
 
-// route writes our parents entries of a route of any kind k.Kind.
-func (w *Writer) route(ctx context.Context, r client.Reader, k Key, d *gwapiv1.RouteStatus) error {
-	live := newRoute(k.Kind)
+// parents writes our per-parent entries of k: a route's status.parents,
+// or a BackendTLSPolicy's status.ancestors (entries of the same shape;
+// routes.go), desired being ours.
+func (w *Writer) parents(ctx context.Context, r client.Reader, k Key, desired []gwapiv1.RouteParentStatus) error {
+	live := newObject(k.Kind)
 	if live == nil {
-		return fmt.Errorf("status: %s is not a route kind", k.Kind)
+		return fmt.Errorf("status: %s has no status.parents or status.ancestors", k.Kind)
 	}
 	if err := r.Get(ctx, k.nn(), live); err != nil {
 		return err
 	}
-	liveParents := *routeParents(live)
-	parents := RouteParents(d.Parents, liveParents, w.opts.ControllerName, k.Namespace, w.opts.Now())
+	liveParents := getParents(live)
+	parents := RouteParents(desired, liveParents, w.opts.ControllerName, k.Namespace, w.opts.Now())
 	if EqualOwnParents(parents, liveParents, w.opts.ControllerName, k.Namespace) {
 		return nil
 	}
@@ -411,41 +413,12 @@ func (w *Writer) route(ctx context.Context, r client.Reader, k Key, d *gwapiv1.R
 		return err
 	}
 	modified := live.DeepCopyObject().(client.Object)
-	*routeParents(modified) = parents
+	setParents(modified, parents)
 	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
 	if err := w.c.Status().Patch(ctx, modified, patch, client.FieldOwner(FieldManager)); err != nil {
 		return err
 	}
 	w.wrote(k, hash, modified.GetResourceVersion())
-	return nil
-}
-
-// policy writes our ancestors entries of a BackendTLSPolicy, like route
-// writes a route's parents.
-func (w *Writer) policy(ctx context.Context, r client.Reader, k Key, d *gwapiv1.PolicyStatus) error {
-	var live gwapiv1.BackendTLSPolicy
-	if err := r.Get(ctx, k.nn(), &live); err != nil {
-		return err
-	}
-	liveParents := ancestorsAsParents(live.Status.Ancestors)
-	parents := RouteParents(ancestorsAsParents(d.Ancestors), liveParents, w.opts.ControllerName, k.Namespace, w.opts.Now())
-	if EqualOwnParents(parents, liveParents, w.opts.ControllerName, k.Namespace) {
-		return nil
-	}
-	hash := hashOf(normalizedOwnParents(parents, w.opts.ControllerName, k.Namespace))
-	if w.staleCache(k, hash, live.ResourceVersion) {
-		return nil
-	}
-	if err := w.beforeWrite(ctx); err != nil {
-		return err
-	}
-	modified := live.DeepCopy()
-	modified.Status.Ancestors = parentsAsAncestors(parents)
-	patch := client.MergeFromWithOptions(&live, client.MergeFromWithOptimisticLock{})
-	if err := w.c.Status().Patch(ctx, modified, patch, client.FieldOwner(FieldManager)); err != nil {
-		return err
-	}
-	w.wrote(k, hash, modified.ResourceVersion)
 	return nil
 }
 

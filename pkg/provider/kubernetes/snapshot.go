@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -174,12 +175,7 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int {
-		if a.Namespace != b.Namespace {
-			return strings.Compare(a.Namespace, b.Namespace)
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	sortNames(out)
 	return out
 }
 
@@ -197,12 +193,7 @@ func referencedConfigMaps(res *resources.Resources) []types.NamespacedName {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int {
-		if a.Namespace != b.Namespace {
-			return strings.Compare(a.Namespace, b.Namespace)
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	sortNames(out)
 	return out
 }
 
@@ -287,4 +278,11 @@ func newer(a, b string) bool {
 		return a != b
 	}
 	return c > 0
+}
+
+// sortNames sorts names by namespace, then name.
+func sortNames(names []types.NamespacedName) {
+	slices.SortFunc(names, func(a, b types.NamespacedName) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 }

@@ -46,7 +46,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 	var routes []*routev3.RouteConfiguration
 	switch ls[0].Protocol {
 	case ir.ProtocolHTTP:
-		rc, cors, err := s.routeConfig(name, ls)
+		rc, cors, err := s.routeConfig(name, ls, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -68,7 +68,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				}
 				used[il.Hostname] = true
 				rcName := HTTPSRouteConfigName(name, il.Name)
-				rc, cors, err := s.routeConfig(rcName, []*ir.Listener{il})
+				rc, cors, err := s.routeConfig(rcName, []*ir.Listener{il}, misdirectedHosts(il, ordered))
 				if err != nil {
 					return nil, nil, err
 				}
@@ -317,4 +317,31 @@ func (s *scopeBuilder) udpProxyFilter(stat string, r *ir.L4Route) *listenerv3.Li
 		}},
 	}
 	return &listenerv3.ListenerFilter{Name: filterUDPProxy, ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(p)}}
+}
+
+// misdirectedHosts are the virtual host domains that an HTTPS listener's
+// route configuration answers with 421 Misdirected Request
+// (GatewayHTTPSListenerDetectMisdirectedRequests; RFC 9110 section
+// 15.5.20): the hosts that another listener on the same port, TLS or
+// HTTPS, would serve, as a client reusing one HTTP/2 connection for
+// several hosts (connection coalescing) sends them to the listener its TLS
+// handshake chose. A listener with a hostname answers 421 for every host
+// it does not cover ("*") and for those covered by a more specific
+// sibling; a listener without hostname answers 421 for the siblings'
+// hostnames and serves (or answers 404 for) the rest.
+func misdirectedHosts(il *ir.Listener, siblings []*ir.Listener) []string {
+	var out []string
+	if il.Hostname != "" {
+		out = append(out, "*")
+	}
+	for _, sib := range siblings {
+		h := strings.ToLower(sib.Hostname)
+		if sib == il || h == "" || h == strings.ToLower(il.Hostname) || slices.Contains(out, h) {
+			continue
+		}
+		if il.Hostname == "" || (covers(strings.ToLower(il.Hostname), h) && compareHostSpecificity(h, il.Hostname) < 0) {
+			out = append(out, h)
+		}
+	}
+	return out
 }

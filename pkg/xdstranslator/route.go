@@ -24,9 +24,11 @@ import (
 )
 
 // routeConfig renders the HTTP routes of the listeners ls (that share one
-// HTTP connection manager) as the route configuration name. It reports
-// whether a route uses CORS, so that the CORS filter joins the chain.
-func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener) (*routev3.RouteConfiguration, bool, error) {
+// HTTP connection manager) as the route configuration name, plus a virtual
+// host answering 421 for each domain of misdirected (misdirectedHosts)
+// that no route's virtual host has. It reports whether a route uses CORS,
+// so that the CORS filter joins the chain.
+func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string) (*routev3.RouteConfiguration, bool, error) {
 	// A request for host H is served by the most specific listener whose
 	// hostname covers H: only that listener's routes go into H's virtual
 	// host.
@@ -72,6 +74,17 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener) (*routev3.Rou
 			v := vhost(host)
 			v.Routes = append(v.Routes, route)
 		}
+	}
+	for _, h := range misdirected {
+		if _, ok := vhosts[h]; ok {
+			continue
+		}
+		v := vhost(h)
+		v.Routes = []*routev3.Route{{
+			Name:   "misdirected/" + h,
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Action: directResponse(&ir.DirectResponse{StatusCode: 421}),
+		}}
 	}
 	slices.SortFunc(order, compareHostSpecificity)
 	rc := &routev3.RouteConfiguration{

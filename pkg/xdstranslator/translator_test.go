@@ -3,6 +3,7 @@ package xdstranslator_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -404,9 +405,21 @@ func TestFeatureIR(t *testing.T) {
 		t.Error("ignore_port_in_host_matching is off")
 	}
 	// The HTTPS wildcard listener gets an empty virtual host for its own
-	// hostname.
-	if vhs := routeConfig(t, r, "listener/0.0.0.0/8443/default/gw/https-wild").VirtualHosts; len(vhs) != 2 || vhs[1].Name != "*.example.com" || len(vhs[1].Routes) != 0 {
-		t.Errorf("https-wild virtual hosts %v", vhs)
+	// hostname, and answers 421 for the host of the more specific HTTPS
+	// listener on its port (secure.example.com) and for every host it does
+	// not cover ("*"): a client reusing its HTTP/2 connection for them is
+	// misdirected.
+	vhs := routeConfig(t, r, "listener/0.0.0.0/8443/default/gw/https-wild").VirtualHosts
+	got := map[string]string{}
+	for _, v := range vhs {
+		what := fmt.Sprintf("%d routes", len(v.Routes))
+		if len(v.Routes) == 1 && v.Routes[0].GetDirectResponse() != nil {
+			what = fmt.Sprint(v.Routes[0].GetDirectResponse().GetStatus())
+		}
+		got[v.Name] = what
+	}
+	if want := map[string]string{"secure.example.com": "421", "bar.example.com": "1 routes", "*.example.com": "0 routes", "*": "421"}; !maps.Equal(got, want) {
+		t.Errorf("https-wild virtual hosts %v, want %v", got, want)
 	}
 
 	// TLS port: HTTPS chains by SNI, then passthrough chains; the

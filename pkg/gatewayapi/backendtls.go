@@ -158,13 +158,24 @@ func (t *translator) caCertificates(ns string, ref gwapiv1.LocalObjectReference)
 	if ref.Group != "" || ref.Kind != "ConfigMap" {
 		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidKind), fmt.Sprintf("caCertificateRef %s: %s is not a core ConfigMap", name, groupKind(ref.Group, ref.Kind))}
 	}
-	cm := t.configMaps[nn(ns, string(ref.Name))]
+	out, msg := t.caBundle(ns, string(ref.Name))
+	if msg != "" {
+		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: %s", name, msg)}
+	}
+	return out, nil
+}
+
+// caBundle reads the PEM certificates of the "ca.crt" of ConfigMap ns/name
+// (blocks that are not certificates are skipped), or says why there are
+// none.
+func (t *translator) caBundle(ns, name string) ([]byte, string) {
+	cm := t.configMaps[nn(ns, name)]
 	if cm == nil {
-		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: ConfigMap not found", name)}
+		return nil, "ConfigMap not found"
 	}
 	data, ok := cm.Data["ca.crt"]
 	if !ok {
-		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: the ConfigMap has no ca.crt", name)}
+		return nil, "the ConfigMap has no ca.crt"
 	}
 	var out []byte
 	rest := []byte(data)
@@ -183,9 +194,9 @@ func (t *translator) caCertificates(ns string, ref gwapiv1.LocalObjectReference)
 		out = append(out, pem.EncodeToMemory(b)...)
 	}
 	if len(out) == 0 {
-		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: ca.crt holds no PEM certificate", name)}
+		return nil, "ca.crt holds no PEM certificate"
 	}
-	return out, nil
+	return out, ""
 }
 
 // backendTLSFor returns the policy of a Service port (the oldest that

@@ -56,7 +56,7 @@ func (t *translator) listenerTLS(l *listenerState) {
 		l.certProblem = &problem{first.reason, joinMessages(msgs)}
 		return
 	}
-	l.tls = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: certs}
+	l.tls = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: certs, ClientValidation: t.frontendValidation(l)}
 }
 
 // certificate resolves one certificateRef of a listener of a Gateway in

@@ -27,6 +27,9 @@ type gatewayState struct {
 	// (Accepted=False with this reason).
 	refused   *problem
 	listeners []*listenerState
+	// insecureFrontend: a listener validates client certificates in mode
+	// AllowInsecureFallback (condition InsecureFrontendValidationMode).
+	insecureFrontend bool
 }
 
 func (g *gatewayState) accepted() bool {
@@ -275,6 +278,10 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 		} else {
 			setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, "no listener can be programmed", gen))
 		}
+	}
+	if g.insecureFrontend {
+		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionInsecureFrontendValidationMode, true, gwapiv1.GatewayReasonConfigurationChanged,
+			"a listener lets clients without a valid certificate in (tls.frontend validation mode AllowInsecureFallback)", gen))
 	}
 	for _, l := range g.listeners {
 		if !l.duplicate {

@@ -106,6 +106,20 @@ type ListenerTLS struct {
 	// Certificates serve a terminating listener; Envoy picks among them by
 	// the client's SNI and key type. Empty in passthrough mode.
 	Certificates []*Certificate `json:"certificates,omitempty"`
+	// ClientValidation, when set, checks client certificates (Gateway
+	// spec.tls.frontend).
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+}
+
+// ClientValidation is how a terminating listener checks client
+// certificates.
+type ClientValidation struct {
+	// CACertificates is the PEM bundle client certificates must chain to.
+	CACertificates []byte `json:"caCertificates"`
+	// AllowInsecureFallback lets a client without a certificate, or with
+	// one that does not chain to CACertificates, in; else the handshake
+	// fails for it.
+	AllowInsecureFallback bool `json:"allowInsecureFallback,omitempty"`
 }
 
 // Certificate is a serving certificate and its private key, PEM encoded.

@@ -224,11 +224,26 @@ func stdoutAccessLog() *accesslogv3.AccessLog {
 
 // downstreamTLS terminates TLS with the listener's certificates, fetched
 // by SDS over ADS, offering alpn (h2 and http/1.1 on HTTPS listeners, none
-// on TLS listeners).
+// on TLS listeners). With ClientValidation, client certificates are
+// checked against its CA bundle (inline): required
+// (require_client_certificate), or with AllowInsecureFallback requested
+// and accepted whatever they are (trust_chain_verification
+// ACCEPT_UNTRUSTED; a client without one is let in too).
 func (s *scopeBuilder) downstreamTLS(t *ir.ListenerTLS, alpn []string) *corev3.TransportSocket {
 	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		AlpnProtocols: alpn,
 	}}
+	if t != nil && t.ClientValidation != nil {
+		vc := &tlsv3.CertificateValidationContext{
+			TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: t.ClientValidation.CACertificates}},
+		}
+		// Set either way: Envoy's unset default is deprecated.
+		ctx.RequireClientCertificate = wrapperspb.Bool(!t.ClientValidation.AllowInsecureFallback)
+		if t.ClientValidation.AllowInsecureFallback {
+			vc.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
+		}
+		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
+	}
 	if t != nil {
 		for _, c := range t.Certificates {
 			if _, ok := s.secrets[c.Name]; !ok {

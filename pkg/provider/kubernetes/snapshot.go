@@ -179,11 +179,36 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	return out
 }
 
-// referencedConfigMaps are the ConfigMaps that BackendTLSPolicies name as
-// CA certificates (core ConfigMaps in the policy's namespace), sorted.
+// referencedConfigMaps are the ConfigMaps that BackendTLSPolicies (core
+// ConfigMaps in the policy's namespace) and Gateways' spec.tls.frontend
+// name as CA certificates, sorted.
 func referencedConfigMaps(res *resources.Resources) []types.NamespacedName {
 	seen := map[types.NamespacedName]bool{}
 	var out []types.NamespacedName
+	for _, gw := range res.Gateways {
+		if gw.Spec.TLS == nil || gw.Spec.TLS.Frontend == nil {
+			continue
+		}
+		vs := []*gwapiv1.FrontendTLSValidation{gw.Spec.TLS.Frontend.Default.Validation}
+		for _, pp := range gw.Spec.TLS.Frontend.PerPort {
+			vs = append(vs, pp.TLS.Validation)
+		}
+		for _, v := range vs {
+			if v == nil {
+				continue
+			}
+			for _, ref := range v.CACertificateRefs {
+				k := types.NamespacedName{Namespace: gw.Namespace, Name: string(ref.Name)}
+				if ref.Namespace != nil {
+					k.Namespace = string(*ref.Namespace)
+				}
+				if ref.Group == "" && ref.Kind == "ConfigMap" && !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
+			}
+		}
+	}
 	for _, p := range res.BackendTLSPolicies {
 		for _, ref := range p.Spec.Validation.CACertificateRefs {
 			k := types.NamespacedName{Namespace: p.Namespace, Name: string(ref.Name)}

@@ -1,0 +1,96 @@
+package gatewayapi
+
+// Frontend client certificate validation (Gateway spec.tls.frontend,
+// GEP-91): which CA certificates the client certificates of a TLS-
+// terminating listener must chain to, and whether a client without a
+// valid one is let in.
+
+import (
+	"fmt"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// frontendValidation applies spec.tls.frontend to a TLS-terminating
+// listener l (HTTPS, or TLS in mode Terminate): the perPort entry of the
+// listener's port, else default. Its caCertificateRefs must name core
+// ConfigMaps whose "ca.crt" holds PEM certificates, in the Gateway's
+// namespace or granted by a ReferenceGrant from Gateways; a bad one makes
+// the listener ResolvedRefs=False (InvalidCACertificateKind,
+// RefNotPermitted or InvalidCACertificateRef) and Accepted=False reason
+// NoValidCACertificate: it is not served rather than served unchecked. Mode
+// AllowValidOnly (the default) requires a client certificate that chains to
+// them; AllowInsecureFallback lets every client in (the backend decides)
+// and sets the Gateway's InsecureFrontendValidationMode condition.
+func (t *translator) frontendValidation(l *listenerState) *ir.ClientValidation {
+	tc := l.gw.obj.Spec.TLS
+	if tc == nil || tc.Frontend == nil {
+		return nil
+	}
+	v := tc.Frontend.Default.Validation
+	for _, pp := range tc.Frontend.PerPort {
+		if pp.Port == l.spec.Port {
+			v = pp.TLS.Validation
+			break
+		}
+	}
+	if v == nil {
+		return nil
+	}
+	out := &ir.ClientValidation{}
+	var first *problem
+	var msgs []string
+	for _, ref := range v.CACertificateRefs {
+		pem, p := t.frontendCA(l.gw.obj.Namespace, ref)
+		if p != nil {
+			if first == nil {
+				first = p
+			}
+			msgs = append(msgs, p.msg)
+			continue
+		}
+		out.CACertificates = append(out.CACertificates, pem...)
+	}
+	if first != nil || len(out.CACertificates) == 0 {
+		msg := joinMessages(msgs)
+		if msg == "" {
+			msg = "tls.frontend validation names no CA certificate"
+		}
+		reason := string(gwapiv1.ListenerReasonInvalidCACertificateRef)
+		if first != nil {
+			reason = first.reason
+		}
+		l.certProblem = &problem{reason, msg}
+		l.notAccepted = &problem{string(gwapiv1.ListenerReasonNoValidCACertificate), "client certificate validation: " + msg}
+		return nil
+	}
+	switch mode := v.Mode; mode {
+	case "", gwapiv1.AllowValidOnly:
+	case gwapiv1.AllowInsecureFallback:
+		out.AllowInsecureFallback = true
+		l.gw.insecureFrontend = true
+	default:
+		l.notAccepted = &problem{string(gwapiv1.ListenerReasonUnsupportedValue), fmt.Sprintf("tls.frontend validation mode %s is not AllowValidOnly or AllowInsecureFallback", q(string(mode)))}
+		return nil
+	}
+	return out
+}
+
+// frontendCA reads one caCertificateRef of a Gateway in namespace gwNS.
+func (t *translator) frontendCA(gwNS string, ref gwapiv1.ObjectReference) ([]byte, *problem) {
+	ns := string(deref(ref.Namespace, gwapiv1.Namespace(gwNS)))
+	name := ns + "/" + string(ref.Name)
+	if ref.Group != "" || ref.Kind != "ConfigMap" {
+		return nil, &problem{string(gwapiv1.ListenerReasonInvalidCACertificateKind), fmt.Sprintf("caCertificateRef %s: %s is not a core ConfigMap", name, groupKind(ref.Group, ref.Kind))}
+	}
+	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, "Gateway", gwNS, "", "ConfigMap", ns, string(ref.Name)) {
+		return nil, &problem{string(gwapiv1.ListenerReasonRefNotPermitted), fmt.Sprintf("caCertificateRef %s: no ReferenceGrant in namespace %s allows Gateways of namespace %s to use it", name, ns, gwNS)}
+	}
+	pem, msg := t.caBundle(ns, string(ref.Name))
+	if msg != "" {
+		return nil, &problem{string(gwapiv1.ListenerReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: %s", name, msg)}
+	}
+	return pem, nil
+}

@@ -84,16 +84,22 @@ func newCA(t *testing.T, cn string) testCA {
 // issue makes a server certificate for the DNS names, signed by the CA.
 func (ca testCA) issue(t *testing.T, names ...string) testCert {
 	t.Helper()
+	return ca.sign(t, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: names[0]},
+		DNSNames:    names,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+}
+
+// sign gives tmpl a new key, a random serial number, key usage digital
+// signature and a day's validity around now, and signs it with the CA.
+func (ca testCA) sign(t *testing.T, tmpl *x509.Certificate) testCert {
+	t.Helper()
 	key, serial := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: names[0]},
-		DNSNames:     names,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)

@@ -74,7 +74,8 @@ type gatewayBackend struct {
 
 // gatewayYAML is the GatewayClass, the Gateway "gw" with one HTTP listener
 // on GatewayPort (and, after it, each entry of Listeners: a listener as a
-// YAML flow mapping), and a Service per gatewayBackend in Backends.
+// YAML flow mapping) and, when TLS is set, TLS as its spec.tls (a YAML
+// flow mapping too), and a Service per gatewayBackend in Backends.
 const gatewayYAML = `apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: e2e}
@@ -89,6 +90,7 @@ spec:
   listeners:
   - {name: http, protocol: HTTP, port: {{.GatewayPort}}}
 {{range .Listeners}}  - {{.}}
+{{end}}{{with .TLS}}  tls: {{.}}
 {{end}}{{range .Backends}}---
 apiVersion: v1
 kind: Service

@@ -16,9 +16,7 @@ import (
 // MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
 // its RetryBackendTimeout/RetryConnectionError (experimental channel: the
 // standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
-// there), ListenerSet, static addresses, backend client certificates,
-// frontend client certificate validation and the 421 misdirected-request
-// check.
+// there), ListenerSet, static addresses and backend client certificates.
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
 	features.SupportGateway,
@@ -27,6 +25,9 @@ var SupportedFeatures = []features.FeatureName{
 
 	// Gateway extended.
 	features.SupportGatewayPort8080,
+	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
+	features.SupportGatewayFrontendClientCertificateValidation,
+	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportGatewayInfrastructure,
 	features.SupportGatewayAddressEmpty,

@@ -77,7 +77,8 @@ func parentName(ref gwapiv1.ParentReference, routeNamespace string) string {
 // are normal when False, every other type when True.
 func abnormal(c metav1.Condition) bool {
 	switch c.Type {
-	case string(gwapiv1.ListenerConditionConflicted), string(gwapiv1.RouteConditionPartiallyInvalid):
+	case string(gwapiv1.ListenerConditionConflicted), string(gwapiv1.RouteConditionPartiallyInvalid),
+		string(gwapiv1.GatewayConditionInsecureFrontendValidationMode):
 		return c.Status != metav1.ConditionFalse
 	}
 	return c.Status != metav1.ConditionTrue

@@ -146,7 +146,9 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 // ports of protocol transport, TCP or UDP (else BackendNotFound).
 //
 // A BackendTLSPolicy targeting the port makes Envoy originate TLS as it
-// says (Backend.TLS); one that cannot be honoured makes the backend Invalid
+// says (Backend.TLS) for HTTPRoutes and GRPCRoutes (GEP-1897); TLSRoutes,
+// TCPRoutes and UDPRoutes relay their bytes as they are (a passthrough
+// client's TLS must not be wrapped again); one that cannot be honoured makes the backend Invalid
 // (its share answers the failure status, never plaintext) without a
 // problem of the route's own: the policy's status says why.
 func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
@@ -184,6 +186,9 @@ func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectRefe
 		Name:      fmt.Sprintf("service/%s/%s/%d", ns, ref.Name, *ref.Port),
 		Protocol:  appProtocol(sp.AppProtocol),
 		Endpoints: t.endpoints(svc, sp),
+	}
+	if key.Kind != KindHTTPRoute && key.Kind != KindGRPCRoute {
+		return b, nil
 	}
 	if pol := t.backendTLSFor(r, svc, sp); pol != nil {
 		if pol.tls == nil {

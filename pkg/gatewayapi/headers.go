@@ -69,6 +69,11 @@ func modifierType(request bool) string {
 	return string(gwapiv1.HTTPRouteFilterResponseHeaderModifier)
 }
 
+// framingHeaders say how long a message is; Envoy computes them, and an
+// edit would desynchronise the connection, so no header filter may touch
+// them.
+var framingHeaders = map[string]bool{"content-length": true, "transfer-encoding": true}
+
 // pseudoHints say how to get what an edit of a pseudo-header would do.
 var pseudoHints = map[string]string{
 	":authority": "; to change the authority, set Host (or use an HTTPRoute URLRewrite hostname)",
@@ -85,6 +90,8 @@ func editableHeader(action, name string, request bool) string {
 	case strings.HasPrefix(name, ":"):
 		return fmt.Sprintf("%s is an HTTP/2 pseudo-header, which Envoy maintains itself and does not let a header filter set, add or remove%s",
 			name, pseudoHints[strings.ToLower(name)])
+	case framingHeaders[strings.ToLower(name)]:
+		return fmt.Sprintf("%s frames the message (RFC 9112 section 6): a value other than the one Envoy computes breaks the connection (a client reading too few or too many bytes, a backend waiting for a body)", name)
 	case !isHostHeader(name):
 		return ""
 	case !request:

@@ -33,13 +33,27 @@ func backend(t *testing.T, name string) *httptest.Server {
 	return s
 }
 
+// handedOut are the ports freePort returned in this process: the kernel
+// may give a closed port again, and two of a test's ports (a listener and
+// Envoy's admin) must differ.
+var handedOut sync.Map
+
+// freePort returns a loopback TCP port that was free a moment ago and that
+// no earlier call returned.
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if _, taken := handedOut.LoadOrStore(port, true); !taken {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no fresh free port")
+	return 0
 }
 
 func portOf(s *httptest.Server) int { return s.Listener.Addr().(*net.TCPAddr).Port }

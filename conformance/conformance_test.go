@@ -2,14 +2,20 @@ package conformance
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	upstream "sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
@@ -131,6 +137,7 @@ func TestConformance(t *testing.T) {
 	}
 
 	opts := upstream.DefaultOptions(t)
+	waitForSuiteNamespaces(t, opts.Client)
 	opts.GatewayClassName = cmp.Or(os.Getenv("GATEWAY_CLASS"), opts.GatewayClassName)
 	if opts.GatewayClassName == "gateway-conformance" { // the suite's default: not ours
 		opts.GatewayClassName = defaultClass
@@ -199,5 +206,30 @@ func printSummary(t *testing.T, path string) {
 func writeTests(b *strings.Builder, what string, tests []string) {
 	if len(tests) > 0 {
 		fmt.Fprintf(b, "%s: %s\n", what, strings.Join(tests, " "))
+	}
+}
+
+// suiteNamespaces are the namespaces the suite creates and deletes.
+var suiteNamespaces = []string{"gateway-conformance-infra", "gateway-conformance-app-backend", "gateway-conformance-web-backend"}
+
+// waitForSuiteNamespaces waits (at most 5 minutes) until no namespace of
+// the suite is still terminating from a previous run: the suite deletes
+// them when it ends, and a run started right after (the other mode) would
+// fail to create its objects in them.
+func waitForSuiteNamespaces(t *testing.T, c client.Client) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, name := range suiteNamespaces {
+		for {
+			var ns corev1.Namespace
+			err := c.Get(context.Background(), types.NamespacedName{Name: name}, &ns)
+			if apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp == nil) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("namespace %s is still terminating (or unreadable: %v) after 5 minutes", name, err)
+			}
+			time.Sleep(2 * time.Second)
+		}
 	}
 }

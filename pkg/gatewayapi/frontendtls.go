@@ -40,28 +40,20 @@ func (t *translator) frontendValidation(l *listenerState) *ir.ClientValidation {
 		return nil
 	}
 	out := &ir.ClientValidation{}
-	var first *problem
-	var msgs []string
+	var ps []*problem
 	for _, ref := range v.CACertificateRefs {
 		pem, p := t.frontendCA(l.gw.obj.Namespace, ref)
 		if p != nil {
-			if first == nil {
-				first = p
-			}
-			msgs = append(msgs, p.msg)
+			ps = append(ps, p)
 			continue
 		}
 		out.CACertificates = append(out.CACertificates, pem...)
 	}
-	if first != nil || len(out.CACertificates) == 0 {
-		msg := joinMessages(msgs)
-		if msg == "" {
-			msg = "tls.frontend validation names no CA certificate"
+	if bad := summarize(ps); bad != nil || len(out.CACertificates) == 0 {
+		if bad == nil {
+			bad = &problem{string(gwapiv1.ListenerReasonInvalidCACertificateRef), "tls.frontend validation names no CA certificate"}
 		}
-		reason := string(gwapiv1.ListenerReasonInvalidCACertificateRef)
-		if first != nil {
-			reason = first.reason
-		}
+		reason, msg := bad.reason, bad.msg
 		l.certProblem = &problem{reason, msg}
 		l.notAccepted = &problem{string(gwapiv1.ListenerReasonNoValidCACertificate), "client certificate validation: " + msg}
 		return nil

@@ -104,20 +104,7 @@ func (ca testCA) sign(t *testing.T, tmpl *x509.Certificate) testCert {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testCert{
-		tls:     tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
-		leaf:    leaf,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
-	}
+	return newTestCert(t, der, key)
 }
 
 // firstByteListener hands out connections that count, on plaintext, the

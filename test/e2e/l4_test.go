@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -80,20 +81,7 @@ func selfSigned(t *testing.T, name string) testCert {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testCert{
-		tls:     tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
-		leaf:    leaf,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
-	}
+	return newTestCert(t, der, key)
 }
 
 // describe names a certificate by its DNS names and serial number.
@@ -677,4 +665,24 @@ func TestL4UDPRouteEcho(t *testing.T) {
 
 	f.waitOutput("UDPRoute status", 0, regexp.MustCompile(regexp.QuoteMeta(
 		"UDPRoute default/echo -> default/gw/udp: Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)")), l4Deadline)
+}
+
+// newTestCert wraps a DER certificate and its key as a testCert: the
+// tls.Certificate a server presents, the parsed leaf, and both as PEM.
+func newTestCert(t *testing.T, der []byte, key crypto.Signer) testCert {
+	t.Helper()
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testCert{
+		tls:     tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
+		leaf:    leaf,
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
+	}
 }

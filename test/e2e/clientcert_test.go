@@ -162,8 +162,9 @@ func (c certClient) get(port int, path string, roots *x509.CertPool, maxVersion 
 
 // refusedByEnvoy says whether err is what a client sees when Envoy refuses
 // it during or right after the TLS handshake (nil): a TLS alert from Envoy,
-// or the connection closed or reset before any response; else what
-// happened.
+// or the connection closed or reset before any response (in TLS 1.3 the
+// client may still be writing its request when Envoy closes, which it
+// sees as a broken pipe); else what happened.
 func refusedByEnvoy(err error) error {
 	var oe *net.OpError
 	switch {
@@ -173,7 +174,7 @@ func refusedByEnvoy(err error) error {
 		return nil
 	case errors.As(err, &oe) && oe.Op == "dial":
 		return fmt.Errorf("the connection was not accepted: %w", err)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return nil
 	}
 	return err

@@ -89,8 +89,11 @@ func (p *pipeline) trigger() {
 }
 
 // Start registers the event handlers (each GetInformer waits for its
-// informer's initial sync), then runs the debounced pipeline until ctx
-// ends.
+// informer's initial sync), then runs the pipeline until ctx ends. The
+// first change after a quiet period (no run within Debounce) is acted on
+// at once; changes that arrive while a run works or right after it are a
+// burst, coalesced until Debounce passes without one (at most
+// MaxDebounce).
 func (p *pipeline) Start(ctx context.Context) error {
 	if err := p.watch(ctx); err != nil {
 		return err
@@ -99,6 +102,7 @@ func (p *pipeline) Start(ctx context.Context) error {
 		go p.prov.run(ctx)
 	}
 	p.trigger()
+	var lastRun time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -107,6 +111,11 @@ func (p *pipeline) Start(ctx context.Context) error {
 			p.refresh()
 			continue
 		case <-p.kick:
+		}
+		if time.Since(lastRun) >= p.cfg.Debounce {
+			p.run(ctx)
+			lastRun = time.Now()
+			continue
 		}
 		first := time.Now()
 		quiet := time.NewTimer(p.cfg.Debounce)
@@ -128,6 +137,7 @@ func (p *pipeline) Start(ctx context.Context) error {
 		}
 		quiet.Stop()
 		p.run(ctx)
+		lastRun = time.Now()
 	}
 }
 

@@ -160,7 +160,7 @@ func requestedIPs(addrs []gwapiv1.GatewaySpecAddress) ([]string, *problem) {
 		case gwapiv1.IPAddressType:
 		case gwapiv1.HostnameAddressType:
 			return nil, &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
-				fmt.Sprintf("address %q of type Hostname is not supported: a Gateway's address is its Service's, and a Service cannot request a hostname from its load balancer; use type IPAddress", a.Value)}
+				fmt.Sprintf("address %q of type Hostname is not supported: a Gateway's address is an IP address (its Service's, which cannot request a hostname from a load balancer, or in standalone mode the one Envoy binds); use type IPAddress", a.Value)}
 		default:
 			return nil, &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
 				fmt.Sprintf("address type %q is not supported; only IPAddress is", typ)}

@@ -489,7 +489,7 @@ func TestSeveralAddresses(t *testing.T) {
 	}
 
 	for typ, msg := range map[gwapiv1.AddressType]string{
-		gwapiv1.HostnameAddressType: `address "gw.example.com" of type Hostname is not supported: a Gateway's address is its Service's, and a Service cannot request a hostname from its load balancer; use type IPAddress`,
+		gwapiv1.HostnameAddressType: `address "gw.example.com" of type Hostname is not supported: a Gateway's address is an IP address (its Service's, which cannot request a hostname from a load balancer, or in standalone mode the one Envoy binds); use type IPAddress`,
 		gwapiv1.NamedAddressType:    `address type "NamedAddress" is not supported; only IPAddress is`,
 		"test/fake-invalid-type":    `address type "test/fake-invalid-type" is not supported; only IPAddress is`,
 	} {

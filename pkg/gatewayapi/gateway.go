@@ -112,9 +112,9 @@ func (t *translator) bindPort(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint
 	return uint32(port)
 }
 
-// gatewayAddress reads spec.addresses (Gateway API GatewaySpec.Addresses,
-// GEP-1651) and returns the IP address every listener binds, with the
-// problem that refuses the Gateway, if any.
+// gatewayAddress reads spec.addresses (Gateway API GatewaySpec.Addresses)
+// and returns the IP address every listener binds, with the problem that
+// refuses the Gateway, if any.
 //
 // Only the type IPAddress (the default type) is supported. Its values
 // (requestedIPs) are the addresses the Gateway asks for:

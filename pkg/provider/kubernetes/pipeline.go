@@ -424,7 +424,7 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 
 // setAddresses fills status.addresses of every Gateway in st from the
 // Service the resolver names for it (left empty while it does not exist),
-// and sets Programmed=False when the address the Gateway requests in
+// and sets Programmed=False when an address the Gateway requests in
 // spec.addresses is not the Service's (status.GatewayAddresses).
 func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 	svcs := make(map[types.NamespacedName]*corev1.Service, len(res.Services))
@@ -437,7 +437,7 @@ func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 			continue
 		}
 		var problem *status.AddressProblem
-		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIP(gw), svcs[r.ServiceFor(gw)])
+		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIPs(gw), svcs[r.ServiceFor(gw)])
 		problem.Apply(gs)
 	}
 }

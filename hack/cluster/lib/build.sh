@@ -74,8 +74,8 @@ build_tools() {
 
 build_echo_basic() {
   local moddir=$HERE/build/echo-basic
-  grep -q "sigs.k8s.io/gateway-api/conformance $GATEWAY_API_VERSION\$" "$moddir/go.mod" \
-    && grep -q "=> sigs.k8s.io/gateway-api $GATEWAY_API_VERSION\$" "$moddir/go.mod" \
-    || die "$moddir/go.mod does not pin gateway-api $GATEWAY_API_VERSION: run hack/cluster/build/update-gomods.sh"
-  go_build_cached "echo-basic-$GATEWAY_API_VERSION" "$moddir" "-s -w" sigs.k8s.io/gateway-api/conformance/echo-basic
+  grep -q "sigs.k8s.io/gateway-api/conformance $ECHO_BASIC_VERSION\$" "$moddir/go.mod" \
+    && grep -q "=> sigs.k8s.io/gateway-api $ECHO_BASIC_VERSION\$" "$moddir/go.mod" \
+    || die "$moddir/go.mod does not pin gateway-api $ECHO_BASIC_VERSION: run hack/cluster/build/update-gomods.sh"
+  go_build_cached "echo-basic-$ECHO_BASIC_VERSION" "$moddir" "-s -w" sigs.k8s.io/gateway-api/conformance/echo-basic
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
@@ -26,7 +27,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	pb "sigs.k8s.io/gateway-api-conformance-images/echo-basic/grpcechoserver"
 	"sigs.k8s.io/gateway-api-conformance-images/echo-basic/tcpserver"
 	"sigs.k8s.io/gateway-api-conformance-images/echo-basic/udpechoserver"
@@ -116,6 +119,49 @@ func TestGRPCAgainstEchoBasic(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("x-echo: 1 not among the echoed headers %v", a.GetHeaders())
+	}
+}
+
+// TestGRPCOverTLSAssertionsAgainstEchoBasic: echo-basic with TLS_SERVER_CERT and
+// TLS_SERVER_PRIV_KEY (as the v1.7.0 grpc-infra-backend-v1 pods, the
+// backend of backendtlspolicy-grpcroute) answers our client over TLS on
+// HTTPS_PORT, and its TLSAssertions (field 5 of Assertions) decode with the
+// SNI and version the client negotiated.
+func TestGRPCOverTLSAssertionsAgainstEchoBasic(t *testing.T) {
+	certPEM, certFile, keyFile := writeCert(t, "grpc.example.com")
+	httpPort, httpsPort := freePort(t, "tcp"), freePort(t, "tcp")
+	echoBasic(t, "GRPC_ECHO_SERVER=1", "HTTP_PORT="+httpPort, "HTTPS_PORT="+httpsPort,
+		"TLS_SERVER_CERT="+certFile, "TLS_SERVER_PRIV_KEY="+keyFile)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(certPEM)
+	conn, err := grpc.NewClient("127.0.0.1:"+httpsPort, grpc.WithTransportCredentials(credentials.NewTLS(
+		&tls.Config{RootCAs: roots, ServerName: "grpc.example.com", MinVersion: tls.VersionTLS13})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The server may still be starting: retry until it answers (the
+	// suite's clients poll the same way), at most MaxTimeToConsistency.
+	var resp *pb.EchoResponse
+	deadline := time.Now().Add(timeouts.MaxTimeToConsistency)
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), timeouts.RequestTimeout)
+		resp, err = pb.NewGrpcEchoClient(conn).Echo(ctx, &pb.EchoRequest{})
+		cancel()
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(timeouts.DefaultPollInterval)
+	}
+	if err != nil {
+		t.Fatalf("Echo over TLS: %v", err)
+	}
+	tlsA := resp.GetAssertions().GetTlsAssertions()
+	if tlsA.GetServerName() != "grpc.example.com" || tlsA.GetVersion() == "" || tlsA.GetCipherSuite() == "" || tlsA.GetNegotiatedProtocol() != "h2" {
+		t.Errorf("tls assertions %v", tlsA)
+	}
+	if got := resp.GetAssertions().GetContext().GetPod(); got != pod {
+		t.Errorf("pod %q, want %q", got, pod)
 	}
 }
 

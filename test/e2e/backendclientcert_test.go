@@ -81,7 +81,8 @@ func (b *tlsBackend) clientNames() []string {
 //     the backend serves no request without a certificate and sees no
 //     plaintext;
 //   - the Secret rewritten with a new certificate (gateway-2.example.test):
-//     the backend sees it, through the same cluster (SDS);
+//     the backend sees it on new connections, through the same cluster
+//     (SDS);
 //   - the Secret removed: gw is ResolvedRefs=False
 //     (InvalidClientCertificateRef) and answers 500 itself without
 //     connecting to the backend, while it stays Programmed.
@@ -168,13 +169,14 @@ func TestBackendClientCertificate(t *testing.T) {
 		t.Errorf("plain status %q; want Programmed and no ResolvedRefs (it has no backend client certificate)", l)
 	}
 
-	// The Secret rotated: the next connections present the new
-	// certificate.
+	// The Secret rotated: new connections present the new certificate
+	// (Envoy may keep using a connection opened before, so the backend
+	// closes each after one request).
+	backend.oneRequestPerConnection.Store(true)
 	rotated := f.mark()
 	writeSecret(f, "gateway-2.example.test")
 	f.waitOutput("the rotated Secret published", rotated, regexp.MustCompile(`configuration published`), l4Deadline)
 	took = poll(t, "the rotated client certificate", func() error {
-		f.client.CloseIdleConnections()
 		code, body = f.get(host, "/rotated")
 		names := backend.clientNames()
 		if code != 200 || names[len(names)-1] != "gateway-2.example.test" {

@@ -159,6 +159,10 @@ type tlsBackend struct {
 	// clients is the common name of the client certificate of every
 	// request the handler served ("" for none).
 	clients []string
+	// oneRequestPerConnection, when set, closes every connection after
+	// its response (Connection: close), so that each request comes with
+	// a new handshake.
+	oneRequestPerConnection atomic.Bool
 }
 
 // startTLSBackend serves a tlsBackend with cert until the test ends;
@@ -193,6 +197,9 @@ func startTLSBackend(t *testing.T, name string, cert testCert, configure ...func
 			b.requests = append(b.requests, sni)
 			b.clients = append(b.clients, client)
 			b.mu.Unlock()
+			if b.oneRequestPerConnection.Load() {
+				w.Header().Set("Connection", "close")
+			}
 			w.Header().Set("x-backend", name)
 			fmt.Fprintf(w, "%s %s sni=%s", name, r.URL.Path, sni)
 		}),

@@ -30,6 +30,9 @@ type gatewayState struct {
 	// insecureFrontend: a listener validates client certificates in mode
 	// AllowInsecureFallback (condition InsecureFrontendValidationMode).
 	insecureFrontend bool
+	// backendCert is spec.tls.backend clientCertificateRef resolved, nil
+	// when the Gateway has none (backendcert.go).
+	backendCert *backendClientCert
 }
 
 func (g *gatewayState) accepted() bool {
@@ -71,6 +74,7 @@ func (t *translator) translateGateways() {
 		for i := range gw.Spec.Listeners {
 			gs.listeners = append(gs.listeners, t.newListener(gs, &gw.Spec.Listeners[i]))
 		}
+		t.readBackendClientCertificate(gs)
 		markDuplicateNames(gs.listeners)
 		detectConflicts(gs.listeners)
 		detectOverlappingTLS(gs.listeners)
@@ -267,6 +271,9 @@ func compareTime(a, b metav1.Time) int {
 // buildStatus renders the Gateway's status: conditions Accepted and
 // Programmed, and one entry per spec listener.
 //
+// ResolvedRefs is set for a Gateway with a backend clientCertificateRef
+// that is not refused (resolvedRefs).
+//
 // Accepted: False with the refusal reason (addresses); False reason
 // ListenersNotValid when no listener is accepted; True reason
 // ListenersNotValid when some listener is not accepted or not programmed;
@@ -311,6 +318,9 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 		} else {
 			setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, "no listener can be programmed", gen))
 		}
+	}
+	if c := g.resolvedRefs(); c != nil && g.refused == nil {
+		setCondition(&st.Conditions, *c)
 	}
 	if g.insecureFrontend {
 		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionInsecureFrontendValidationMode, true, gwapiv1.GatewayReasonConfigurationChanged,

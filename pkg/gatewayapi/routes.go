@@ -386,12 +386,15 @@ func (t *translator) finishRoute(r *routeState) {
 	t.status.Routes[r.key] = st
 }
 
-// addRoutes adds one IR route per hostname, rule and match of r to l.
+// addRoutes adds one IR route per hostname, rule and match of r to l,
+// whose TLS backends present l's Gateway's client certificate
+// (applyBackendClientCert).
 func (l *listenerState) addRoutes(r *routeState) {
 	for _, host := range routeHostnames(l.hostname, r.hostnames) {
 		for _, ru := range r.rules.rules {
 			for j, m := range ru.matches {
 				route := ru.template.DeepCopy()
+				l.gw.applyBackendClientCert(route)
 				route.Name = routeMatchName(r.key, ru.index, j)
 				route.Hostname = host
 				route.Match = *m.DeepCopy()

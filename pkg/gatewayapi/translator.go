@@ -103,7 +103,8 @@ func (k RouteKey) NamespacedName() types.NamespacedName {
 //   - gatewayclass.go: which GatewayClasses are ours (spec.controllerName);
 //   - gateway.go, listeners.go, conflicts.go, certificates.go: the Gateways
 //     of those classes, their addresses and listeners (protocol, conflicts,
-//     TLS certificates, allowedRoutes);
+//     TLS certificates, allowedRoutes); backendcert.go: the client
+//     certificate a Gateway presents to TLS backends (spec.tls.backend);
 //   - routes.go: routes of every kind attached to those Gateways
 //     (parentRefs, listeners, hostnames, kinds sharing a hostname) and
 //     their status;

@@ -122,7 +122,9 @@ type ClientValidation struct {
 	AllowInsecureFallback bool `json:"allowInsecureFallback,omitempty"`
 }
 
-// Certificate is a serving certificate and its private key, PEM encoded.
+// Certificate is a certificate and its private key, PEM encoded: a
+// listener's serving certificate, or the client certificate Envoy presents
+// to TLS backends (BackendTLS.ClientCertificate).
 type Certificate struct {
 	// Name is unique across the IR: "<namespace>/<secret>". It names the
 	// SDS secret Envoy fetches.
@@ -335,8 +337,10 @@ const (
 type Backend struct {
 	// Name is unique across the IR and names the Envoy cluster:
 	// "service/<namespace>/<name>/<port>", with "/h2c" appended where a
-	// GRPCRoute makes an HTTP/1.1 port speak h2c. Two routes that
-	// reference the same Service port (with the same protocol) share it.
+	// GRPCRoute makes an HTTP/1.1 port speak h2c, then
+	// "/client-certificate/<namespace>/<secret>" where TLS.ClientCertificate
+	// is set. Two routes that reference the same Service port (with the
+	// same protocol and client certificate) share it.
 	Name string `json:"name"`
 	// Weight is the backendRef weight; 0 sends no traffic.
 	Weight uint32 `json:"weight"`
@@ -380,6 +384,12 @@ type BackendTLS struct {
 	// SubjectAltNames, when set, replace SNI as the names the backend's
 	// certificate must carry.
 	SubjectAltNames []string `json:"subjectAltNames,omitempty"`
+	// ClientCertificate, when set, is the certificate Envoy presents to
+	// the backend in the handshake (Gateway spec.tls.backend
+	// clientCertificateRef). It is the Gateway's, so the Backend's Name
+	// names it too: Gateways with different client certificates (or none)
+	// reach the same Service port through different clusters.
+	ClientCertificate *Certificate `json:"clientCertificate,omitempty"`
 }
 
 // L4Route is a TLSRoute, TCPRoute or UDPRoute attached to a listener.

@@ -45,11 +45,17 @@ func TestReferencedSecrets(t *testing.T) {
 			}}},
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "theirs", Listeners: []gwapiv1.Listener{
 				tls(gwapiv1.SecretObjectReference{Name: "not-ours"}),
-			}}},
+			}, TLS: &gwapiv1.GatewayTLSConfig{Backend: &gwapiv1.GatewayBackendTLS{ClientCertificateRef: &gwapiv1.SecretObjectReference{Name: "not-ours-client"}}}}},
+			// spec.tls.backend clientCertificateRef, in the Gateway's
+			// namespace and in another one.
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "d"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "xds",
+				TLS: &gwapiv1.GatewayTLSConfig{Backend: &gwapiv1.GatewayBackendTLS{ClientCertificateRef: &gwapiv1.SecretObjectReference{Name: "client"}}}}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "xds",
+				TLS: &gwapiv1.GatewayTLSConfig{Backend: &gwapiv1.GatewayBackendTLS{ClientCertificateRef: &gwapiv1.SecretObjectReference{Name: "client", Namespace: &ns}}}}},
 		},
 	}
 	got := referencedSecrets(res, gatewayapi.ControllerName)
-	want := []types.NamespacedName{{Namespace: "certs", Name: "x"}, {Namespace: "default", Name: "a"}, {Namespace: "default", Name: "b"}}
+	want := []types.NamespacedName{{Namespace: "certs", Name: "client"}, {Namespace: "certs", Name: "x"}, {Namespace: "default", Name: "a"}, {Namespace: "default", Name: "b"}, {Namespace: "default", Name: "client"}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}

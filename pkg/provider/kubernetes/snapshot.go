@@ -140,8 +140,9 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 	return res, nil
 }
 
-// referencedSecrets are the Secrets that the TLS listeners of Gateways of
-// our classes reference (core Secrets only; whether a ReferenceGrant allows
+// referencedSecrets are the Secrets that Gateways of our classes reference
+// in their TLS listeners' certificateRefs and their spec.tls.backend
+// clientCertificateRef (core Secrets only; whether a ReferenceGrant allows
 // a cross-namespace one is the translator's decision), sorted.
 func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayController) []types.NamespacedName {
 	ours := map[string]bool{}
@@ -152,6 +153,19 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	}
 	seen := map[types.NamespacedName]bool{}
 	var out []types.NamespacedName
+	add := func(gwNS string, ref gwapiv1.SecretObjectReference) {
+		if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+			return
+		}
+		k := types.NamespacedName{Namespace: gwNS, Name: string(ref.Name)}
+		if ref.Namespace != nil {
+			k.Namespace = string(*ref.Namespace)
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
 	for _, gw := range res.Gateways {
 		if !ours[string(gw.Spec.GatewayClassName)] {
 			continue
@@ -161,18 +175,11 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 				continue
 			}
 			for _, ref := range l.TLS.CertificateRefs {
-				if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
-					continue
-				}
-				k := types.NamespacedName{Namespace: gw.Namespace, Name: string(ref.Name)}
-				if ref.Namespace != nil {
-					k.Namespace = string(*ref.Namespace)
-				}
-				if !seen[k] {
-					seen[k] = true
-					out = append(out, k)
-				}
+				add(gw.Namespace, ref)
 			}
+		}
+		if t := gw.Spec.TLS; t != nil && t.Backend != nil && t.Backend.ClientCertificateRef != nil {
+			add(gw.Namespace, *t.Backend.ClientCertificateRef)
 		}
 	}
 	sortNames(out)

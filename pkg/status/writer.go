@@ -139,7 +139,8 @@ type Writer struct {
 	written map[Key]writtenState // what we last wrote, to recognise a stale cache
 	fresh   map[Key]bool         // read with direct next time
 
-	writes atomic.Int64
+	writes  atomic.Int64
+	metrics *writerMetrics
 }
 
 type writtenState struct {
@@ -175,13 +176,15 @@ func NewWriter(c client.Client, direct client.Reader, opts Options) *Writer {
 	if direct == nil {
 		direct = c
 	}
+	m := newWriterMetrics()
 	return &Writer{
-		c:      c,
-		direct: direct,
-		opts:   opts,
+		c:       c,
+		direct:  direct,
+		opts:    opts,
+		metrics: m,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[Key](100*time.Millisecond, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
+			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status", MetricsProvider: queueMetrics{m}}),
 		limiter: flowcontrol.NewTokenBucketRateLimiter(opts.QPS, opts.Burst),
 		desired: map[Key]any{},
 		written: map[Key]writtenState{},
@@ -335,6 +338,11 @@ func (w *Writer) work(ctx context.Context) {
 		case ctx.Err() != nil:
 			w.queue.Forget(k)
 		default:
+			result := "error"
+			if apierrors.IsConflict(err) {
+				result = "conflict"
+			}
+			w.metrics.writes.WithLabelValues(string(k.Kind), result).Inc()
 			if apierrors.IsConflict(err) {
 				w.mu.Lock()
 				w.fresh[k] = true
@@ -503,6 +511,7 @@ func (w *Writer) staleCache(k Key, hash, liveRV string) bool {
 }
 
 func (w *Writer) wrote(k Key, hash, rv string) {
+	w.metrics.writes.WithLabelValues(string(k.Kind), "written").Inc()
 	w.mu.Lock()
 	w.written[k] = writtenState{hash: hash, resourceVersion: rv}
 	w.mu.Unlock()

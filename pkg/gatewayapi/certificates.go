@@ -16,8 +16,8 @@ import (
 // no certificates; in mode Terminate (TLSRouteModeTerminate) it needs them.
 // Every certificateRef must name a core Secret of type kubernetes.io/tls
 // whose tls.crt and tls.key form a valid key pair; a Secret in another
-// namespace needs a ReferenceGrant from Gateways of the listener's
-// namespace. Any bad ref sets ResolvedRefs=False (reason
+// namespace needs a ReferenceGrant from Gateways (ListenerSets, for a
+// ListenerSet's listener) of the listener's namespace. Any bad ref sets ResolvedRefs=False (reason
 // InvalidCertificateRef, or RefNotPermitted for a missing grant) and keeps
 // the listener from being programmed.
 func (t *translator) listenerTLS(l *listenerState) {
@@ -42,7 +42,7 @@ func (t *translator) listenerTLS(l *listenerState) {
 	var first *problem
 	var msgs []string
 	for _, ref := range cfg.CertificateRefs {
-		c, p := t.certificate(l.gw.obj.Namespace, ref)
+		c, p := t.certificate(l.ownerKind(), l.namespace(), ref)
 		if p != nil {
 			if first == nil {
 				first = p
@@ -59,9 +59,12 @@ func (t *translator) listenerTLS(l *listenerState) {
 	l.tls = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: certs, ClientValidation: t.frontendValidation(l)}
 }
 
-// certificate resolves one certificateRef of a listener of a Gateway in
-// namespace gwNS.
-func (t *translator) certificate(gwNS string, ref gwapiv1.SecretObjectReference) (*ir.Certificate, *problem) {
+// certificate resolves one certificateRef of a listener declared by an
+// object of kind fromKind (Gateway or ListenerSet) in namespace gwNS: a
+// Secret of another namespace needs a ReferenceGrant from that kind
+// (ListenerSet: "ReferenceGrants applied to a Gateway are not inherited by
+// child ListenerSets").
+func (t *translator) certificate(fromKind, gwNS string, ref gwapiv1.SecretObjectReference) (*ir.Certificate, *problem) {
 	group := deref(ref.Group, "")
 	kind := deref(ref.Kind, "Secret")
 	ns := string(deref(ref.Namespace, gwapiv1.Namespace(gwNS)))
@@ -72,9 +75,9 @@ func (t *translator) certificate(gwNS string, ref gwapiv1.SecretObjectReference)
 	if group != "" || kind != "Secret" {
 		return invalid("certificateRef %s: %s is not a core Secret", name, groupKind(group, kind))
 	}
-	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, "Gateway", gwNS, "", "Secret", ns, string(ref.Name)) {
+	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, fromKind, gwNS, "", "Secret", ns, string(ref.Name)) {
 		return nil, &problem{string(gwapiv1.ListenerReasonRefNotPermitted),
-			fmt.Sprintf("certificateRef %s: no ReferenceGrant in namespace %s allows Gateways of namespace %s to use it", name, ns, gwNS)}
+			fmt.Sprintf("certificateRef %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", name, ns, fromKind, gwNS)}
 	}
 	s := t.secrets[nn(ns, string(ref.Name))]
 	if s == nil {

@@ -27,6 +27,13 @@ type gatewayState struct {
 	// (Accepted=False with this reason).
 	refused   *problem
 	listeners []*listenerState
+	// sets are the ListenerSets the Gateway admits, in the merged list's
+	// order (listenersets.go); their listeners follow the Gateway's own.
+	sets []*listenerSetState
+	// namedBy counts the ListenerSets whose parentRef names the Gateway,
+	// admitted or not: a Gateway that allows none and is named by none
+	// reports no attachedListenerSets.
+	namedBy int
 	// insecureFrontend: a listener validates client certificates in mode
 	// AllowInsecureFallback (condition InsecureFrontendValidationMode).
 	insecureFrontend bool
@@ -38,7 +45,9 @@ func (g *gatewayState) accepted() bool {
 	}
 	// A Gateway whose listeners are all not accepted has no listener left
 	// to serve (Gateway spec.listeners, "Handling indistinct Listeners").
-	for _, l := range g.listeners {
+	// The listeners of its ListenerSets count: a Gateway may have none of
+	// its own.
+	for _, l := range g.allListeners() {
 		if l.accepted() {
 			return true
 		}
@@ -72,11 +81,10 @@ func (t *translator) translateGateways() {
 			gs.refused = t.opts.InvalidParameters.gateway(gs.nn)
 		}
 		for i := range gw.Spec.Listeners {
-			gs.listeners = append(gs.listeners, t.newListener(gs, &gw.Spec.Listeners[i]))
+			gs.listeners = append(gs.listeners, t.newListener(gs, nil, &gw.Spec.Listeners[i]))
 		}
 		markDuplicateNames(gs.listeners)
 		detectConflicts(gs.listeners)
-		detectOverlappingTLS(gs.listeners)
 		t.gateways = append(t.gateways, gs)
 		t.gatewayIndex[gs.nn] = gs
 	}
@@ -85,6 +93,7 @@ func (t *translator) translateGateways() {
 	slices.SortStableFunc(t.gateways, func(a, b *gatewayState) int {
 		return cmp.Or(cmp.Compare(a.nn.Namespace, b.nn.Namespace), cmp.Compare(a.nn.Name, b.nn.Name))
 	})
+	t.translateListenerSets()
 	t.claimPorts()
 }
 
@@ -191,7 +200,7 @@ func (t *translator) claimPorts() {
 		}
 		addr, _ := netip.ParseAddr(gs.address)
 		var mine []string
-		for _, l := range gs.listeners {
+		for _, l := range gs.allListeners() {
 			if !l.programmable() {
 				continue
 			}
@@ -232,7 +241,10 @@ func compareTime(a, b metav1.Time) int {
 }
 
 // buildStatus renders the Gateway's status: conditions Accepted and
-// Programmed, and one entry per spec listener.
+// Programmed, one entry per spec listener (never the listeners of its
+// ListenerSets, which their own status reports), and attachedListenerSets,
+// the number of its ListenerSets that are accepted (set when the Gateway
+// has spec.allowedListeners or a ListenerSet names it).
 //
 // Accepted: False with the refusal reason (addresses); False reason
 // ListenersNotValid when no listener is accepted; True reason
@@ -287,6 +299,15 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 		if !l.duplicate {
 			st.Listeners = append(st.Listeners, l.buildStatus())
 		}
+	}
+	if g.obj.Spec.AllowedListeners != nil || g.namedBy > 0 {
+		attached := int32(0)
+		for _, s := range g.sets {
+			if s.accepted() {
+				attached++
+			}
+		}
+		st.AttachedListenerSets = &attached
 	}
 	return st
 }

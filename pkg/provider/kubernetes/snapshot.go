@@ -51,6 +51,13 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 	for i := range gws.Items {
 		res.Gateways = append(res.Gateways, &gws.Items[i])
 	}
+	var lss gwapiv1.ListenerSetList
+	if err := r.List(ctx, &lss, noCopy); err != nil {
+		return nil, err
+	}
+	for i := range lss.Items {
+		res.ListenerSets = append(res.ListenerSets, &lss.Items[i])
+	}
 	var hrs gwapiv1.HTTPRouteList
 	if err := r.List(ctx, &hrs, noCopy); err != nil {
 		return nil, err
@@ -141,8 +148,10 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 }
 
 // referencedSecrets are the Secrets that the TLS listeners of Gateways of
-// our classes reference (core Secrets only; whether a ReferenceGrant allows
-// a cross-namespace one is the translator's decision), sorted.
+// our classes, and of the ListenerSets whose parentRef names one of those
+// Gateways, reference (core Secrets only; whether a ReferenceGrant allows
+// a cross-namespace one, and whether the Gateway admits the ListenerSet,
+// are the translator's decisions), sorted.
 func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayController) []types.NamespacedName {
 	ours := map[string]bool{}
 	for _, gc := range res.GatewayClasses {
@@ -152,27 +161,44 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	}
 	seen := map[types.NamespacedName]bool{}
 	var out []types.NamespacedName
+	add := func(ns string, tls *gwapiv1.ListenerTLSConfig) {
+		if tls == nil {
+			return
+		}
+		for _, ref := range tls.CertificateRefs {
+			if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+				continue
+			}
+			k := types.NamespacedName{Namespace: ns, Name: string(ref.Name)}
+			if ref.Namespace != nil {
+				k.Namespace = string(*ref.Namespace)
+			}
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	ourGateways := map[types.NamespacedName]bool{}
 	for _, gw := range res.Gateways {
 		if !ours[string(gw.Spec.GatewayClassName)] {
 			continue
 		}
+		ourGateways[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = true
 		for _, l := range gw.Spec.Listeners {
-			if l.TLS == nil {
-				continue
-			}
-			for _, ref := range l.TLS.CertificateRefs {
-				if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
-					continue
-				}
-				k := types.NamespacedName{Namespace: gw.Namespace, Name: string(ref.Name)}
-				if ref.Namespace != nil {
-					k.Namespace = string(*ref.Namespace)
-				}
-				if !seen[k] {
-					seen[k] = true
-					out = append(out, k)
-				}
-			}
+			add(gw.Namespace, l.TLS)
+		}
+	}
+	for _, ls := range res.ListenerSets {
+		parent := types.NamespacedName{Namespace: ls.Namespace, Name: string(ls.Spec.ParentRef.Name)}
+		if ls.Spec.ParentRef.Namespace != nil {
+			parent.Namespace = string(*ls.Spec.ParentRef.Namespace)
+		}
+		if !ourGateways[parent] {
+			continue
+		}
+		for _, l := range ls.Spec.Listeners {
+			add(ls.Namespace, l.TLS)
 		}
 	}
 	sortNames(out)

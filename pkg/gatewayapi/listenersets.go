@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // KindListenerSet is the ListenerSet kind (group gateway.networking.k8s.io),
@@ -291,4 +293,54 @@ func (s *listenerSetState) buildStatus() *gwapiv1.ListenerSetStatus {
 			true, gwapiv1.ListenerSetReasonProgrammed, "listeners programmed: "+strings.Join(good, ", "))
 	}
 	return st
+}
+
+// MergeListenerSets returns gateways (in the same order) with, for each
+// Gateway that admits ListenerSets of res (ListenerSetParent,
+// AdmitsListenerSet against res.Namespaces' labels), a copy whose
+// spec.listeners also holds the admitted sets' listeners in the merged
+// list's order (SortListenerSets). It is for what reads a Gateway's ports
+// (the provisioner's bind ports and Service ports): the listeners of a
+// ListenerSet are served by its Gateway's Envoy fleet, on its Service. The
+// copies' listener names may repeat; conflicts are the translator's.
+// Gateways without admitted sets are returned as they are; nothing is
+// modified.
+func MergeListenerSets(gateways []*gwapiv1.Gateway, res *resources.Resources) []*gwapiv1.Gateway {
+	byParent := map[types.NamespacedName][]*gwapiv1.ListenerSet{}
+	for _, ls := range res.ListenerSets {
+		if ls == nil {
+			continue
+		}
+		if parent, ok := ListenerSetParent(ls); ok {
+			byParent[parent] = append(byParent[parent], ls)
+		}
+	}
+	nsLabels := map[string]labels.Set{}
+	for _, n := range res.Namespaces {
+		if n != nil {
+			nsLabels[n.Name] = n.Labels
+		}
+	}
+	out := make([]*gwapiv1.Gateway, len(gateways))
+	for i, gw := range gateways {
+		out[i] = gw
+		var admitted []*gwapiv1.ListenerSet
+		for _, ls := range byParent[nn(gw.Namespace, gw.Name)] {
+			if AdmitsListenerSet(gw, ls.Namespace, nsLabels[ls.Namespace]) == "" {
+				admitted = append(admitted, ls)
+			}
+		}
+		if len(admitted) == 0 {
+			continue
+		}
+		SortListenerSets(admitted)
+		merged := gw.DeepCopy()
+		for _, ls := range admitted {
+			for j := range ls.Spec.Listeners {
+				merged.Spec.Listeners = append(merged.Spec.Listeners, *entryListener(ls.Spec.Listeners[j].DeepCopy()))
+			}
+		}
+		out[i] = merged
+	}
+	return out
 }

@@ -67,11 +67,11 @@ const (
 	// KindListenerSet's status is written like a Gateway's (server-side
 	// apply): it belongs to the controller of its parent Gateway.
 	KindListenerSet Kind = gatewayapi.KindListenerSet
-	KindHTTPRoute    Kind = gatewayapi.KindHTTPRoute
-	KindGRPCRoute    Kind = gatewayapi.KindGRPCRoute
-	KindTLSRoute     Kind = gatewayapi.KindTLSRoute
-	KindTCPRoute     Kind = gatewayapi.KindTCPRoute
-	KindUDPRoute     Kind = gatewayapi.KindUDPRoute
+	KindHTTPRoute   Kind = gatewayapi.KindHTTPRoute
+	KindGRPCRoute   Kind = gatewayapi.KindGRPCRoute
+	KindTLSRoute    Kind = gatewayapi.KindTLSRoute
+	KindTCPRoute    Kind = gatewayapi.KindTCPRoute
+	KindUDPRoute    Kind = gatewayapi.KindUDPRoute
 	// KindBackendTLSPolicy's status.ancestors are written like routes'
 	// parents (routes.go).
 	KindBackendTLSPolicy Kind = "BackendTLSPolicy"

@@ -191,16 +191,24 @@ func (g *gatewayState) allListeners() []*listenerState {
 // to the listeners of g's ListenerSets, with the merged list's precedence
 // (ListenerSetSpec listeners: the parent Gateway first, then the sets in
 // order): a set's listener is Conflicted when a listener before it in the
-// merged list, on the same port, has a protocol that cannot share the port
-// (ProtocolConflict) or the same protocol class and hostname
-// (HostnameConflict). The earlier listener keeps its state; the Gateway's
-// own listeners are never refused because of a ListenerSet.
+// merged list that is not Conflicted itself, on the same port, has a
+// protocol that cannot share the port (ProtocolConflict) or the same
+// protocol class and hostname (HostnameConflict). The earlier listener
+// keeps its state; the Gateway's own listeners are never refused because
+// of a ListenerSet, and a Conflicted listener holds nothing.
 func detectSetConflicts(g *gatewayState) {
-	earlier := slices.Clone(g.listeners)
+	var earlier []*listenerState
+	for _, l := range g.listeners {
+		if l.conflict == nil {
+			earlier = append(earlier, l)
+		}
+	}
 	for _, s := range g.sets {
 		for _, l := range s.listeners {
-			if !l.duplicate && protocolKinds[l.spec.Protocol] != nil {
-				l.conflict = conflictWithEarlier(l, earlier)
+			if l.duplicate || protocolKinds[l.spec.Protocol] == nil {
+				continue
+			}
+			if l.conflict = conflictWithEarlier(l, earlier); l.conflict == nil {
 				earlier = append(earlier, l)
 			}
 		}

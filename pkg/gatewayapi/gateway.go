@@ -266,6 +266,16 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 			bad = append(bad, l.name)
 		}
 	}
+	// The Gateway serves its ListenerSets' listeners too: they count for
+	// Programmed (a Gateway may have no listener of its own), never as
+	// "not valid" listeners of the Gateway.
+	for _, s := range g.sets {
+		for _, l := range s.listeners {
+			if l.programmed() {
+				programmed = append(programmed, s.nn.String()+"/"+l.name)
+			}
+		}
+	}
 	switch {
 	case g.refused != nil:
 		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionAccepted, false, g.refused.reason, g.refused.msg, gen))
@@ -319,9 +329,22 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 // server; here it is not accepted: Accepted=False reason Invalid, with
 // every problem in the message.
 func gatewaySpecProblem(gw *gwapiv1.Gateway) *problem {
+	msgs := listenersSpecProblems(gw.Spec.Listeners, "Gateway")
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &problem{string(gwapiv1.GatewayReasonInvalid), "invalid spec: " + strings.Join(msgs, "; ")}
+}
+
+// listenersSpecProblems checks the schema rules of the spec.listeners of a
+// Gateway or (owner "ListenerSet") of a ListenerSet, whose ListenerEntry
+// rules are the same (listenerset_types.go): at most 64 listeners, each
+// name, hostname, port and protocol valid, names unique, port, protocol
+// and hostname unique, and the CEL rules on tls. It returns one message
+// per problem.
+func listenersSpecProblems(ls []gwapiv1.Listener, owner string) []string {
 	var msgs []string
 	add := func(format string, a ...any) { msgs = append(msgs, fmt.Sprintf(format, a...)) }
-	ls := gw.Spec.Listeners
 	if len(ls) > maxGatewayListeners {
 		add("spec.listeners has %d listeners; at most %d are allowed", len(ls), maxGatewayListeners)
 	}
@@ -340,7 +363,7 @@ func gatewaySpecProblem(gw *gwapiv1.Gateway) *problem {
 			add("%s: name %s", at, p)
 		}
 		if prev, ok := names[l.Name]; ok {
-			add("%s: listener name %s is already used by spec.listeners[%d]; listener names must be unique within the Gateway", at, q(string(l.Name)), prev)
+			add("%s: listener name %s is already used by spec.listeners[%d]; listener names must be unique within the %s", at, q(string(l.Name)), prev, owner)
 		} else {
 			names[l.Name] = i
 		}
@@ -391,8 +414,5 @@ func gatewaySpecProblem(gw *gwapiv1.Gateway) *problem {
 			combos[c] = at
 		}
 	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return &problem{string(gwapiv1.GatewayReasonInvalid), "invalid spec: " + strings.Join(msgs, "; ")}
+	return msgs
 }

@@ -158,6 +158,17 @@ func (t *translator) translateListenerSets() {
 			}
 		}
 		if s.refused == nil {
+			var entries []gwapiv1.Listener
+			for i := range ls.Spec.Listeners {
+				entries = append(entries, *entryListener(&ls.Spec.Listeners[i]))
+			}
+			if msgs := listenersSpecProblems(entries, KindListenerSet); len(msgs) > 0 {
+				// What the CRD's schema refuses in a cluster (standalone
+				// mode has no API server to check it).
+				s.refused = &problem{string(gwapiv1.ListenerSetReasonListenersNotValid), "invalid spec: " + strings.Join(msgs, "; ")}
+			}
+		}
+		if s.refused == nil {
 			byGateway[gs] = append(byGateway[gs], ls)
 		}
 	}
@@ -252,7 +263,8 @@ func (l *listenerState) owner() string {
 }
 
 // buildStatus renders the ListenerSet's status (ListenerSetStatus):
-//   - refused (NotAllowed, ParentNotAccepted): Accepted=False and
+//   - refused (NotAllowed, ParentNotAccepted, or ListenersNotValid for a
+//     spec the CRD's schema would refuse): Accepted=False and
 //     Programmed=False with that reason, no listeners;
 //   - no valid listener, or the Gateway not accepted: Accepted=False and
 //     Programmed=False reason ListenersNotValid;

@@ -89,3 +89,35 @@ func TestMergeListenerSets(t *testing.T) {
 		t.Errorf("a Gateway that admits no ListenerSet should be returned as it is")
 	}
 }
+
+// TestListenerSetSpecRefused: a ListenerSet that breaks the CRD's schema
+// rules (standalone mode has no API server to refuse it) is not accepted,
+// and none of its listeners is served.
+func TestListenerSetSpecRefused(t *testing.T) {
+	res := fixture()
+	gw := res.Gateways[0]
+	gw.Spec.AllowedListeners = &gwapiv1.AllowedListeners{Namespaces: &gwapiv1.ListenerNamespaces{From: ptr(gwapiv1.NamespacesFromSame)}}
+	ls := &gwapiv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: gw.Namespace, Name: "bad", Generation: 3}}
+	ls.Spec.ParentRef = gwapiv1.ParentGatewayReference{Name: gwapiv1.ObjectName(gw.Name)}
+	ls.Spec.Listeners = []gwapiv1.ListenerEntry{
+		{Name: "a", Protocol: gwapiv1.HTTPProtocolType, Port: 9001},
+		{Name: "a", Protocol: gwapiv1.HTTPProtocolType, Port: 9002},
+	}
+	res.ListenerSets = []*gwapiv1.ListenerSet{ls}
+	out := Translate(res, Options{})
+	st := out.Status.ListenerSets[nn(ls.Namespace, ls.Name)]
+	if st == nil {
+		t.Fatal("no status for the ListenerSet")
+	}
+	c := st.Conditions[0]
+	if c.Type != "Accepted" || c.Status != metav1.ConditionFalse || c.Reason != "ListenersNotValid" || c.ObservedGeneration != 3 {
+		t.Errorf("Accepted = %+v, want False ListenersNotValid at generation 3", c)
+	}
+	for _, g := range out.IR.Gateways {
+		for _, l := range g.Listeners {
+			if l.ListenerSet != "" {
+				t.Errorf("listener %s of the refused ListenerSet is served", l.Name)
+			}
+		}
+	}
+}

@@ -16,7 +16,7 @@ import (
 // MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
 // its RetryBackendTimeout/RetryConnectionError (experimental channel: the
 // standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
-// there), ListenerSet, static addresses and backend client certificates.
+// there), static addresses and backend client certificates.
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
 	features.SupportGateway,
@@ -31,6 +31,8 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportGatewayInfrastructure,
 	features.SupportGatewayAddressEmpty,
+	// ListenerSet (GEP-1713): listenersets.go.
+	features.SupportListenerSet,
 
 	// HTTPRoute extended.
 	features.SupportHTTPRouteDestinationPortMatching,

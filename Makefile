@@ -11,7 +11,7 @@ include hack/cluster/cluster.mk
 include hack/e2e.mk
 include hack/conformance.mk
 
-.PHONY: help run build envoy test unit golden generate bench translate clean
+.PHONY: help run build envoy test unit golden generate bench bench-standalone translate clean
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
@@ -44,6 +44,9 @@ generate: ## regenerate deep-copy code
 
 bench: ## translation benchmarks at 100, 1000 and 5000 HTTPRoutes
 	$(GO) test ./pkg/translate ./pkg/xdstranslator -run '^$$' -bench . -benchmem
+
+bench-standalone: envoy ## standalone propagation: one more route file until Envoy serves it, at 100, 1000 and 3000 routes (20 samples each)
+	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench StandalonePropagation -benchtime 20x -timeout 20m
 
 translate: build ## translate F=path offline (O=ir|xds)
 	bin/xds-controller translate -f $(F) -o $(or $(O),ir)

@@ -15,7 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	upstream "sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
@@ -44,12 +46,35 @@ import (
 //	               and none when RUN_TEST, SKIP_TESTS or TRY_FEATURES is set
 //	INSTALL_CHART  a chart folder (e.g. ../charts/xds-controller): install or
 //	               upgrade it first with MODE's mode (see chart_test.go)
+//	USABLE_ADDRESSES, UNUSABLE_ADDRESSES
+//	               comma-separated IP addresses for GatewayStaticAddresses:
+//	               ones the cluster's load balancer gives to a Gateway's
+//	               Service on request and no other Service gets, and ones it
+//	               refuses. Defaults fit the local cluster (hack/cluster): the
+//	               last address of its lb-allocator pool, in the range given
+//	               only on request (LB_STATIC_START), and an address of the
+//	               LoadBalancer subnet outside the pool.
 const (
 	defaultClass = "xds-controller"
 	// defaultProfiles are the profiles we claim, in the reports.
 	defaultProfiles = "GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP"
 	suiteModule     = "sigs.k8s.io/gateway-api/conformance"
+	// defaultUsable and defaultUnusable are the local cluster's
+	// (hack/cluster/lib/common.sh: LB_POOL_END, and 10.244.1.5 of LB_CIDR
+	// below LB_POOL_START).
+	defaultUsable   = "10.244.1.250"
+	defaultUnusable = "10.244.1.5"
 )
+
+// ipAddresses turns a comma-separated list into spec.addresses entries of
+// type IPAddress.
+func ipAddresses(list string) []gwapiv1.GatewaySpecAddress {
+	var out []gwapiv1.GatewaySpecAddress
+	for _, v := range splitList(list) {
+		out = append(out, gwapiv1.GatewaySpecAddress{Type: ptr.To(gwapiv1.IPAddressType), Value: v})
+	}
+	return out
+}
 
 // implementation is what the report says about us (upstream's reports
 // README: organization, project, url, version, contact).
@@ -148,6 +173,8 @@ func TestConformance(t *testing.T) {
 	opts.SupportedFeatures = claimedFeatures(os.Getenv("TRY_FEATURES"))
 	opts.RunTest = cmp.Or(os.Getenv("RUN_TEST"), opts.RunTest)
 	opts.SkipTests = append(opts.SkipTests, splitList(os.Getenv("SKIP_TESTS"))...)
+	opts.UsableNetworkAddresses = ipAddresses(cmp.Or(os.Getenv("USABLE_ADDRESSES"), defaultUsable))
+	opts.UnusableNetworkAddresses = ipAddresses(cmp.Or(os.Getenv("UNUSABLE_ADDRESSES"), defaultUnusable))
 
 	partial := opts.RunTest != "" || len(opts.SkipTests) > 0 || os.Getenv("TRY_FEATURES") != ""
 	opts.ReportOutputPath = os.Getenv("REPORT")

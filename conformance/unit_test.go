@@ -60,3 +60,16 @@ func TestSuiteVersionIsTheRequiredConformanceModule(t *testing.T) {
 		t.Errorf("single-line require: %q, %v", got, err)
 	}
 }
+
+// The static addresses handed to GatewayStaticAddresses are IPAddress
+// entries, one per list element.
+func TestIPAddresses(t *testing.T) {
+	got := ipAddresses(" 10.244.1.250, ,10.244.1.249")
+	if len(got) != 2 || got[0].Value != "10.244.1.250" || got[1].Value != "10.244.1.249" ||
+		*got[0].Type != "IPAddress" || *got[1].Type != "IPAddress" {
+		t.Errorf("ipAddresses = %+v", got)
+	}
+	if got := ipAddresses(defaultUnusable); len(got) != 1 || got[0].Value != "10.244.1.5" {
+		t.Errorf("default unusable = %+v", got)
+	}
+}

@@ -36,6 +36,7 @@ conformance: ## the Gateway API conformance suite on the local cluster, MODE=sha
 	start=$$(date +%s); \
 	if hack/cluster/cluster kubectl get --raw=/readyz >/dev/null 2>&1; then \
 	  echo "conformance: local cluster already up"; \
+	  hack/cluster/cluster refresh-tools || exit 1; \
 	else \
 	  XDS_CLUSTER_SKIP_CONTROLLER=1 hack/cluster/cluster up || exit 1; \
 	fi; \

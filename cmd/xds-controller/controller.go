@@ -15,6 +15,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/infra"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/provisioner"
+	"github.com/xds-controller/xds-controller/pkg/status"
 )
 
 func newControllerCommand() *cobra.Command {
@@ -80,6 +81,11 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.StringVar(&cfg.TrustDomain, "trust-domain", kubernetes.DefaultTrustDomain, "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.Debounce, "debounce", kubernetes.DefaultDebounce, "quiet time after a change before translating")
 	f.DurationVar(&cfg.MaxDebounce, "max-debounce", kubernetes.DefaultMaxDebounce, "longest wait before translating while changes keep coming")
+	f.Float32Var(&cfg.KubeAPIQPS, "kube-api-qps", kubernetes.DefaultKubeAPIQPS, "requests per second to the API server (client-side rate limit of every request)")
+	f.IntVar(&cfg.KubeAPIBurst, "kube-api-burst", kubernetes.DefaultKubeAPIBurst, "burst of requests to the API server above --kube-api-qps")
+	f.Float32Var(&cfg.StatusQPS, "status-qps", status.DefaultQPS, "status writes per second (within --kube-api-qps)")
+	f.IntVar(&cfg.StatusBurst, "status-burst", status.DefaultBurst, "burst of status writes above --status-qps")
+	f.IntVar(&cfg.StatusWorkers, "status-workers", status.DefaultWorkers, "objects whose status is written at once")
 	f.StringVar(&cfg.ServiceAccount, "service-account", kubernetes.DefaultServiceAccount, "the controller's ServiceAccount (names the xDS server identity)")
 	f.StringVar(&prov.EnvoyImage, "envoy-image", infra.DefaultEnvoyImage, "Envoy image of the fleets whose GatewayParameters name none")
 	return cmd

@@ -16,7 +16,7 @@ import (
 // MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
 // its RetryBackendTimeout/RetryConnectionError (experimental channel: the
 // standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
-// there), static addresses and backend client certificates.
+// there) and backend client certificates.
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
 	features.SupportGateway,
@@ -31,6 +31,9 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportGatewayInfrastructure,
 	features.SupportGatewayAddressEmpty,
+	// GatewayStaticAddresses: spec.addresses asked of the Gateway's
+	// Service (infra.Renderer), checked in status (status.GatewayAddresses).
+	features.SupportGatewayStaticAddresses,
 	// ListenerSet (GEP-1713): listenersets.go.
 	features.SupportListenerSet,
 

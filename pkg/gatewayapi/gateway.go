@@ -70,10 +70,7 @@ func (t *translator) translateGateways() {
 			continue // a duplicate object: the first one wins
 		}
 		gs := &gatewayState{obj: gw, nn: nn(gw.Namespace, gw.Name), scope: t.scope(gw)}
-		gs.address, gs.refused = gatewayAddress(gw.Spec.Addresses)
-		if t.opts.AddressesOnService && gs.refused == nil {
-			gs.address = defaultAddress
-		}
+		gs.address, gs.refused = gatewayAddress(gw.Spec.Addresses, t.opts.AddressesOnService)
 		if p := gatewaySpecProblem(gw); p != nil {
 			gs.refused = p
 		}
@@ -124,20 +121,57 @@ func (t *translator) bindPort(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint
 	return uint32(port)
 }
 
-// gatewayAddress reads spec.addresses. We support one address of type
-// IPAddress (the default type), which becomes the address every listener
-// binds (standalone) or the Service's address (Options.AddressesOnService);
-// without one, listeners bind 0.0.0.0. An empty IPAddress
-// value asks the implementation to pick, and we pick 0.0.0.0. Other types
-// (Hostname, NamedAddress, domain-prefixed) and a second address are
-// refused with Accepted=False reason UnsupportedAddress; an IPAddress that
-// does not parse is refused with reason Invalid.
-func gatewayAddress(addrs []gwapiv1.GatewaySpecAddress) (string, *problem) {
+// gatewayAddress reads spec.addresses (Gateway API GatewaySpec.Addresses)
+// and returns the IP address every listener binds, with the problem that
+// refuses the Gateway, if any.
+//
+// Only the type IPAddress (the default type) is supported. Its values
+// (requestedIPs) are the addresses the Gateway asks for:
+//   - onService (Options.AddressesOnService, Kubernetes): they are asked of
+//     the Gateway's Service (infra.Renderer) and Envoy binds the wildcard
+//     0.0.0.0 in its pods, so any number of them is accepted;
+//   - otherwise (standalone mode) Envoy binds the address itself, and it
+//     binds one: a second address is refused with Accepted=False reason
+//     UnsupportedAddress.
+//
+// Without an address listeners bind 0.0.0.0. An empty IPAddress value asks
+// the implementation to pick one: the Service's load balancer picks (no
+// request), standalone binds 0.0.0.0. Other types (Hostname: a Service
+// cannot ask its load balancer for a hostname; NamedAddress;
+// domain-prefixed types) are refused with reason UnsupportedAddress; an
+// IPAddress value that does not parse (the CRD's validation normally
+// catches it) is refused with reason Invalid.
+func gatewayAddress(addrs []gwapiv1.GatewaySpecAddress, onService bool) (string, *problem) {
+	ips, p := requestedIPs(addrs)
+	switch {
+	case p != nil:
+		return "", p
+	case onService || len(ips) == 0:
+		return defaultAddress, nil
+	case len(ips) == 1:
+		return ips[0], nil
+	default:
+		return "", &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
+			fmt.Sprintf("standalone mode binds one IP address per Gateway; %d were requested (%s)", len(ips), strings.Join(ips, ", "))}
+	}
+}
+
+// requestedIPs are the IPAddress values of spec.addresses in their
+// canonical form (netip.Addr.String), in the order given, without
+// duplicates and without empty values; the wildcards 0.0.0.0 and :: are
+// kept (standalone binds them; RequestedIPs drops them). The problem is
+// the first unsupported type or unparsable value (see gatewayAddress).
+func requestedIPs(addrs []gwapiv1.GatewaySpecAddress) ([]string, *problem) {
 	var ips []string
 	for _, a := range addrs {
 		typ := deref(a.Type, gwapiv1.IPAddressType)
-		if typ != gwapiv1.IPAddressType {
-			return "", &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
+		switch typ {
+		case gwapiv1.IPAddressType:
+		case gwapiv1.HostnameAddressType:
+			return nil, &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
+				fmt.Sprintf("address %q of type Hostname is not supported: a Gateway's address is an IP address (its Service's, which cannot request a hostname from a load balancer, or in standalone mode the one Envoy binds); use type IPAddress", a.Value)}
+		default:
+			return nil, &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
 				fmt.Sprintf("address type %q is not supported; only IPAddress is", typ)}
 		}
 		if a.Value == "" {
@@ -145,35 +179,34 @@ func gatewayAddress(addrs []gwapiv1.GatewaySpecAddress) (string, *problem) {
 		}
 		ip, err := netip.ParseAddr(a.Value)
 		if err != nil || ip.Zone() != "" {
-			return "", &problem{string(gwapiv1.GatewayReasonInvalid),
+			return nil, &problem{string(gwapiv1.GatewayReasonInvalid),
 				fmt.Sprintf("address %q is not an IP address", a.Value)}
 		}
 		if s := ip.String(); !slices.Contains(ips, s) {
 			ips = append(ips, s)
 		}
 	}
-	switch len(ips) {
-	case 0:
-		return defaultAddress, nil
-	case 1:
-		return ips[0], nil
-	default:
-		return "", &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
-			fmt.Sprintf("a Gateway binds one IP address; %d were requested (%s)", len(ips), strings.Join(ips, ", "))}
-	}
+	return ips, nil
 }
 
-// RequestedIP is the IP address gw requests in spec.addresses, in its
-// canonical form (netip.Addr.String), or "" when it requests none (no
-// address, only empty IPAddress values, or the wildcard 0.0.0.0) or its spec.addresses are refused
-// (a non-IPAddress type, an unparsable value, several addresses; the
-// translator reports those on the Gateway's Accepted condition).
-func RequestedIP(gw *gwapiv1.Gateway) string {
-	addr, refused := gatewayAddress(gw.Spec.Addresses)
-	if refused != nil || addr == defaultAddress {
-		return ""
+// RequestedIPs are the IP addresses gw requests in spec.addresses (type
+// IPAddress), canonical (netip.Addr.String), in the order given, without
+// duplicates: what infra.Renderer asks of the Gateway's Service and what
+// pkg/status checks the Service got. It is nil when gw requests none (no
+// address, only empty values) or when its spec.addresses are refused (a
+// type other than IPAddress, an unparsable value; the translator reports
+// those on the Gateway's Accepted condition). The unspecified addresses
+// 0.0.0.0 and :: are left out: a Service cannot be given them.
+func RequestedIPs(gw *gwapiv1.Gateway) []string {
+	ips, p := requestedIPs(gw.Spec.Addresses)
+	if p != nil {
+		return nil
 	}
-	return addr
+	ips = slices.DeleteFunc(ips, func(s string) bool { return netip.MustParseAddr(s).IsUnspecified() })
+	if len(ips) == 0 {
+		return nil
+	}
+	return ips
 }
 
 // claimPorts gives every address and port of a scope to the oldest Gateway

@@ -62,9 +62,11 @@ type listenerState struct {
 	// routeSeen keeps a route from attaching twice (two parentRefs that
 	// both select this listener).
 	routeSeen map[RouteKey]bool
-	// held are the hostnames the routes attached so far hold, for
-	// resolveKindConflicts.
-	held []heldHosts
+	// held are the hostnames the routes attached so far hold, by route
+	// kind, for resolveKindConflicts (keyed by kind so that a route only
+	// looks at the other kinds' entries: a listener with thousands of
+	// routes of one kind costs nothing).
+	held map[string][]heldHosts
 }
 
 // httpKinds are the route kinds HTTP and HTTPS listeners support. Both

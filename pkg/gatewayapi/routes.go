@@ -11,6 +11,7 @@ package gatewayapi
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -340,7 +341,10 @@ func resolveKindConflicts(routes []*routeState) {
 					p.taken = append(p.taken, fmt.Sprintf("%s (%s holds %s there)", l.name, other, host))
 					continue
 				}
-				l.held = append(l.held, heldHosts{key: r.key, hosts: hosts})
+				if l.held == nil {
+					l.held = map[string][]heldHosts{}
+				}
+				l.held[r.key.Kind] = append(l.held[r.key.Kind], heldHosts{key: r.key, hosts: hosts})
 				kept = append(kept, l)
 			}
 			p.listeners = kept
@@ -356,15 +360,20 @@ func resolveKindConflicts(routes []*routeState) {
 // heldByOtherKind returns a route of a kind other than key's that holds a
 // hostname intersecting hosts on l, and that hostname.
 func (l *listenerState) heldByOtherKind(key RouteKey, hosts []string) (*RouteKey, string) {
-	for i := range l.held {
-		h := &l.held[i]
-		if h.key.Kind == key.Kind {
+	if _, own := l.held[key.Kind]; len(l.held) == 0 || len(l.held) == 1 && own {
+		return nil, ""
+	}
+	for _, kind := range slices.Sorted(maps.Keys(l.held)) {
+		if kind == key.Kind {
 			continue
 		}
-		for _, a := range h.hosts {
-			for _, b := range hosts {
-				if hostsIntersect(a, b) {
-					return &h.key, a
+		for i := range l.held[kind] {
+			h := &l.held[kind][i]
+			for _, a := range h.hosts {
+				for _, b := range hosts {
+					if hostsIntersect(a, b) {
+						return &h.key, a
+					}
 				}
 			}
 		}

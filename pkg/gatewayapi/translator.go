@@ -33,9 +33,10 @@ type Options struct {
 	// are requested from the Kubernetes Service that exposes it (the
 	// provisioner writes them there; pkg/status reports whether they were
 	// assigned), so every listener binds the wildcard address inside the
-	// Envoy pod. When false (standalone mode) the requested IP address is
-	// the address Envoy binds. spec.addresses is validated the same way in
-	// both cases.
+	// Envoy pod, and any number of IPAddress entries is accepted. When false
+	// (standalone mode) the one requested IP address is the address Envoy
+	// binds, and a second one is refused (UnsupportedAddress). The types
+	// are validated the same way in both cases (gatewayAddress).
 	AddressesOnService bool
 }
 

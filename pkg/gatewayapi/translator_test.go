@@ -435,8 +435,8 @@ func TestAddressesAndOptions(t *testing.T) {
 	if l.Address != "192.0.2.1" || l.Port != 10080 || l.GatewayPort != 80 {
 		t.Errorf("listener = %+v", l)
 	}
-	if got := RequestedIP(res.Gateways[0]); got != "192.0.2.1" {
-		t.Errorf("RequestedIP = %q", got)
+	if got := RequestedIPs(res.Gateways[0]); !slices.Equal(got, []string{"192.0.2.1"}) {
+		t.Errorf("RequestedIPs = %q", got)
 	}
 	// In Kubernetes the Service carries the address; Envoy binds the
 	// wildcard in its pod.
@@ -448,8 +448,8 @@ func TestAddressesAndOptions(t *testing.T) {
 	wantCond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
 
 	res.Gateways[0].Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: ptr(gwapiv1.HostnameAddressType), Value: "gw.example.com"}}
-	if got := RequestedIP(res.Gateways[0]); got != "" {
-		t.Errorf("RequestedIP of a refused address = %q", got)
+	if got := RequestedIPs(res.Gateways[0]); got != nil {
+		t.Errorf("RequestedIPs of a refused address = %q", got)
 	}
 	r = Translate(res, Options{AddressesOnService: true})
 	wantCond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted", metav1.ConditionFalse, "UnsupportedAddress")
@@ -457,6 +457,53 @@ func TestAddressesAndOptions(t *testing.T) {
 	wantCond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted", metav1.ConditionFalse, "UnsupportedAddress")
 	if len(r.IR.Gateways) != 0 {
 		t.Errorf("a refused Gateway is in the IR")
+	}
+}
+
+// Several IPAddress entries: on a Service (Kubernetes) all of them are
+// requested; standalone binds one address and refuses a second. Hostname
+// and other types are refused in both; empty values and wildcards are no
+// request of a Service.
+func TestSeveralAddresses(t *testing.T) {
+	res := fixture()
+	gw := res.Gateways[0]
+	gw.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Value: "10.244.1.250"}, {Value: ""}, {Type: ptr(gwapiv1.IPAddressType), Value: "2001:db8::0:1"}, {Value: "10.244.1.250"}}
+	if got := RequestedIPs(gw); !slices.Equal(got, []string{"10.244.1.250", "2001:db8::1"}) {
+		t.Errorf("RequestedIPs = %q", got)
+	}
+	r := Translate(res, Options{AddressesOnService: true})
+	mustValid(t, r)
+	wantCond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+	if l := r.IR.Gateways[0].Listeners[0]; l.Address != "0.0.0.0" {
+		t.Errorf("AddressesOnService: listener binds %q", l.Address)
+	}
+	r = Translate(res, Options{})
+	wantCond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted", metav1.ConditionFalse, "UnsupportedAddress")
+	if c, want := cond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted"), "standalone mode binds one IP address per Gateway; 2 were requested (10.244.1.250, 2001:db8::1)"; c.Message != want {
+		t.Errorf("message %q, want %q", c.Message, want)
+	}
+
+	gw.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Value: "0.0.0.0"}, {Value: ""}}
+	if got := RequestedIPs(gw); got != nil {
+		t.Errorf("RequestedIPs of a wildcard = %q", got)
+	}
+
+	for typ, msg := range map[gwapiv1.AddressType]string{
+		gwapiv1.HostnameAddressType: `address "gw.example.com" of type Hostname is not supported: a Gateway's address is an IP address (its Service's, which cannot request a hostname from a load balancer, or in standalone mode the one Envoy binds); use type IPAddress`,
+		gwapiv1.NamedAddressType:    `address type "NamedAddress" is not supported; only IPAddress is`,
+		"test/fake-invalid-type":    `address type "test/fake-invalid-type" is not supported; only IPAddress is`,
+	} {
+		gw.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Value: "10.244.1.250"}, {Type: ptr(typ), Value: "gw.example.com"}}
+		if got := RequestedIPs(gw); got != nil {
+			t.Errorf("%s: RequestedIPs = %q", typ, got)
+		}
+		for _, onService := range []bool{true, false} {
+			r := Translate(res, Options{AddressesOnService: onService})
+			wantCond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted", metav1.ConditionFalse, "UnsupportedAddress")
+			if c := cond(t, r.Status.Gateways[nn("default", "web")].Conditions, "Accepted"); c.Message != msg {
+				t.Errorf("%s: message %q, want %q", typ, c.Message, msg)
+			}
+		}
 	}
 }
 

@@ -20,8 +20,11 @@ import (
 // Defaults of the fleet settings.
 const (
 	// DefaultEnvoyImage is the Envoy image when neither the parameters nor
-	// Renderer.EnvoyImage name one: the tag the local cluster imports.
-	DefaultEnvoyImage = "docker.io/envoyproxy/envoy:v1.40-local"
+	// Renderer.EnvoyImage name one: the official image of the Envoy
+	// version the project tests (hack/cluster/versions.env ENVOY_VERSION;
+	// the local cluster imports its own build of that version under this
+	// name).
+	DefaultEnvoyImage = "docker.io/envoyproxy/envoy:v1.40.0"
 	// DefaultAgentImage is the SVID agent's image (the controller's) when
 	// none is configured: the image the local test cluster imports.
 	DefaultAgentImage = "ghcr.io/xds-controller/xds-controller:dev"

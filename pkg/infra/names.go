@@ -41,6 +41,11 @@ const (
 	// AnnotationGatewayName holds the full name of the Gateway on its
 	// Service (the label value is shortened beyond 63 characters).
 	AnnotationGatewayName = "xds-controller.dev/gateway-name"
+	// AnnotationLoadBalancerIPs asks a LoadBalancer Service's load
+	// balancer for several addresses, comma-separated: MetalLB's key
+	// (metallb.io/loadBalancerIPs, MetalLB 0.13 and later), which the local
+	// cluster's lb-allocator honours too. See requestAddresses.
+	AnnotationLoadBalancerIPs = "metallb.io/loadBalancerIPs"
 	// AnnotationAppliedHash is on every rendered object: a hash of the
 	// desired object. The Applier skips an object whose live copy carries
 	// the same value.

@@ -451,24 +451,37 @@ func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParameter
 			Ports: ServicePorts(gw, bind),
 		},
 	}
-	requestAddress(&svc.Spec, gatewayapi.RequestedIP(gw))
+	requestAddresses(svc, gatewayapi.RequestedIPs(gw))
 	return svc
 }
 
-// requestAddress asks for the Gateway's spec.addresses IP on its Service:
-// a LoadBalancer Service requests it from the load balancer
-// (spec.loadBalancerIP, which load balancer implementations such as
-// MetalLB and cloud providers honour), any other type takes it as an
-// external IP (spec.externalIPs, which kube-proxy serves on every node).
-// pkg/status reports whether the address was assigned. An empty ip
-// requests nothing.
-func requestAddress(spec *corev1.ServiceSpec, ip string) {
+// requestAddresses asks for the Gateway's spec.addresses IPs
+// (gatewayapi.RequestedIPs) on its Service; pkg/status reports whether the
+// Service got them. Nothing is requested when ips is empty.
+//
+// A LoadBalancer Service asks its load balancer:
+//   - one address goes to spec.loadBalancerIP, the one field that every
+//     implementation knows (cloud providers, MetalLB, Cilium LB-IPAM,
+//     kube-vip, the local cluster's lb-allocator), deprecated since
+//     Kubernetes 1.24 but still served;
+//   - several go to the annotation AnnotationLoadBalancerIPs
+//     (metallb.io/loadBalancerIPs, comma-separated), since
+//     spec.loadBalancerIP holds one; spec.loadBalancerIP is then left
+//     empty, because MetalLB refuses a Service that sets both. A load
+//     balancer that does not read this annotation assigns an address of
+//     its own choosing, which pkg/status reports as AddressNotUsable.
+//
+// Any other type takes them as external IPs (spec.externalIPs), which
+// kube-proxy serves on every node.
+func requestAddresses(svc *corev1.Service, ips []string) {
 	switch {
-	case ip == "":
-	case spec.Type == corev1.ServiceTypeLoadBalancer:
-		spec.LoadBalancerIP = ip
+	case len(ips) == 0:
+	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer:
+		svc.Spec.ExternalIPs = slices.Clone(ips)
+	case len(ips) == 1:
+		svc.Spec.LoadBalancerIP = ips[0]
 	default:
-		spec.ExternalIPs = []string{ip}
+		svc.Annotations[AnnotationLoadBalancerIPs] = strings.Join(ips, ",")
 	}
 }
 

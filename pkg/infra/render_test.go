@@ -336,37 +336,42 @@ func podTemplateOf(t *testing.T, objs []client.Object) corev1.PodTemplateSpec {
 
 // Route and listener edits never change the pod template (so never re-roll
 // Envoy); the fleet's own settings do.
-func TestServiceRequestsTheGatewayAddress(t *testing.T) {
+func TestServiceRequestsTheGatewayAddresses(t *testing.T) {
 	gw := gateway("apps", "web", 0, 80)
-	gw.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Value: "10.244.1.50"}}
 	bp := AssignBindPorts([]*gwapiv1.Gateway{gw}, shared, nil)
+	one := []gwapiv1.GatewaySpecAddress{{Value: "10.244.1.50"}}
+	two := []gwapiv1.GatewaySpecAddress{{Value: "10.244.1.50"}, {Value: ""}, {Value: "10.244.1.51"}}
 	for _, tc := range []struct {
 		typ            corev1.ServiceType
+		addresses      []gwapiv1.GatewaySpecAddress
 		loadBalancerIP string
+		annotation     string
 		externalIPs    []string
 	}{
-		{corev1.ServiceTypeLoadBalancer, "10.244.1.50", nil},
-		{corev1.ServiceTypeClusterIP, "", []string{"10.244.1.50"}},
-		{corev1.ServiceTypeNodePort, "", []string{"10.244.1.50"}},
+		// One address: spec.loadBalancerIP, which every load balancer knows.
+		{corev1.ServiceTypeLoadBalancer, one, "10.244.1.50", "", nil},
+		// Several: the MetalLB annotation, never together with
+		// spec.loadBalancerIP (MetalLB refuses both).
+		{corev1.ServiceTypeLoadBalancer, two, "", "10.244.1.50,10.244.1.51", nil},
+		{corev1.ServiceTypeClusterIP, one, "", "", []string{"10.244.1.50"}},
+		{corev1.ServiceTypeNodePort, two, "", "", []string{"10.244.1.50", "10.244.1.51"}},
+		// Nothing requested: nothing asked.
+		{corev1.ServiceTypeLoadBalancer, nil, "", "", nil},
+		{corev1.ServiceTypeClusterIP, []gwapiv1.GatewaySpecAddress{{Value: ""}}, "", "", nil},
+		// Refused addresses (Accepted=False) are not asked for either.
+		{corev1.ServiceTypeLoadBalancer, append(slices.Clone(two), gwapiv1.GatewaySpecAddress{Type: ptr.To(gwapiv1.HostnameAddressType), Value: "gw.example.com"}), "", "", nil},
 	} {
+		gw.Spec.Addresses = tc.addresses
 		params := Effective(nil, &v1alpha1.GatewayParametersSpec{Service: &v1alpha1.ServiceSpec{Type: ptr.To(tc.typ)}})
 		objs, err := testRenderer().SharedGateway(SharedGatewayInput{Gateway: gw, Params: params, BindPort: bp.BindPort})
 		if err != nil {
 			t.Fatal(err)
 		}
 		svc := find[*corev1.Service](t, objs)[0]
-		if svc.Spec.LoadBalancerIP != tc.loadBalancerIP || !slices.Equal(svc.Spec.ExternalIPs, tc.externalIPs) {
-			t.Errorf("%s: loadBalancerIP %q externalIPs %v", tc.typ, svc.Spec.LoadBalancerIP, svc.Spec.ExternalIPs)
+		ann, has := svc.Annotations[AnnotationLoadBalancerIPs]
+		if svc.Spec.LoadBalancerIP != tc.loadBalancerIP || ann != tc.annotation || has != (tc.annotation != "") || !slices.Equal(svc.Spec.ExternalIPs, tc.externalIPs) {
+			t.Errorf("%s %v: loadBalancerIP %q annotation %q externalIPs %v", tc.typ, tc.addresses, svc.Spec.LoadBalancerIP, ann, svc.Spec.ExternalIPs)
 		}
-	}
-	// Without spec.addresses the Service requests nothing.
-	gw.Spec.Addresses = nil
-	objs, err := testRenderer().SharedGateway(SharedGatewayInput{Gateway: gw, Params: Effective(nil, nil), BindPort: bp.BindPort})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if svc := find[*corev1.Service](t, objs)[0]; svc.Spec.LoadBalancerIP != "" || svc.Spec.ExternalIPs != nil {
-		t.Errorf("no request: loadBalancerIP %q externalIPs %v", svc.Spec.LoadBalancerIP, svc.Spec.ExternalIPs)
 	}
 }
 

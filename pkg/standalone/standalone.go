@@ -223,7 +223,9 @@ type runner struct {
 func (r *runner) reload(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	began := time.Now()
 	loaded, err := r.loader.Load(r.cfg.ConfigPath)
+	readTook := time.Since(began)
 	if err != nil {
 		r.print("config", "error: "+err.Error()+" (the last configuration keeps serving)")
 		return
@@ -241,6 +243,7 @@ func (r *runner) reload(ctx context.Context) {
 		lines["load "+f] = "has errors; serving the last good version of " + strings.Join(keys, ", ")
 	}
 	out, err := translate.Run(loaded.Resources, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }})
+	translated := time.Now()
 	if out != nil && out.Result != nil {
 		for _, w := range out.Result.Status.Warnings {
 			lines["warning: "+w] = ""
@@ -266,7 +269,9 @@ func (r *runner) reload(ctx context.Context) {
 		xds = &xdstranslator.Resources{}
 	}
 	defer r.printStatus()
-	if v, changed, err := r.srv.Publish(ctx, Scope, xds); err != nil {
+	v, changed, err := r.srv.Publish(ctx, Scope, xds)
+	r.cfg.Log.Debug("reload", "read", readTook, "translate", translated.Sub(began)-readTook, "publish", time.Since(translated), "changed", changed)
+	if err != nil {
 		r.cfg.Log.Error("publishing failed; the previous configuration keeps serving", "error", err)
 	} else if changed {
 		r.cfg.Log.Info("configuration published", "scope", Scope, "version", v,
@@ -331,8 +336,12 @@ func (r *runner) printChanges(lines map[string]string) {
 	}
 }
 
-// watch re-reads the config whenever a file under it changes, after
-// Debounce without further changes.
+// watch re-reads the config whenever a file under it changes. A config
+// file that appears whole (created, or renamed into place as editors and
+// `kubectl`-style tools write) or goes away is acted on at once when
+// nothing else is pending and no read happened within Debounce: one more
+// route costs no wait. Everything else (writes in place, which may be
+// half done, and bursts) is read after Debounce without further changes.
 func (r *runner) watch(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -346,6 +355,18 @@ func (r *runner) watch(ctx context.Context) error {
 	}
 	_ = addWatches(w, r.cfg.ConfigPath)
 	var timer <-chan time.Time
+	var lastRead time.Time
+	// writing: a config file is being written in place; reading it now
+	// could see half of it.
+	writing := false
+	read := func() {
+		timer, writing = nil, false
+		// Watches are idempotent: re-adding picks up folders that
+		// were created or replaced since the last read.
+		_ = addWatches(w, r.cfg.ConfigPath)
+		r.reload(ctx)
+		lastRead = time.Now()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -354,22 +375,36 @@ func (r *runner) watch(ctx context.Context) error {
 			if !ok {
 				return errors.New("watcher closed")
 			}
+			if !within(ev.Name, r.cfg.ConfigPath) {
+				continue // another file of the parent folder
+			}
 			if ev.Has(fsnotify.Create) {
 				if st, err := os.Stat(ev.Name); err == nil && st.IsDir() {
 					_ = addWatches(w, ev.Name)
 				}
 			}
+			config := file.IsConfigName(ev.Name)
+			if config && (ev.Has(fsnotify.Write) || ev.Has(fsnotify.Chmod)) {
+				writing = true
+			}
+			if config && !writing && ev.Op&(fsnotify.Create|fsnotify.Remove|fsnotify.Rename) != 0 &&
+				time.Since(lastRead) >= r.cfg.Debounce {
+				read()
+				continue
+			}
 			timer = time.After(r.cfg.Debounce)
 		case err := <-w.Errors:
 			r.cfg.Log.Warn("file watch", "error", err)
 		case <-timer:
-			timer = nil
-			// Watches are idempotent: re-adding picks up folders that
-			// were created or replaced since the last read.
-			_ = addWatches(w, r.cfg.ConfigPath)
-			r.reload(ctx)
+			read()
 		}
 	}
+}
+
+// within reports whether name is path or lies under it.
+func within(name, path string) bool {
+	name, path = filepath.Clean(name), filepath.Clean(path)
+	return name == path || strings.HasPrefix(name, path+string(filepath.Separator))
 }
 
 // addWatches watches path: a folder and its subfolders, or a file's parent

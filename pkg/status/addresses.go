@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -20,24 +21,40 @@ type AddressProblem struct {
 	Message string
 }
 
+// ServiceConditionAddressesRefused is the type of the Service condition by
+// which a load balancer says that it refused addresses the Service asked
+// for (spec.loadBalancerIP or the metallb.io/loadBalancerIPs annotation):
+// status True, the message naming each refused address and why (outside
+// the pool, in use by another Service). The local cluster's lb-allocator
+// sets it; with it a requested address that the load balancer did not
+// assign is AddressNotUsable rather than still pending (AddressNotAssigned).
+// Load balancers that do not set it (cloud providers report failures as
+// Events) leave such an address AddressNotAssigned.
+const ServiceConditionAddressesRefused = "xds-controller.dev/AddressesRefused"
+
 // GatewayAddresses is a Gateway's status.addresses, read from the Service
 // that exposes it (nil when it does not exist yet), and, when the Gateway
-// requests the IP address requested (gatewayapi.RequestedIP; "" for none),
-// whether the Service got it.
+// requests IP addresses (requested: gatewayapi.RequestedIPs, canonical
+// form; none for no request), whether the Service got every one of them
+// (Gateway API GatewaySpec.Addresses: an address that cannot be assigned is
+// reported in the Gateway's conditions).
 //
 // The addresses are the load balancer's ingress IPs and hostnames when it
-// has any, else the requested address when it is one of the Service's
-// external IPs, else its cluster IPs. A requested address is assigned when
-// a LoadBalancer Service's ingress includes it, or when any other Service
-// lists it in spec.externalIPs (infra.Renderer asks for it there); when it is
-// not, the problem says why, with the Gateway API's reasons.
-func GatewayAddresses(requested string, svc *corev1.Service) ([]gwapiv1.GatewayStatusAddress, *AddressProblem) {
+// has any, else the requested addresses when they are the Service's
+// external IPs, else its cluster IPs: always what the Service really has.
+// A requested address is assigned when a LoadBalancer Service's ingress
+// includes it, or when any other Service lists it in spec.externalIPs
+// (infra.Renderer asks for it there). When one is not, the problem says
+// which and why, with the Gateway API's reasons: AddressNotUsable when the
+// load balancer refused it (ServiceConditionAddressesRefused) or assigned
+// other addresses instead, AddressNotAssigned while it is pending.
+func GatewayAddresses(requested []string, svc *corev1.Service) ([]gwapiv1.GatewayStatusAddress, *AddressProblem) {
 	if svc == nil {
-		if requested == "" {
+		if len(requested) == 0 {
 			return nil, nil
 		}
 		return nil, &AddressProblem{gwapiv1.GatewayReasonAddressNotAssigned,
-			fmt.Sprintf("address %s is not assigned yet: the Gateway's Service does not exist yet", requested)}
+			fmt.Sprintf("%s not assigned yet: the Gateway's Service does not exist yet", addressList(requested))}
 	}
 	ipType, hostType := gwapiv1.IPAddressType, gwapiv1.HostnameAddressType
 	var ingress []gwapiv1.GatewayStatusAddress
@@ -46,30 +63,42 @@ func GatewayAddresses(requested string, svc *corev1.Service) ([]gwapiv1.GatewayS
 		switch {
 		case in.IP != "":
 			ingress = append(ingress, gwapiv1.GatewayStatusAddress{Type: &ipType, Value: in.IP})
-			ingressIPs = append(ingressIPs, in.IP)
+			ingressIPs = append(ingressIPs, canonicalIP(in.IP))
 		case in.Hostname != "":
 			ingress = append(ingress, gwapiv1.GatewayStatusAddress{Type: &hostType, Value: in.Hostname})
 		}
 	}
 	name := svc.Namespace + "/" + svc.Name
-	switch {
-	case requested == "":
-	case svc.Spec.Type == corev1.ServiceTypeLoadBalancer && slices.Contains(ingressIPs, requested):
-	case svc.Spec.Type == corev1.ServiceTypeLoadBalancer && len(ingress) == 0:
-		return nil, &AddressProblem{gwapiv1.GatewayReasonAddressNotAssigned,
-			fmt.Sprintf("waiting for the load balancer to assign %s to Service %s", requested, name)}
-	case svc.Spec.Type == corev1.ServiceTypeLoadBalancer:
-		got := make([]string, 0, len(ingress))
-		for _, a := range ingress {
-			got = append(got, a.Value)
+	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		missing := slices.DeleteFunc(slices.Clone(requested), func(ip string) bool { return slices.Contains(ingressIPs, ip) })
+		refused := meta.FindStatusCondition(svc.Status.Conditions, ServiceConditionAddressesRefused)
+		switch {
+		case len(missing) == 0:
+		case refused != nil && refused.Status == metav1.ConditionTrue:
+			return ingress, &AddressProblem{gwapiv1.GatewayReasonAddressNotUsable,
+				fmt.Sprintf("the load balancer of Service %s cannot assign %s (%s); request other addresses in spec.addresses", name, addressList(missing), refused.Message)}
+		case len(ingress) > 0:
+			got := make([]string, 0, len(ingress))
+			for _, a := range ingress {
+				got = append(got, a.Value)
+			}
+			return ingress, &AddressProblem{gwapiv1.GatewayReasonAddressNotUsable,
+				fmt.Sprintf("the load balancer assigned %s to Service %s but not the requested %s (outside its pool, or taken?)", strings.Join(got, ", "), name, addressList(missing))}
+		default:
+			return nil, &AddressProblem{gwapiv1.GatewayReasonAddressNotAssigned,
+				fmt.Sprintf("waiting for the load balancer to assign %s to Service %s", addressList(missing), name)}
 		}
-		return ingress, &AddressProblem{gwapiv1.GatewayReasonAddressNotUsable,
-			fmt.Sprintf("the load balancer assigned %s to Service %s instead of the requested %s (outside its pool, or taken?)", strings.Join(got, ", "), name, requested)}
-	case slices.Contains(svc.Spec.ExternalIPs, requested):
-		return []gwapiv1.GatewayStatusAddress{{Type: &ipType, Value: requested}}, nil
-	default:
-		return nil, &AddressProblem{gwapiv1.GatewayReasonAddressNotAssigned,
-			fmt.Sprintf("address %s is not an external IP of Service %s yet", requested, name)}
+	} else if len(requested) > 0 {
+		missing := slices.DeleteFunc(slices.Clone(requested), func(ip string) bool { return slices.Contains(svc.Spec.ExternalIPs, ip) })
+		if len(missing) > 0 {
+			return nil, &AddressProblem{gwapiv1.GatewayReasonAddressNotAssigned,
+				fmt.Sprintf("%s not an external IP of Service %s yet", addressList(missing), name)}
+		}
+		out := make([]gwapiv1.GatewayStatusAddress, 0, len(requested))
+		for _, ip := range requested {
+			out = append(out, gwapiv1.GatewayStatusAddress{Type: &ipType, Value: ip})
+		}
+		return out, nil
 	}
 	if len(ingress) > 0 {
 		return ingress, nil
@@ -85,6 +114,23 @@ func GatewayAddresses(requested string, svc *corev1.Service) ([]gwapiv1.GatewayS
 		}
 	}
 	return out, nil
+}
+
+// addressList is "address 192.0.2.1" or "addresses 192.0.2.1, 192.0.2.2".
+func addressList(ips []string) string {
+	if len(ips) == 1 {
+		return "address " + ips[0]
+	}
+	return "addresses " + strings.Join(ips, ", ")
+}
+
+// canonicalIP is s in netip.Addr.String form when it is an IP address,
+// else s.
+func canonicalIP(s string) string {
+	if ip, err := netip.ParseAddr(s); err == nil {
+		return ip.String()
+	}
+	return s
 }
 
 // Apply turns a Programmed=True condition of st into Programmed=False with

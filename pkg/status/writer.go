@@ -2,8 +2,8 @@ package status
 
 // The status writer: it receives the desired status of every object after
 // each translation, and writes to the API server only the objects whose live
-// status differs, one object at a time, rate-limited, and only while this
-// replica leads.
+// status differs, several objects at a time (Options.Workers; never one
+// object twice at once), rate-limited, and only while this replica leads.
 //
 // How each kind is written, and why:
 //
@@ -95,6 +95,13 @@ func (k Key) nn() types.NamespacedName {
 	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 }
 
+// Defaults of Options.
+const (
+	DefaultQPS     = 200
+	DefaultBurst   = 400
+	DefaultWorkers = 8
+)
+
 // Options tune a Writer. The zero value is valid.
 type Options struct {
 	// ControllerName is ours; default gatewayapi.ControllerName.
@@ -102,9 +109,15 @@ type Options struct {
 	// Leading reports whether this replica may write now. It is called
 	// right before every write; nil means always.
 	Leading func() bool
-	// QPS and Burst limit the writes (default 20 per second, burst 50).
+	// QPS and Burst limit the writes (default 200 per second, burst 400:
+	// 1000 routes applied at once get their status in a few seconds;
+	// the API server's priority and fairness shields it beyond that).
 	QPS   float32
 	Burst int
+	// Workers is how many objects are written at once (default 8); one
+	// object is never written by two workers at a time (the workqueue
+	// hands a key to one worker until it is done).
+	Workers int
 	// ResyncPeriod re-checks every desired object against its live status
 	// this often (default 10 minutes), in case a change was missed.
 	ResyncPeriod time.Duration
@@ -145,10 +158,13 @@ func NewWriter(c client.Client, direct client.Reader, opts Options) *Writer {
 		opts.ControllerName = gatewayapi.ControllerName
 	}
 	if opts.QPS <= 0 {
-		opts.QPS = 20
+		opts.QPS = DefaultQPS
 	}
 	if opts.Burst <= 0 {
-		opts.Burst = 50
+		opts.Burst = DefaultBurst
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
 	}
 	if opts.ResyncPeriod <= 0 {
 		opts.ResyncPeriod = 10 * time.Minute
@@ -306,10 +322,20 @@ func (w *Writer) Run(ctx context.Context) error {
 			}
 		}
 	}()
+	var wg sync.WaitGroup
+	for range w.opts.Workers {
+		wg.Go(func() { w.work(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// work writes queued objects until the queue shuts down.
+func (w *Writer) work(ctx context.Context) {
 	for {
 		k, shutdown := w.queue.Get()
 		if shutdown {
-			return nil
+			return
 		}
 		err := w.process(ctx, k)
 		switch {

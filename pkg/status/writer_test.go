@@ -184,3 +184,88 @@ func TestWriterGRPCRoute(t *testing.T) {
 		t.Errorf("the HTTPRoute of the same name got %+v", h.Status.Parents)
 	}
 }
+
+// rendezvousClient holds every status patch until `want` patches are in
+// flight at once, or fails after a while: it proves that writes run in
+// parallel.
+type rendezvousClient struct {
+	client.Client
+	want    int
+	arrived chan struct{}
+	release chan struct{}
+	count   atomic.Int32
+	failed  atomic.Bool
+}
+
+type rendezvousStatus struct {
+	client.SubResourceWriter
+	c *rendezvousClient
+}
+
+func (c *rendezvousClient) Status() client.SubResourceWriter {
+	return rendezvousStatus{c.Client.Status(), c}
+}
+
+func (s rendezvousStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if s.c.count.Add(1) <= int32(s.c.want) {
+		s.c.arrived <- struct{}{}
+		select {
+		case <-s.c.release:
+		case <-time.After(5 * time.Second):
+			s.c.failed.Store(true)
+		}
+	}
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+// TestWriterWritesInParallel: with Workers 4, four routes' status patches
+// are in flight at once (each waits for the others), and every route ends
+// up with its status written exactly once.
+func TestWriterWritesInParallel(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := gwapiv1.Install(s); err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	desired := &gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{}}
+	var objs []client.Object
+	for i := range n {
+		name := "r" + string(rune('a'+i))
+		objs = append(objs, &gwapiv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Generation: 1}})
+		desired.Routes[gatewayapi.RouteKey{Kind: gatewayapi.KindHTTPRoute, Namespace: "default", Name: name}] = &gwapiv1.RouteStatus{
+			Parents: []gwapiv1.RouteParentStatus{parent("web", ours, cond("Accepted", "True", "Accepted", 1, time.Time{}))},
+		}
+	}
+	base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&gwapiv1.HTTPRoute{}).Build()
+	c := &rendezvousClient{Client: base, want: 4, arrived: make(chan struct{}, 4), release: make(chan struct{})}
+	w := NewWriter(c, c, Options{Now: func() time.Time { return t1 }, QPS: 1000, Burst: 1000, Workers: 4})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go w.Run(ctx)
+	w.Update(desired)
+	for i := range c.want {
+		select {
+		case <-c.arrived:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %d status patches were in flight at once; want %d", i, c.want)
+		}
+	}
+	close(c.release)
+	waitFor(t, "every route's status", func() bool { return w.Writes() == n })
+	settle(w)
+	if c.failed.Load() {
+		t.Error("a patch waited in vain for the others")
+	}
+	if w.Writes() != n {
+		t.Errorf("%d writes for %d routes", w.Writes(), n)
+	}
+	for _, o := range objs {
+		var got gwapiv1.HTTPRoute
+		if err := base.Get(ctx, client.ObjectKeyFromObject(o), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Status.Parents) != 1 || got.Status.Parents[0].ParentRef.Name != "web" {
+			t.Errorf("%s: parents %+v", o.GetName(), got.Status.Parents)
+		}
+	}
+}

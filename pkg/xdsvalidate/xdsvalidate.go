@@ -16,6 +16,7 @@ import (
 	"math"
 	"regexp/syntax"
 	"strings"
+	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -173,6 +174,9 @@ func (c *checker) walk(w where, m protoreflect.Message) {
 		if fd.ContainingMessage().FullName() == "envoy.config.route.v3.Route" && fd.Name() == "match" {
 			fw.inMatch = true
 		}
+		if md := fieldMessage(fd); md == nil || !mayHold(md) {
+			return true // nothing of what visit checks can be under it
+		}
 		switch {
 		case fd.IsList() && fd.Message() != nil:
 			l := v.List()
@@ -189,6 +193,67 @@ func (c *checker) walk(w where, m protoreflect.Message) {
 		}
 		return true
 	})
+}
+
+// checked are the message types visit checks, and Any (whose payload can
+// be anything).
+var checked = map[protoreflect.FullName]bool{
+	"envoy.type.matcher.v3.RegexMatcher":                                                   true,
+	"envoy.config.core.v3.HeaderValue":                                                     true,
+	"envoy.config.route.v3.HeaderMatcher":                                                  true,
+	"envoy.config.route.v3.Route":                                                          true,
+	"envoy.config.route.v3.VirtualHost":                                                    true,
+	"envoy.config.route.v3.RouteConfiguration":                                             true,
+	"envoy.config.route.v3.RouteAction":                                                    true,
+	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy":                                true,
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy":                               true,
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight":                                  true,
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight": true,
+	"envoy.extensions.filters.network.http_connection_manager.v3.Rds":                      true,
+	"google.protobuf.Any":                                                                  true,
+}
+
+// holds caches mayHold per message type.
+var holds sync.Map // protoreflect.FullName -> bool
+
+// mayHold reports whether a message of type md can have, at any depth, a
+// message of a type visit checks (or an Any): the walk skips the others,
+// such as durations, addresses and localities, which are most of a
+// cluster. It follows the type graph once per type.
+func mayHold(md protoreflect.MessageDescriptor) bool {
+	if v, ok := holds.Load(md.FullName()); ok {
+		return v.(bool)
+	}
+	seen := map[protoreflect.FullName]bool{}
+	var reach func(protoreflect.MessageDescriptor) bool
+	reach = func(d protoreflect.MessageDescriptor) bool {
+		if checked[d.FullName()] {
+			return true
+		}
+		if seen[d.FullName()] {
+			return false
+		}
+		seen[d.FullName()] = true
+		fields := d.Fields()
+		for i := range fields.Len() {
+			if fm := fieldMessage(fields.Get(i)); fm != nil && reach(fm) {
+				return true
+			}
+		}
+		return false
+	}
+	v := reach(md)
+	holds.Store(md.FullName(), v)
+	return v
+}
+
+// fieldMessage is the message type of fd's values (a map's values), nil
+// for scalars.
+func fieldMessage(fd protoreflect.FieldDescriptor) protoreflect.MessageDescriptor {
+	if fd.IsMap() {
+		return fd.MapValue().Message()
+	}
+	return fd.Message()
 }
 
 func (c *checker) walkMessage(w where, m protoreflect.Message) {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+// controllerName is ours (gatewayapi.ControllerName).
+const controllerName = "xds-controller.dev/gateway-controller"
 
 var httpRouteGVR = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
 
@@ -87,10 +91,13 @@ func TestRoutePropagation(t *testing.T) {
 	start := time.Now()
 	e.mustKubectl(input, "apply", "--server-side", "-f", "-")
 	applied := time.Since(start)
+	appliedAt := time.Now()
+	accepted := e.waitAccepted(n, appliedAt, 10*time.Minute)
 	addr := e.gatewayAddressIn("default", "bench", 5*time.Minute)
 	last := e.waitRouted(addr, fmt.Sprintf("svc-%d.example.com", n-1), start, 10*time.Minute)
 	e.waitRouted(addr, "svc-0.example.com", start, time.Minute)
-	t.Logf("bulk: %d routes applied in %s; the last one answered %s after the apply started", n, applied.Round(time.Millisecond), last.Round(time.Millisecond))
+	t.Logf("bulk: %d routes applied in %s; all Accepted %s after the apply ended; the last one answered %s after the apply started",
+		n, applied.Round(time.Millisecond), accepted.Round(time.Millisecond), last.Round(time.Millisecond))
 
 	ctx := context.Background()
 	var samples []time.Duration
@@ -115,6 +122,53 @@ func TestRoutePropagation(t *testing.T) {
 	slices.Sort(samples)
 	t.Logf("single route with %d in place: median %s, p90 %s, max %s (20 samples, from the create's answer to Envoy routing the host)",
 		n, samples[len(samples)/2].Round(time.Millisecond), samples[len(samples)*9/10].Round(time.Millisecond), samples[len(samples)-1].Round(time.Millisecond))
+}
+
+// waitAccepted polls the HTTPRoutes of namespace default every 100 ms
+// until n of them named route-* have a parent entry of ours with
+// Accepted=True for their current generation, and returns the time since
+// since; it fails after timeout.
+func (e *env) waitAccepted(n int, since time.Time, timeout time.Duration) time.Duration {
+	e.t.Helper()
+	for {
+		list, err := e.dyn.Resource(httpRouteGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
+		count := 0
+		if err == nil {
+			for i := range list.Items {
+				r := &list.Items[i]
+				if strings.HasPrefix(r.GetName(), "route-") && acceptedByUs(r) {
+					count++
+				}
+			}
+		}
+		if count >= n {
+			return time.Since(since)
+		}
+		if time.Since(since) > timeout {
+			e.t.Fatalf("%d of %d routes Accepted after %s (last error: %v)", count, n, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// acceptedByUs reports whether route has a status.parents entry of our
+// controller with Accepted=True observed at its generation.
+func acceptedByUs(route *unstructured.Unstructured) bool {
+	parents, _, _ := unstructured.NestedSlice(route.Object, "status", "parents")
+	for _, p := range parents {
+		pm, _ := p.(map[string]any)
+		if pm["controllerName"] != controllerName {
+			continue
+		}
+		conds, _ := pm["conditions"].([]any)
+		for _, c := range conds {
+			cm, _ := c.(map[string]any)
+			if cm["type"] == "Accepted" && cm["status"] == "True" && fmt.Sprint(cm["observedGeneration"]) == strconv.FormatInt(route.GetGeneration(), 10) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // benchInput is gen-routes.py n without the Services' fixed clusterIPs.

@@ -24,7 +24,7 @@ import (
 
 // backend answers "<name> <path>" and echoes x-routed-by, so a test sees
 // which backend a request reached and what Envoy added.
-func backend(t *testing.T, name string) *httptest.Server {
+func backend(t testing.TB, name string) *httptest.Server {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("x-backend", name)
 		fmt.Fprintf(w, "%s %s %s", name, r.URL.Path, r.Header.Get("x-routed-by"))
@@ -40,7 +40,7 @@ var handedOut sync.Map
 
 // freePort returns a loopback TCP port that was free a moment ago and that
 // no earlier call returned.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -164,7 +164,7 @@ spec:
 `
 
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	gwPort  int
 	out     *syncBuffer
@@ -185,7 +185,7 @@ type fixture struct {
 	proc *exec.Cmd
 }
 
-func render(t *testing.T, path, text string, data any) {
+func render(t testing.TB, path, text string, data any) {
 	t.Helper()
 	var b bytes.Buffer
 	if err := template.Must(template.New("").Parse(text)).Execute(&b, data); err != nil {
@@ -225,7 +225,7 @@ func start(t *testing.T, setup ...func(*fixture)) *fixture {
 // startWith builds the binary (once per test run), lets config write the
 // input files into f.dir (and start the backends they point at), lets
 // setup change the fixture, and starts `serve standalone`.
-func startWith(t *testing.T, config func(*fixture), setup ...func(*fixture)) *fixture {
+func startWith(t testing.TB, config func(*fixture), setup ...func(*fixture)) *fixture {
 	envoy := testenvoy.Path(t)
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "xds-controller-e2e-")

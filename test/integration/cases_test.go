@@ -50,11 +50,11 @@ var goldenCases = []string{
 	"65-grpcroute-httproute-hostnames",
 	"67-tcproute-udproute",
 	"68-backendtlspolicy",
-	"71-listenerset-merge",
-	"72-listenerset-not-allowed",
-	// 73-listenerset-conflicts orders ListenerSets by the creationTimestamp
+	"72-listenerset-merge",
+	"73-listenerset-not-allowed",
+	// 74-listenerset-conflicts orders ListenerSets by the creationTimestamp
 	// its input sets, which the API server replaces.
-	"74-listenerset-certificate-grant",
+	"75-listenerset-certificate-grant",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks

@@ -29,6 +29,9 @@ DNS_SVC_IP=10.96.0.10
 LB_CIDR=10.244.1.0/24
 LB_POOL_START=10.244.1.10
 LB_POOL_END=10.244.1.250
+# From here to LB_POOL_END, addresses are given only to Services that request
+# them (the conformance suite's usable static Gateway address is one).
+LB_STATIC_START=10.244.1.240
 ETCD_PORT=12379
 ETCD_PEER_PORT=12380
 CLUSTER_DOMAIN=cluster.local

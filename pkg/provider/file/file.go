@@ -138,17 +138,26 @@ func Files(path string) ([]string, error) {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".") {
-			return nil
-		}
-		switch filepath.Ext(p) {
-		case ".yaml", ".yml", ".json":
+		if d.Type().IsRegular() && IsConfigName(p) {
 			files = append(files, p)
 		}
 		return nil
 	})
 	slices.Sort(files)
 	return files, err
+}
+
+// IsConfigName reports whether a file of this name (a path) is read in a
+// folder: its extension is .yaml, .yml or .json, and it is not hidden.
+func IsConfigName(name string) bool {
+	if strings.HasPrefix(filepath.Base(name), ".") {
+		return false
+	}
+	switch filepath.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
 }
 
 // Decode adds every object in data, one or more YAML documents read from

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func write(t *testing.T, dir, name, content string) string {
@@ -201,5 +203,51 @@ func TestLoaderKeepsLastGoodAndFirstSeen(t *testing.T) {
 	r, _ = l.Load(dir)
 	if len(r.Resources.Namespaces) != 1 || len(r.Kept) != 0 {
 		t.Errorf("after a clean read only a remains: %+v", r.Resources.Namespaces)
+	}
+}
+
+// TestLoaderDecodesOnlyChangedFiles: a file whose bytes did not change
+// gives the very objects of the last read (it was not decoded again); a
+// changed file gives new ones; a file that is removed and written again
+// with the same bytes gives new objects with a new first-seen time.
+func TestLoaderDecodesOnlyChangedFiles(t *testing.T) {
+	dir := t.TempDir()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := &Loader{Now: func() time.Time { return clock }}
+	a := "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n"
+	write(t, dir, "a.yaml", a)
+	pb := write(t, dir, "b.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n")
+	byName := func() map[string]*corev1.Namespace {
+		t.Helper()
+		r, err := l.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]*corev1.Namespace{}
+		for _, ns := range r.Resources.Namespaces {
+			m[ns.Name] = ns
+		}
+		return m
+	}
+	first := byName()
+	write(t, dir, "b.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: b, labels: {x: z}}\n")
+	second := byName()
+	if first["a"] != second["a"] {
+		t.Error("the unchanged file a.yaml was decoded again")
+	}
+	if first["b"] == second["b"] || second["b"].Labels["x"] != "z" {
+		t.Errorf("the changed file b.yaml was not decoded again: %+v", second["b"])
+	}
+	if err := os.Remove(pb); err != nil {
+		t.Fatal(err)
+	}
+	if third := byName(); len(third) != 1 {
+		t.Fatalf("after removing b.yaml: %v", third)
+	}
+	clock = clock.Add(time.Hour)
+	write(t, dir, "b.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: b, labels: {x: z}}\n")
+	fourth := byName()
+	if fourth["b"] == second["b"] || !fourth["b"].CreationTimestamp.Time.Equal(clock) {
+		t.Errorf("b.yaml written again: object reused or first-seen %s, want %s", fourth["b"].CreationTimestamp, clock)
 	}
 }

@@ -51,6 +51,8 @@ const (
 	DefaultTrustDomain      = "cluster.local"
 	DefaultDebounce         = 100 * time.Millisecond
 	DefaultMaxDebounce      = time.Second
+	DefaultKubeAPIQPS       = 300
+	DefaultKubeAPIBurst     = 600
 )
 
 // Config is what `xds-controller serve controller` takes.
@@ -107,9 +109,19 @@ type Config struct {
 	Debounce, MaxDebounce time.Duration
 	// ControllerName is ours (default gatewayapi.ControllerName).
 	ControllerName gwapiv1.GatewayController
-	// StatusQPS and StatusBurst limit status writes (defaults 20, 50).
-	StatusQPS   float32
-	StatusBurst int
+	// StatusQPS and StatusBurst limit status writes, StatusWorkers says
+	// how many objects are written at once (defaults status.DefaultQPS,
+	// DefaultBurst, DefaultWorkers: 200 per second, 400, 8).
+	StatusQPS     float32
+	StatusBurst   int
+	StatusWorkers int
+	// KubeAPIQPS and KubeAPIBurst are the client's rate limit towards the
+	// API server for every request of this replica (rest.Config QPS and
+	// Burst; defaults DefaultKubeAPIQPS and DefaultKubeAPIBurst, replacing
+	// client-go's 5 and 10). Status writes are limited further by
+	// StatusQPS.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// GracefulShutdownTimeout bounds the shutdown (default 30s).
 	GracefulShutdownTimeout time.Duration
 	// AddToScheme registers the types of Hooks.Watches.
@@ -148,6 +160,13 @@ func (c *Config) defaults() error {
 	c.Debounce = cmp.Or(c.Debounce, DefaultDebounce)
 	c.MaxDebounce = max(cmp.Or(c.MaxDebounce, DefaultMaxDebounce), c.Debounce)
 	c.ControllerName = cmp.Or(c.ControllerName, gatewayapi.ControllerName)
+	c.KubeAPIQPS = cmp.Or(c.KubeAPIQPS, DefaultKubeAPIQPS)
+	c.KubeAPIBurst = cmp.Or(c.KubeAPIBurst, DefaultKubeAPIBurst)
+	if c.RestConfig.QPS != c.KubeAPIQPS || c.RestConfig.Burst != c.KubeAPIBurst {
+		rc := rest.CopyConfig(c.RestConfig)
+		rc.QPS, rc.Burst = c.KubeAPIQPS, c.KubeAPIBurst
+		c.RestConfig = rc
+	}
 	c.GracefulShutdownTimeout = cmp.Or(c.GracefulShutdownTimeout, 30*time.Second)
 	if c.Log == nil {
 		c.Log = slog.Default()
@@ -248,6 +267,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		Leading:        leader.Leading,
 		QPS:            cfg.StatusQPS,
 		Burst:          cfg.StatusBurst,
+		Workers:        cfg.StatusWorkers,
 		Log:            cfg.Log,
 	})
 	c := &Controller{cfg: cfg, mgr: mgr, srv: srv, writer: writer, leader: leader, ident: ident}

@@ -89,8 +89,11 @@ func (p *pipeline) trigger() {
 }
 
 // Start registers the event handlers (each GetInformer waits for its
-// informer's initial sync), then runs the debounced pipeline until ctx
-// ends.
+// informer's initial sync), then runs the pipeline until ctx ends. The
+// first change after a quiet period (no run within Debounce) is acted on
+// at once; changes that arrive while a run works or right after it are a
+// burst, coalesced until Debounce passes without one (at most
+// MaxDebounce).
 func (p *pipeline) Start(ctx context.Context) error {
 	if err := p.watch(ctx); err != nil {
 		return err
@@ -99,6 +102,7 @@ func (p *pipeline) Start(ctx context.Context) error {
 		go p.prov.run(ctx)
 	}
 	p.trigger()
+	var lastRun time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -107,6 +111,11 @@ func (p *pipeline) Start(ctx context.Context) error {
 			p.refresh()
 			continue
 		case <-p.kick:
+		}
+		if time.Since(lastRun) >= p.cfg.Debounce {
+			p.run(ctx)
+			lastRun = time.Now()
+			continue
 		}
 		first := time.Now()
 		quiet := time.NewTimer(p.cfg.Debounce)
@@ -128,6 +137,7 @@ func (p *pipeline) Start(ctx context.Context) error {
 		}
 		quiet.Stop()
 		p.run(ctx)
+		lastRun = time.Now()
 	}
 }
 
@@ -415,7 +425,7 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 
 // setAddresses fills status.addresses of every Gateway in st from the
 // Service the resolver names for it (left empty while it does not exist),
-// and sets Programmed=False when the address the Gateway requests in
+// and sets Programmed=False when an address the Gateway requests in
 // spec.addresses is not the Service's (status.GatewayAddresses).
 func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 	svcs := make(map[types.NamespacedName]*corev1.Service, len(res.Services))
@@ -428,7 +438,7 @@ func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 			continue
 		}
 		var problem *status.AddressProblem
-		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIP(gw), svcs[r.ServiceFor(gw)])
+		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIPs(gw), svcs[r.ServiceFor(gw)])
 		problem.Apply(gs)
 	}
 }

@@ -1,12 +1,24 @@
-// Command lb-allocator gives Services of type LoadBalancer an address from a
-// pool routed to the local cluster's own bridge, and writes it into the
-// Service's status; kube-proxy then programs the address. It handles Services
-// whose spec.loadBalancerClass is unset, honours spec.loadBalancerIP when that
-// address is in the pool and free (also when it changes later), and clears addresses of Services that stop
-// being of type LoadBalancer.
+// Command lb-allocator gives Services of type LoadBalancer addresses from a
+// pool routed to the local cluster's own bridge, and writes them into the
+// Service's status; kube-proxy then programs them. It handles Services whose
+// spec.loadBalancerClass is unset, and clears the addresses of Services that
+// stop being of type LoadBalancer.
+//
+// A Service that requests addresses (the annotation metallb.io/loadBalancerIPs,
+// comma-separated, as MetalLB reads it, and spec.loadBalancerIP) gets exactly
+// those that are in the pool and not in use by another Service, also when the
+// request changes later; the others are refused, and the Service's condition
+// xds-controller.dev/AddressesRefused (status True) names each one and why,
+// for the Gateway controller to report them as AddressNotUsable. When the
+// request no longer refuses anything the condition is removed. A Service that
+// requests nothing keeps the address it has, else gets the lowest free
+// address below -static-start: the addresses from -static-start to
+// -pool-end are given only on request (like a MetalLB pool with
+// autoAssign: false), so tests can count on them being free.
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -15,12 +27,14 @@ import (
 	"os/signal"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -32,12 +46,23 @@ import (
 	"k8s.io/klog/v2"
 )
 
+const (
+	// annotationIPs requests addresses, comma-separated (MetalLB's key;
+	// pkg/infra.AnnotationLoadBalancerIPs).
+	annotationIPs = "metallb.io/loadBalancerIPs"
+	// conditionRefused names the requested addresses that were refused
+	// (pkg/status.ServiceConditionAddressesRefused).
+	conditionRefused = "xds-controller.dev/AddressesRefused"
+)
+
 type allocator struct {
-	client   kubernetes.Interface
-	lister   listersv1.ServiceLister
-	queue    workqueue.TypedRateLimitingInterface[string]
-	first    netip.Addr
-	last     netip.Addr
+	client kubernetes.Interface
+	lister listersv1.ServiceLister
+	queue  workqueue.TypedRateLimitingInterface[string]
+	first  netip.Addr
+	last   netip.Addr
+	// static is the first address given only on request (invalid: none).
+	static   netip.Addr
 	mu       sync.Mutex
 	reserved map[netip.Addr]string // address -> namespace/name, for addresses written but maybe not yet in the cache
 }
@@ -46,11 +71,20 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
 	start := flag.String("pool-start", "", "first address of the pool")
 	end := flag.String("pool-end", "", "last address of the pool")
+	staticStart := flag.String("static-start", "", "first address of the pool's end that is given only on request (default: none)")
 	flag.Parse()
 	first, err1 := netip.ParseAddr(*start)
 	last, err2 := netip.ParseAddr(*end)
-	if err1 != nil || err2 != nil || last.Less(first) {
-		fmt.Fprintln(os.Stderr, "usage: lb-allocator -kubeconfig FILE -pool-start IP -pool-end IP")
+	var static netip.Addr
+	var err3 error
+	if *staticStart != "" {
+		static, err3 = netip.ParseAddr(*staticStart)
+		if err3 == nil && (static.Less(first) || last.Less(static)) {
+			err3 = fmt.Errorf("-static-start %s is outside the pool", static)
+		}
+	}
+	if err1 != nil || err2 != nil || err3 != nil || last.Less(first) {
+		fmt.Fprintln(os.Stderr, "usage: lb-allocator -kubeconfig FILE -pool-start IP -pool-end IP [-static-start IP]")
 		os.Exit(2)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -65,7 +99,7 @@ func main() {
 	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
 	inf := factory.Core().V1().Services()
 	a := &allocator{
-		client: client, lister: inf.Lister(), first: first, last: last,
+		client: client, lister: inf.Lister(), first: first, last: last, static: static,
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		reserved: map[netip.Addr]string{},
 	}
@@ -81,7 +115,7 @@ func main() {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
 		klog.Fatal("cache did not sync")
 	}
-	klog.Infof("lb-allocator: pool %s-%s", first, last)
+	klog.Infof("lb-allocator: pool %s-%s, given only on request from %v", first, last, static)
 	go func() { <-ctx.Done(); a.queue.ShutDown() }()
 	for a.next(ctx) {
 	}
@@ -136,12 +170,13 @@ func (a *allocator) sync(ctx context.Context, key string) error {
 	wants := svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil
 	current := poolAddrs(svc, a)
 	if !wants {
-		if len(current) == 0 {
+		if len(current) == 0 && meta.FindStatusCondition(svc.Status.Conditions, conditionRefused) == nil {
 			a.forget(svc) // the apiserver cleared the status itself
 			return nil
 		}
 		s := svc.DeepCopy()
 		s.Status.LoadBalancer = corev1.LoadBalancerStatus{}
+		meta.RemoveStatusCondition(&s.Status.Conditions, conditionRefused)
 		_, err := a.client.CoreV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{})
 		if err == nil {
 			klog.Infof("%s: released %v", key, current)
@@ -149,44 +184,61 @@ func (a *allocator) sync(ctx context.Context, key string) error {
 		}
 		return err
 	}
-	moving := len(current) > 0
-	if moving {
-		// An address is kept unless spec.loadBalancerIP now asks for
-		// another pool address; the Service then moves there when it is
-		// free (as MetalLB does), and stays where it is when it is not.
-		want, err := netip.ParseAddr(svc.Spec.LoadBalancerIP)
-		if err != nil || slices.Contains(current, want) || !a.inPool(want) {
-			return nil
-		}
-	}
-	ip, err := a.pick(svc)
+	ips, refusals, err := a.choose(svc, current)
 	if err != nil {
 		return err
 	}
-	if moving && ip.String() != svc.Spec.LoadBalancerIP {
-		a.mu.Lock()
-		delete(a.reserved, ip)
-		a.mu.Unlock()
-		return nil
-	}
 	s := svc.DeepCopy()
 	vip := corev1.LoadBalancerIPModeVIP
-	s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip.String(), IPMode: &vip}}
+	s.Status.LoadBalancer.Ingress = nil
+	for _, ip := range ips {
+		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip.String(), IPMode: &vip})
+	}
+	if len(refusals) > 0 {
+		meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+			Type: conditionRefused, Status: metav1.ConditionTrue, Reason: "AddressesRefused",
+			Message: strings.Join(refusals, "; "), ObservedGeneration: svc.Generation,
+		})
+	} else {
+		meta.RemoveStatusCondition(&s.Status.Conditions, conditionRefused)
+	}
+	if sameIngress(svc.Status.LoadBalancer.Ingress, s.Status.LoadBalancer.Ingress) &&
+		sameCondition(svc.Status.Conditions, s.Status.Conditions) {
+		a.release(key, ips)
+		return nil
+	}
 	if _, err := a.client.CoreV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil {
-		a.mu.Lock()
-		delete(a.reserved, ip)
-		a.mu.Unlock()
+		a.release(key, current)
 		return err
 	}
+	a.release(key, ips)
+	klog.Infof("%s: assigned %v, refused %q", key, ips, refusals)
+	return nil
+}
+
+// release drops the reservations of key except those of keep.
+func (a *allocator) release(key string, keep []netip.Addr) {
 	a.mu.Lock()
-	for _, old := range current {
-		if a.reserved[old] == key {
-			delete(a.reserved, old)
+	defer a.mu.Unlock()
+	for ip, k := range a.reserved {
+		if k == key && !slices.Contains(keep, ip) {
+			delete(a.reserved, ip)
 		}
 	}
-	a.mu.Unlock()
-	klog.Infof("%s: assigned %s", key, ip)
-	return nil
+}
+
+func sameIngress(a, b []corev1.LoadBalancerIngress) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.LoadBalancerIngress) bool {
+		return x.IP == y.IP && x.Hostname == y.Hostname && (x.IPMode == nil) == (y.IPMode == nil) && (x.IPMode == nil || *x.IPMode == *y.IPMode)
+	})
+}
+
+func sameCondition(a, b []metav1.Condition) bool {
+	x, y := meta.FindStatusCondition(a, conditionRefused), meta.FindStatusCondition(b, conditionRefused)
+	if x == nil || y == nil {
+		return x == y
+	}
+	return x.Status == y.Status && x.Message == y.Message && x.ObservedGeneration == y.ObservedGeneration
 }
 
 func poolAddrs(svc *corev1.Service, a *allocator) []netip.Addr {
@@ -199,40 +251,86 @@ func poolAddrs(svc *corev1.Service, a *allocator) []netip.Addr {
 	return out
 }
 
-// pick reserves a free address for svc: its spec.loadBalancerIP when that is
-// in the pool and free, else the lowest free one.
-func (a *allocator) pick(svc *corev1.Service) (netip.Addr, error) {
+// requested are the addresses svc asks for, in order and without
+// duplicates: the annotation metallb.io/loadBalancerIPs, then
+// spec.loadBalancerIP; the values that are not IP addresses come back
+// apart.
+func requested(svc *corev1.Service) (ips []netip.Addr, bad []string) {
+	var values []string
+	if v, ok := svc.Annotations[annotationIPs]; ok {
+		values = strings.Split(v, ",")
+	}
+	values = append(values, svc.Spec.LoadBalancerIP)
+	for _, v := range values {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(v)
+		switch {
+		case err != nil:
+			bad = append(bad, v)
+		case !slices.Contains(ips, ip):
+			ips = append(ips, ip)
+		}
+	}
+	return ips, bad
+}
+
+// choose reserves the addresses svc gets and says why requested ones were
+// refused. A Service that requests addresses gets those of them that are
+// in the pool and free (its own current ones are free for it); one that
+// requests none keeps its current addresses, else gets the lowest free
+// address below a.static. The error is an exhausted pool.
+func (a *allocator) choose(svc *corev1.Service, current []netip.Addr) ([]netip.Addr, []string, error) {
 	all, err := a.lister.List(labels.Everything())
 	if err != nil {
-		return netip.Addr{}, err
+		return nil, nil, err
 	}
 	key := svc.Namespace + "/" + svc.Name
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	used := map[netip.Addr]bool{}
+	usedBy := map[netip.Addr]string{}
 	for ip, k := range a.reserved {
 		if k != key {
-			used[ip] = true
+			usedBy[ip] = k
 		}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 	for _, s := range all {
-		if s.Namespace+"/"+s.Name == key {
-			continue
-		}
-		for _, ip := range poolAddrs(s, a) {
-			used[ip] = true
+		if k := s.Namespace + "/" + s.Name; k != key {
+			for _, ip := range poolAddrs(s, a) {
+				usedBy[ip] = k
+			}
 		}
 	}
-	if want, err := netip.ParseAddr(svc.Spec.LoadBalancerIP); err == nil && a.inPool(want) && !used[want] {
-		a.reserved[want] = key
-		return want, nil
+	want, bad := requested(svc)
+	var refusals []string
+	for _, v := range bad {
+		refusals = append(refusals, fmt.Sprintf("%q is not an IP address", v))
 	}
-	for ip := a.first; !a.last.Less(ip); ip = ip.Next() {
-		if !used[ip] {
+	if len(want) > 0 || len(bad) > 0 {
+		var got []netip.Addr
+		for _, ip := range want {
+			switch {
+			case !a.inPool(ip):
+				refusals = append(refusals, fmt.Sprintf("%s is outside the pool %s-%s", ip, a.first, a.last))
+			case usedBy[ip] != "":
+				refusals = append(refusals, fmt.Sprintf("%s is in use by Service %s", ip, usedBy[ip]))
+			default:
+				a.reserved[ip] = key
+				got = append(got, ip)
+			}
+		}
+		return got, refusals, nil
+	}
+	if len(current) > 0 {
+		return current, nil, nil
+	}
+	for ip := a.first; !a.last.Less(ip) && (!a.static.IsValid() || ip.Less(a.static)); ip = ip.Next() {
+		if usedBy[ip] == "" {
 			a.reserved[ip] = key
-			return ip, nil
+			return []netip.Addr{ip}, nil, nil
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("pool %s-%s is exhausted", a.first, a.last)
+	return nil, nil, fmt.Errorf("pool %s-%s is exhausted", a.first, cmp.Or(a.static.Prev(), a.last))
 }

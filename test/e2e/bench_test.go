@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchRoutes is the shared benchmark input for n HTTPRoutes (one Gateway
+// "bench", n Services and HTTPRoutes), written by the workspace's
+// shared/bench/gen-routes.py (BENCH_GEN_ROUTES overrides its path), with
+// the Gateway's listener moved to port and bound to 127.0.0.1.
+func benchRoutes(b *testing.B, n, port int) []byte {
+	b.Helper()
+	script := os.Getenv("BENCH_GEN_ROUTES")
+	if script == "" {
+		script = filepath.Join("..", "..", "..", "shared", "bench", "gen-routes.py")
+	}
+	if _, err := os.Stat(script); err != nil {
+		b.Skipf("benchmark input generator not found at %s (set BENCH_GEN_ROUTES)", script)
+	}
+	out, err := exec.Command("python3", script, fmt.Sprint(n)).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(out)
+	for _, r := range []struct{ old, new string }{
+		{"      port: 80\n", fmt.Sprintf("      port: %d\n", port)},
+		{"  gatewayClassName: bench\n", "  gatewayClassName: bench\n  addresses: [{type: IPAddress, value: 127.0.0.1}]\n"},
+	} {
+		if strings.Count(s, r.old) != 1 {
+			b.Fatalf("benchmark input: %q appears %d times, want once", r.old, strings.Count(s, r.old))
+		}
+		s = strings.Replace(s, r.old, r.new, 1)
+	}
+	return []byte(s)
+}
+
+// extraRouteYAML is one more HTTPRoute of the bench Gateway, for hostname
+// extra-<N>.example.com, to the Service extra.
+const extraRouteYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: extra-{{.}}, namespace: default}
+spec:
+  parentRefs: [{name: bench}]
+  hostnames: [extra-{{.}}.example.com]
+  rules:
+  - backendRefs: [{name: extra, port: 80}]
+`
+
+// BenchmarkStandalonePropagation measures how long one more route takes to
+// reach Envoy in standalone mode with the shared benchmark input in place
+// (routes=100, 1000, 3000): each iteration writes one more HTTPRoute file
+// (write and rename, as editors do) and polls Envoy every millisecond
+// until the new hostname answers 200 from its backend, then deletes the
+// file and polls until it answers 404 again. Reported per sample, in
+// milliseconds: add-median, add-p90, add-max, del-median, del-max.
+//
+//	go test ./test/e2e -run '^$' -bench StandalonePropagation -benchtime 20x
+//
+// (make bench-standalone). The figures go into docs/performance.md.
+func BenchmarkStandalonePropagation(b *testing.B) {
+	for _, n := range []int{100, 1000, 3000} {
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			extra := backend(b, "extra")
+			var f *fixture
+			f = startWith(b, func(f *fixture) {
+				if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, n, f.gwPort), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
+					map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: portOf(extra)}}})
+			})
+			f.client.Timeout = time.Second
+			// Ready: the last bench route answers (from no backend: 503 or
+			// 500; anything but 404 and a failed connection).
+			began := time.Now()
+			for {
+				if code, _ := f.get(fmt.Sprintf("svc-%d.example.com", n-1), "/"); code > 0 && code != 404 {
+					break
+				}
+				if time.Since(began) > 2*time.Minute {
+					b.Fatalf("the bench routes were not served after %s", time.Since(began))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			b.Logf("%d routes served %s after start", n, time.Since(began).Round(time.Millisecond))
+			var adds, dels []time.Duration
+			i := 0
+			for b.Loop() {
+				host := fmt.Sprintf("extra-%d.example.com", i)
+				path := filepath.Join(f.dir, fmt.Sprintf("extra-%d.yaml", i))
+				render(b, path, extraRouteYAML, i)
+				adds = append(adds, f.until(host, 200, time.Now()))
+				if err := os.Remove(path); err != nil {
+					b.Fatal(err)
+				}
+				dels = append(dels, f.until(host, 404, time.Now()))
+				i++
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(ms(quantile(adds, 0.5)), "add-median-ms")
+			b.ReportMetric(ms(quantile(adds, 0.9)), "add-p90-ms")
+			b.ReportMetric(ms(quantile(adds, 1)), "add-max-ms")
+			b.ReportMetric(ms(quantile(dels, 0.5)), "del-median-ms")
+			b.ReportMetric(ms(quantile(dels, 1)), "del-max-ms")
+		})
+	}
+}
+
+// until polls host every millisecond until it answers status, and returns
+// the time since since; it fails after 30 s.
+func (f *fixture) until(host string, status int, since time.Time) time.Duration {
+	f.t.Helper()
+	for {
+		if code, _ := f.get(host, "/"); code == status {
+			return time.Since(since)
+		}
+		if time.Since(since) > 30*time.Second {
+			f.t.Fatalf("%s did not answer %d within 30s", host, status)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// quantile returns the q-quantile (0..1, nearest rank) of ds.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

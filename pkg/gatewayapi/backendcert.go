@@ -36,7 +36,7 @@ func (t *translator) readBackendClientCertificate(gs *gatewayState) {
 		return
 	}
 	gs.backendCert = &backendClientCert{}
-	gs.backendCert.cert, gs.backendCert.problem = t.certificate(gs.obj.Namespace, clientCertificateField,
+	gs.backendCert.cert, gs.backendCert.problem = t.certificate("Gateway", gs.obj.Namespace, clientCertificateField,
 		string(gwapiv1.GatewayReasonInvalidClientCertificateRef), *tc.Backend.ClientCertificateRef)
 }
 

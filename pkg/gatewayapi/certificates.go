@@ -16,8 +16,8 @@ import (
 // no certificates; in mode Terminate (TLSRouteModeTerminate) it needs them.
 // Every certificateRef must name a core Secret of type kubernetes.io/tls
 // whose tls.crt and tls.key form a valid key pair; a Secret in another
-// namespace needs a ReferenceGrant from Gateways of the listener's
-// namespace. Any bad ref sets ResolvedRefs=False (reason
+// namespace needs a ReferenceGrant from Gateways (ListenerSets, for a
+// ListenerSet's listener) of the listener's namespace. Any bad ref sets ResolvedRefs=False (reason
 // InvalidCertificateRef, or RefNotPermitted for a missing grant) and keeps
 // the listener from being programmed.
 func (t *translator) listenerTLS(l *listenerState) {
@@ -42,7 +42,7 @@ func (t *translator) listenerTLS(l *listenerState) {
 	var first *problem
 	var msgs []string
 	for _, ref := range cfg.CertificateRefs {
-		c, p := t.certificate(l.gw.obj.Namespace, "certificateRef", string(gwapiv1.ListenerReasonInvalidCertificateRef), ref)
+		c, p := t.certificate(l.ownerKind(), l.namespace(), "certificateRef", string(gwapiv1.ListenerReasonInvalidCertificateRef), ref)
 		if p != nil {
 			if first == nil {
 				first = p
@@ -59,14 +59,16 @@ func (t *translator) listenerTLS(l *listenerState) {
 	l.tls = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: certs, ClientValidation: t.frontendValidation(l)}
 }
 
-// certificate resolves a reference to a certificate made by a Gateway in
-// namespace gwNS: a listener certificateRef, or spec.tls.backend
-// clientCertificateRef (field names which in messages). It must name a
-// core Secret of type kubernetes.io/tls whose tls.crt and tls.key form a
-// valid key pair (else a problem with reason invalid); a Secret in another
-// namespace needs a ReferenceGrant from Gateways of gwNS (else reason
-// RefNotPermitted, which listeners and Gateways spell alike).
-func (t *translator) certificate(gwNS, field, invalid string, ref gwapiv1.SecretObjectReference) (*ir.Certificate, *problem) {
+// certificate resolves a reference to a certificate made by an object of
+// kind fromKind (Gateway or ListenerSet) in namespace gwNS: a listener
+// certificateRef, or a Gateway's spec.tls.backend clientCertificateRef
+// (field names which in messages). It must name a core Secret of type
+// kubernetes.io/tls whose tls.crt and tls.key form a valid key pair (else a
+// problem with reason invalid); a Secret in another namespace needs a
+// ReferenceGrant from fromKind in gwNS (else reason RefNotPermitted, which
+// listeners and Gateways spell alike; ListenerSet: "ReferenceGrants applied
+// to a Gateway are not inherited by child ListenerSets").
+func (t *translator) certificate(fromKind, gwNS, field, invalid string, ref gwapiv1.SecretObjectReference) (*ir.Certificate, *problem) {
 	group := deref(ref.Group, "")
 	kind := deref(ref.Kind, "Secret")
 	ns := string(deref(ref.Namespace, gwapiv1.Namespace(gwNS)))
@@ -77,9 +79,9 @@ func (t *translator) certificate(gwNS, field, invalid string, ref gwapiv1.Secret
 	if group != "" || kind != "Secret" {
 		return bad("%s is not a core Secret", groupKind(group, kind))
 	}
-	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, "Gateway", gwNS, "", "Secret", ns, string(ref.Name)) {
+	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, fromKind, gwNS, "", "Secret", ns, string(ref.Name)) {
 		return nil, &problem{string(gwapiv1.ListenerReasonRefNotPermitted),
-			fmt.Sprintf("%s %s: no ReferenceGrant in namespace %s allows Gateways of namespace %s to use it", field, name, ns, gwNS)}
+			fmt.Sprintf("%s %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", field, name, ns, fromKind, gwNS)}
 	}
 	s := t.secrets[nn(ns, string(ref.Name))]
 	if s == nil {

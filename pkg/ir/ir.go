@@ -62,8 +62,13 @@ const (
 
 // Listener is one Gateway listener as Envoy must serve it.
 type Listener struct {
-	// Name is unique within a scope: "<namespace>/<gateway>/<listener>".
+	// Name is unique within a scope: "<namespace>/<gateway>/<listener>",
+	// or for a listener of a ListenerSet attached to the Gateway
+	// "<namespace>/<gateway>/<set namespace>/<set name>/<listener>".
 	Name string `json:"name"`
+	// ListenerSet is "<namespace>/<name>" of the ListenerSet that declares
+	// the listener (GEP-1713), "" for the Gateway's own listeners.
+	ListenerSet string `json:"listenerSet,omitempty"`
 	// Protocol is what the listener accepts.
 	Protocol Protocol `json:"protocol"`
 	// Address is the IP address Envoy binds, "0.0.0.0" for all.

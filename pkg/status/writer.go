@@ -7,7 +7,7 @@ package status
 //
 // How each kind is written, and why:
 //
-//   - GatewayClass and Gateway: server-side apply on the status subresource
+//   - GatewayClass, Gateway and ListenerSet: server-side apply on the status subresource
 //     with field manager "xds-controller" and force. Their status belongs to
 //     the controller of their class, which is us, so taking ownership of
 //     every field we set is right, and fields we set before but no longer
@@ -64,11 +64,14 @@ type Kind string
 const (
 	KindGatewayClass Kind = "GatewayClass"
 	KindGateway      Kind = "Gateway"
-	KindHTTPRoute    Kind = gatewayapi.KindHTTPRoute
-	KindGRPCRoute    Kind = gatewayapi.KindGRPCRoute
-	KindTLSRoute     Kind = gatewayapi.KindTLSRoute
-	KindTCPRoute     Kind = gatewayapi.KindTCPRoute
-	KindUDPRoute     Kind = gatewayapi.KindUDPRoute
+	// KindListenerSet's status is written like a Gateway's (server-side
+	// apply): it belongs to the controller of its parent Gateway.
+	KindListenerSet Kind = gatewayapi.KindListenerSet
+	KindHTTPRoute   Kind = gatewayapi.KindHTTPRoute
+	KindGRPCRoute   Kind = gatewayapi.KindGRPCRoute
+	KindTLSRoute    Kind = gatewayapi.KindTLSRoute
+	KindTCPRoute    Kind = gatewayapi.KindTCPRoute
+	KindUDPRoute    Kind = gatewayapi.KindUDPRoute
 	// KindBackendTLSPolicy's status.ancestors are written like routes'
 	// parents (routes.go).
 	KindBackendTLSPolicy Kind = "BackendTLSPolicy"
@@ -211,6 +214,9 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 		for nn, s := range st.Gateways {
 			desired[Key{Kind: KindGateway, Namespace: nn.Namespace, Name: nn.Name}] = s
 		}
+		for nn, s := range st.ListenerSets {
+			desired[Key{Kind: KindListenerSet, Namespace: nn.Namespace, Name: nn.Name}] = s
+		}
 		for k, s := range st.Routes {
 			desired[Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}] = s
 		}
@@ -271,7 +277,8 @@ func (w *Writer) Enqueue(k Key) {
 	}
 }
 
-// sortKeys orders keys GatewayClasses first, then Gateways, then routes,
+// sortKeys orders keys GatewayClasses first, then Gateways, then
+// ListenerSets, then routes,
 // each by namespace/name.
 func sortKeys(keys []Key) {
 	slices.SortFunc(keys, func(a, b Key) int {
@@ -291,8 +298,10 @@ func kindOrder(k Kind) int {
 		return 0
 	case KindGateway:
 		return 1
-	default:
+	case KindListenerSet:
 		return 2
+	default:
+		return 3
 	}
 }
 
@@ -380,6 +389,8 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 		err = w.gatewayClass(ctx, reader, k, d.(*gwapiv1.GatewayClassStatus))
 	case KindGateway:
 		err = w.gateway(ctx, reader, k, d.(*gwapiv1.GatewayStatus))
+	case KindListenerSet:
+		err = w.listenerSet(ctx, reader, k, d.(*gwapiv1.ListenerSetStatus))
 	case KindBackendTLSPolicy:
 		err = w.parents(ctx, reader, k, ancestorsAsParents(d.(*gwapiv1.PolicyStatus).Ancestors))
 	default:
@@ -423,6 +434,18 @@ func (w *Writer) gateway(ctx context.Context, r client.Reader, k Key, d *gwapiv1
 	return w.apply(ctx, k, &live, target)
 }
 
+func (w *Writer) listenerSet(ctx context.Context, r client.Reader, k Key, d *gwapiv1.ListenerSetStatus) error {
+	var live gwapiv1.ListenerSet
+	if err := r.Get(ctx, k.nn(), &live); err != nil {
+		return err
+	}
+	target := ListenerSetStatus(d, &live.Status, w.opts.Now())
+	if EqualListenerSetStatus(target, &live.Status) {
+		return nil
+	}
+	return w.apply(ctx, k, &live, target)
+}
+
 // parents writes our per-parent entries of k: a route's status.parents,
 // or a BackendTLSPolicy's status.ancestors (entries of the same shape;
 // routes.go), desired being ours.
@@ -456,7 +479,8 @@ func (w *Writer) parents(ctx context.Context, r client.Reader, k Key, desired []
 	return nil
 }
 
-// apply writes target as the status of live (a GatewayClass or Gateway)
+// apply writes target as the status of live (a GatewayClass, Gateway or
+// ListenerSet)
 // with server-side apply.
 func (w *Writer) apply(ctx context.Context, k Key, live client.Object, target any) error {
 	hash := hashOf(normalized(target))
@@ -524,6 +548,13 @@ func normalized(st any) any {
 		zeroTimes(s.Conditions)
 		return s
 	case *gwapiv1.GatewayStatus:
+		s = s.DeepCopy()
+		zeroTimes(s.Conditions)
+		for i := range s.Listeners {
+			zeroTimes(s.Listeners[i].Conditions)
+		}
+		return s
+	case *gwapiv1.ListenerSetStatus:
 		s = s.DeepCopy()
 		zeroTimes(s.Conditions)
 		for i := range s.Listeners {

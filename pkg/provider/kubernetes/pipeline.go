@@ -152,6 +152,7 @@ func (p *pipeline) watch(ctx context.Context) error {
 	watches := []watch{
 		{&gwapiv1.GatewayClass{}, p.ownedHandler(status.KindGatewayClass)},
 		{&gwapiv1.Gateway{}, p.ownedHandler(status.KindGateway)},
+		{&gwapiv1.ListenerSet{}, p.ownedHandler(status.KindListenerSet)},
 		{&gwapiv1.HTTPRoute{}, p.ownedHandler(status.KindHTTPRoute)},
 		{&gwapiv1.GRPCRoute{}, p.ownedHandler(status.KindGRPCRoute)},
 		{&gwapiv1.TLSRoute{}, p.ownedHandler(status.KindTLSRoute)},

@@ -51,6 +51,13 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 	for i := range gws.Items {
 		res.Gateways = append(res.Gateways, &gws.Items[i])
 	}
+	var lss gwapiv1.ListenerSetList
+	if err := r.List(ctx, &lss, noCopy); err != nil {
+		return nil, err
+	}
+	for i := range lss.Items {
+		res.ListenerSets = append(res.ListenerSets, &lss.Items[i])
+	}
 	var hrs gwapiv1.HTTPRouteList
 	if err := r.List(ctx, &hrs, noCopy); err != nil {
 		return nil, err
@@ -142,8 +149,10 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 
 // referencedSecrets are the Secrets that Gateways of our classes reference
 // in their TLS listeners' certificateRefs and their spec.tls.backend
-// clientCertificateRef (core Secrets only; whether a ReferenceGrant allows
-// a cross-namespace one is the translator's decision), sorted.
+// clientCertificateRef, and that the TLS listeners of ListenerSets whose
+// parentRef names one of those Gateways reference (core Secrets only;
+// whether a ReferenceGrant allows a cross-namespace one, and whether the
+// Gateway admits the ListenerSet, are the translator's decisions), sorted.
 func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayController) []types.NamespacedName {
 	ours := map[string]bool{}
 	for _, gc := range res.GatewayClasses {
@@ -153,11 +162,11 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	}
 	seen := map[types.NamespacedName]bool{}
 	var out []types.NamespacedName
-	add := func(gwNS string, ref gwapiv1.SecretObjectReference) {
+	add := func(ns string, ref gwapiv1.SecretObjectReference) {
 		if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
 			return
 		}
-		k := types.NamespacedName{Namespace: gwNS, Name: string(ref.Name)}
+		k := types.NamespacedName{Namespace: ns, Name: string(ref.Name)}
 		if ref.Namespace != nil {
 			k.Namespace = string(*ref.Namespace)
 		}
@@ -166,20 +175,37 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 			out = append(out, k)
 		}
 	}
+	addListener := func(ns string, tls *gwapiv1.ListenerTLSConfig) {
+		if tls == nil {
+			return
+		}
+		for _, ref := range tls.CertificateRefs {
+			add(ns, ref)
+		}
+	}
+	ourGateways := map[types.NamespacedName]bool{}
 	for _, gw := range res.Gateways {
 		if !ours[string(gw.Spec.GatewayClassName)] {
 			continue
 		}
+		ourGateways[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = true
 		for _, l := range gw.Spec.Listeners {
-			if l.TLS == nil {
-				continue
-			}
-			for _, ref := range l.TLS.CertificateRefs {
-				add(gw.Namespace, ref)
-			}
+			addListener(gw.Namespace, l.TLS)
 		}
 		if t := gw.Spec.TLS; t != nil && t.Backend != nil && t.Backend.ClientCertificateRef != nil {
 			add(gw.Namespace, *t.Backend.ClientCertificateRef)
+		}
+	}
+	for _, ls := range res.ListenerSets {
+		parent := types.NamespacedName{Namespace: ls.Namespace, Name: string(ls.Spec.ParentRef.Name)}
+		if ls.Spec.ParentRef.Namespace != nil {
+			parent.Namespace = string(*ls.Spec.ParentRef.Namespace)
+		}
+		if !ourGateways[parent] {
+			continue
+		}
+		for _, l := range ls.Spec.Listeners {
+			addListener(ls.Namespace, l.TLS)
 		}
 	}
 	sortNames(out)

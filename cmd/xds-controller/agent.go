@@ -32,15 +32,19 @@ bundle into --dir for Envoy's file-based SDS (atomic ..data symlink swap).
 Renews at half the SVID's lifetime, retries failures with back-off.
 GET /ready on --probe-address answers 200 once a valid SVID is written (the
 pod's startup probe: Envoy starts after it).
-With --install-drain, it first copies its own executable there (mode 0555),
-for the Envoy container's preStop hook (xds-controller envoy-drain).`,
+With --install-drain, it first copies its own executable to that path (mode
+0555) for the Envoy container's preStop hook (xds-controller envoy-drain); a
+failed copy is logged, and only the drain is lost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if installDrain != "" {
 				// Before the probe answers: Envoy starts, and may be
 				// stopped, only once the copy is there.
+				// A failed copy costs the graceful stop only (the hook
+				// then fails, a FailedPreStopHook event on the pod), not
+				// the SVID: the pod still starts.
 				if err := drain.InstallSelf(installDrain); err != nil {
-					return fmt.Errorf("--install-drain: %w", err)
+					slog.Error("Envoy's preStop hook will fail: cannot install the drain command", "path", installDrain, "error", err)
 				}
 			}
 			id, err := spiffeid.FromString(serverID)

@@ -28,6 +28,9 @@ func TestEffectiveDefaults(t *testing.T) {
 	if got.PodTemplate != nil {
 		t.Errorf("podTemplate: %s", got.PodTemplate.Raw)
 	}
+	if got.Envoy.DrainSeconds == nil || *got.Envoy.DrainSeconds != DefaultDrainSeconds {
+		t.Errorf("drainSeconds: %v, want the default %d", got.Envoy.DrainSeconds, DefaultDrainSeconds)
+	}
 	ded := Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, nil)
 	if *ded.Replicas != DefaultDedicatedReplicas {
 		t.Errorf("dedicated replicas default = %d", *ded.Replicas)
@@ -47,8 +50,9 @@ func TestEffectivePrecedence(t *testing.T) {
 		Mode:     ptr.To(v1alpha1.ModeDedicated),
 		Replicas: ptr.To[int32](3),
 		Envoy: &v1alpha1.EnvoySpec{
-			Image:     ptr.To("class/envoy:1"),
-			Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			Image:        ptr.To("class/envoy:1"),
+			Resources:    &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			DrainSeconds: ptr.To[int32](30),
 		},
 		Service: &v1alpha1.ServiceSpec{
 			Type:        ptr.To(corev1.ServiceTypeNodePort),
@@ -57,7 +61,7 @@ func TestEffectivePrecedence(t *testing.T) {
 	}
 	gw := &v1alpha1.GatewayParametersSpec{
 		Replicas: ptr.To[int32](0),
-		Envoy:    &v1alpha1.EnvoySpec{Image: ptr.To("gw/envoy:2")},
+		Envoy:    &v1alpha1.EnvoySpec{Image: ptr.To("gw/envoy:2"), DrainSeconds: ptr.To[int32](0)},
 		Service:  &v1alpha1.ServiceSpec{Annotations: map[string]string{"b": "gw", "c": "gw"}},
 	}
 	got := Effective(class, gw)
@@ -65,8 +69,9 @@ func TestEffectivePrecedence(t *testing.T) {
 		Mode:     ptr.To(v1alpha1.ModeDedicated), // class fills
 		Replicas: ptr.To[int32](0),               // gateway wins, even with zero
 		Envoy: &v1alpha1.EnvoySpec{
-			Image:     ptr.To("gw/envoy:2"),  // gateway wins
-			Resources: class.Envoy.Resources, // class fills inside a struct the gateway set
+			Image:        ptr.To("gw/envoy:2"),  // gateway wins
+			Resources:    class.Envoy.Resources, // class fills inside a struct the gateway set
+			DrainSeconds: ptr.To[int32](0),      // gateway wins, even with zero
 		},
 		Service: &v1alpha1.ServiceSpec{
 			Type:        ptr.To(corev1.ServiceTypeNodePort),

@@ -103,6 +103,12 @@ type Params struct {
 	// ReadinessAddress and ReadinessPort: default 0.0.0.0:19001.
 	ReadinessAddress string
 	ReadinessPort    uint32
+	// MetricsAddress and MetricsPort: where Envoy serves its statistics in
+	// Prometheus format (the admin's /stats/prometheus, and no other admin
+	// path); no such listener when MetricsPort is 0. MetricsAddress
+	// defaults to ReadinessAddress.
+	MetricsAddress string
+	MetricsPort    uint32
 	// Delta selects incremental xDS (DELTA_GRPC) instead of
 	// state-of-the-world (GRPC).
 	Delta bool
@@ -125,6 +131,9 @@ func Render(p Params) ([]byte, error) {
 	}
 	if p.ReadinessPort == 0 {
 		p.ReadinessPort = 19001
+	}
+	if p.MetricsAddress == "" {
+		p.MetricsAddress = p.ReadinessAddress
 	}
 	if p.XDSServerName == "" {
 		p.XDSServerName = p.XDSHost

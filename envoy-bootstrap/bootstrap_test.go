@@ -90,13 +90,50 @@ func TestRenderRequiresIdentity(t *testing.T) {
 	}
 }
 
+// TestRenderMetricsListener: with MetricsPort the bootstrap has a listener
+// on it whose only route to the admin is GET or HEAD /stats/prometheus;
+// without, neither the listener nor the admin cluster exists.
+func TestRenderMetricsListener(t *testing.T) {
+	p := params(t)
+	b, err := Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "xds_controller_metrics") || strings.Contains(string(b), "xds_controller_admin") {
+		t.Error("a metrics listener or admin cluster without MetricsPort")
+	}
+	p.MetricsPort = 19003
+	if b, err = Render(p); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"name: xds_controller_metrics",
+		`socket_address: { address: "0.0.0.0", port_value: 19003 }`,
+		"path: /stats/prometheus",
+		`regex: "GET|HEAD"`,
+		"route: { cluster: xds_controller_admin }",
+		`socket_address: { address: "127.0.0.1", port_value: 9901 }`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("bootstrap lacks %q", want)
+		}
+	}
+	if n := strings.Count(string(b), "cluster: xds_controller_admin"); n != 1 {
+		t.Errorf("%d routes to the admin, want exactly one", n)
+	}
+}
+
 // TestEnvoyAcceptsBootstrap loads the rendered bootstrap into the real
-// Envoy in validate mode, for both xDS flavours.
+// Envoy in validate mode, for both xDS flavours, with and without the
+// metrics listener.
 func TestEnvoyAcceptsBootstrap(t *testing.T) {
 	envoy := testenvoy.Path(t)
 	for _, delta := range []bool{true, false} {
 		p := params(t)
 		p.Delta = delta
+		if delta {
+			p.MetricsPort = 19003
+		}
 		b, err := Render(p)
 		if err != nil {
 			t.Fatal(err)

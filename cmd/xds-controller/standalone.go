@@ -51,6 +51,7 @@ local backend can be described as a Service with clusterIP 127.0.0.1.`,
 	f.StringVar(&cfg.XDSAddress, "xds-address", "127.0.0.1:18000", "address of the xDS server")
 	f.Uint32Var(&cfg.AdminPort, "admin-port", 9901, "Envoy admin port on 127.0.0.1")
 	f.Uint32Var(&cfg.ReadinessPort, "readiness-port", 19001, "Envoy readiness port (GET /ready)")
+	f.Uint32Var(&cfg.EnvoyMetricsPort, "envoy-metrics-port", 0, "Envoy's Prometheus metrics port on 127.0.0.1 (GET /stats/prometheus only; 0: none)")
 	f.StringVar(&cfg.TrustDomain, "trust-domain", "xds-controller.local", "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.SVIDLifetime, "svid-lifetime", identity.DefaultSVIDLifetime, "validity of Envoy's SVIDs (renewed at half of it, without restarting Envoy)")
 	f.DurationVar(&cfg.Debounce, "debounce", 0, "wait this long after a file change before re-reading (default 50ms)")

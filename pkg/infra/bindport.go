@@ -26,7 +26,7 @@ const (
 )
 
 // reservedPorts are bound by every Envoy from its bootstrap.
-var reservedPorts = map[uint32]bool{AdminPort: true, ReadinessPort: true}
+var reservedPorts = map[uint32]bool{AdminPort: true, ReadinessPort: true, MetricsPort: true}
 
 // ListenerKey identifies a listener port of a Gateway.
 type ListenerKey struct {

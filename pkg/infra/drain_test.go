@@ -107,7 +107,7 @@ func TestEnvoyDrainsBeforeItStops(t *testing.T) {
 				t.Errorf("drain volume %s: want a disk-backed emptyDir of at most 256Mi", toJSON(t, vol))
 			}
 			// The drain opens no port: the pod's ports are the
-			// readiness and agent probe ports only.
+			// readiness, agent probe and metrics ports only.
 			var ports []int32
 			for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 				for _, p := range c.Ports {
@@ -115,7 +115,7 @@ func TestEnvoyDrainsBeforeItStops(t *testing.T) {
 				}
 			}
 			slices.Sort(ports)
-			if !slices.Equal(ports, []int32{ReadinessPort, AgentProbePort}) {
+			if !slices.Equal(ports, []int32{ReadinessPort, AgentProbePort, MetricsPort}) {
 				t.Errorf("pod ports %v", ports)
 			}
 			// The pod still meets the restricted profile.

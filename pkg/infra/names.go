@@ -73,6 +73,11 @@ const (
 	AdminPort      = 9901
 	// AgentProbePort is the SVID agent's /ready (its startup probe).
 	AgentProbePort = 19002
+	// MetricsPort serves Envoy's statistics in Prometheus format (GET
+	// /stats/prometheus, nothing else of the admin), container port
+	// "metrics", announced by the pod annotations prometheus.io/scrape,
+	// /port and /path.
+	MetricsPort = 19003
 	// DefaultTokenExpirationSeconds is the lifetime of the agent's
 	// projected ServiceAccount token (the kubelet renews it at 80%).
 	DefaultTokenExpirationSeconds = 600

@@ -219,6 +219,7 @@ func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, bundle 
 		AdminAddress:  "127.0.0.1",
 		AdminPort:     AdminPort,
 		ReadinessPort: ReadinessPort,
+		MetricsPort:   MetricsPort,
 		Delta:         r.XDS.Delta,
 	})
 	if err != nil {
@@ -312,6 +313,17 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
+	// Where Prometheus (annotation-based discovery) scrapes Envoy; a
+	// Gateway's infrastructure annotations may say otherwise.
+	for k, v := range map[string]string{
+		"prometheus.io/scrape": "true",
+		"prometheus.io/port":   strconv.Itoa(MetricsPort),
+		"prometheus.io/path":   "/stats/prometheus",
+	} {
+		if _, set := annotations[k]; !set {
+			annotations[k] = v
+		}
+	}
 	tmpl := &corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
 		Spec: corev1.PodSpec{
@@ -356,7 +368,10 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 				},
-				Ports: []corev1.ContainerPort{{Name: "readiness", ContainerPort: ReadinessPort, Protocol: corev1.ProtocolTCP}},
+				Ports: []corev1.ContainerPort{
+					{Name: "readiness", ContainerPort: ReadinessPort, Protocol: corev1.ProtocolTCP},
+					{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+				},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 						Path: "/ready", Port: intstr.FromInt32(ReadinessPort), Scheme: corev1.URISchemeHTTP,

@@ -63,6 +63,9 @@ type Config struct {
 	AdminPort uint32
 	// ReadinessPort is Envoy's readiness listener port (/ready).
 	ReadinessPort uint32
+	// EnvoyMetricsPort, when not 0, is where Envoy serves GET
+	// /stats/prometheus (and nothing else of its admin) on 127.0.0.1.
+	EnvoyMetricsPort uint32
 	// TrustDomain of the SPIFFE IDs on the xDS channel.
 	TrustDomain string
 	// SVIDLifetime is the validity of Envoy's SVIDs, renewed at half of it
@@ -537,6 +540,7 @@ func (r *runner) writeBootstrap(c *credentials, addr *net.TCPAddr) (string, erro
 		// Standalone Envoy is a local process: readiness on loopback only.
 		ReadinessAddress: "127.0.0.1",
 		ReadinessPort:    r.cfg.ReadinessPort,
+		MetricsPort:      r.cfg.EnvoyMetricsPort,
 		Delta:            true,
 	})
 	if err != nil {

@@ -36,9 +36,19 @@ var kubeVersion = &chartutil.KubeVersion{Version: "v1.36.0", Major: "1", Minor: 
 // xds-system --include-crds --set ...` and returns the objects.
 func render(t *testing.T, values map[string]any) []object {
 	t.Helper()
+	objs, err := renderFor(values)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return objs
+}
+
+// renderFor is render for a cluster that also serves apiVersions (such as
+// monitoring.coreos.com/v1); it returns the rendering error.
+func renderFor(values map[string]any, apiVersions ...string) ([]object, error) {
 	ch, err := loader.Load(chartDir)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun = true
@@ -47,9 +57,10 @@ func render(t *testing.T, values map[string]any) []object {
 	install.Namespace = "xds-system"
 	install.IncludeCRDs = true
 	install.KubeVersion = kubeVersion
+	install.APIVersions = apiVersions
 	rel, err := install.Run(ch, values)
 	if err != nil {
-		t.Fatalf("render: %v", err)
+		return nil, err
 	}
 	manifest := rel.Manifest
 	for _, h := range rel.Hooks {
@@ -58,7 +69,7 @@ func render(t *testing.T, values map[string]any) []object {
 	// CHART_DUMP=file writes the rendered manifest, for reading.
 	if f := os.Getenv("CHART_DUMP"); f != "" {
 		if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	var objs []object
@@ -68,13 +79,13 @@ func render(t *testing.T, values map[string]any) []object {
 		if err := dec.Decode(&o); err == io.EOF {
 			break
 		} else if err != nil {
-			t.Fatalf("rendered YAML: %v", err)
+			return nil, fmt.Errorf("rendered YAML: %w", err)
 		}
 		if o != nil {
 			objs = append(objs, o)
 		}
 	}
-	return objs
+	return objs, nil
 }
 
 func get(o object, path ...string) any {

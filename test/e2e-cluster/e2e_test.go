@@ -510,14 +510,17 @@ func (e *env) run(mode string) {
 		t.Errorf("web answered an unrouted host: %+v", r)
 	}
 
-	e.staticAddress()
-
-	// Editing a route: the new route answers and the Envoy pods are neither
-	// restarted nor re-rolled.
+	// Envoy's metrics port, scraped like Prometheus does.
 	fleetNS, fleetName := releaseNamespace, "envoy-"+className
 	if mode == "Dedicated" {
 		fleetNS, fleetName = exampleNamespace, "web-"+className
 	}
+	e.envoyMetrics(fleetNS, fleetName, web)
+
+	e.staticAddress()
+
+	// Editing a route: the new route answers and the Envoy pods are neither
+	// restarted nor re-rolled.
 	before := e.fleetState(fleetNS, fleetName)
 	e.mustKubectl(`apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute

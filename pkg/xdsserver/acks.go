@@ -59,8 +59,8 @@ type streamState struct {
 	node, scope string
 	// opened, svidExpiry: see Tracker.Opened.
 	opened, svidExpiry time.Time
-	sent        map[string][]sent // type URL -> responses, oldest first
-	types       map[string]*TypeStatus
+	sent               map[string][]sent // type URL -> responses, oldest first
+	types              map[string]*TypeStatus
 }
 
 // Tracker is the ACK/NACK bookkeeping of xDS streams, state-of-the-world

@@ -48,7 +48,7 @@ func TestReferencedSecrets(t *testing.T) {
 			}}},
 		},
 	}
-	got := referencedSecrets(res, gatewayapi.ControllerName)
+	got := ReferencedSecrets(res, gatewayapi.ControllerName)
 	want := []types.NamespacedName{{Namespace: "certs", Name: "x"}, {Namespace: "default", Name: "a"}, {Namespace: "default", Name: "b"}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)

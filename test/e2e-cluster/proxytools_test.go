@@ -106,7 +106,7 @@ func (e *env) operatorTools(mode string) {
 	t.Logf("xds-controller proxy-status:\n%s", e.mustCLI(cli, "proxy-status", "-n", releaseNamespace))
 
 	// 2. config-dump --type routes shows the applied routes, only routes.
-	routes := e.mustCLI(cli, "config-dump", "web", "-n", exampleNamespace, "--type", "routes")
+	routes := e.mustCLI(cli, "config-dump", "web", "-n", exampleNamespace, "--controller-namespace", releaseNamespace, "--type", "routes")
 	for _, want := range []string{"RoutesConfigDump", "foo.example.com", "bar.example.com", "httproute/" + exampleNamespace + "/"} {
 		if !strings.Contains(routes, want) {
 			t.Errorf("config-dump --type routes lacks %q:\n%s", want, routes)
@@ -119,7 +119,7 @@ func (e *env) operatorTools(mode string) {
 	}
 	t.Logf("config-dump web --type routes (%d lines), head:\n%s", strings.Count(routes, "\n"), head(routes, 40))
 	e.eventually("config-dump --diff: no drift", time.Minute, func() error {
-		out, err := e.cli(cli, "config-dump", "web", "-n", exampleNamespace, "--diff", "--type", "listeners,routes,clusters,secrets")
+		out, err := e.cli(cli, "config-dump", "web", "-n", exampleNamespace, "--controller-namespace", releaseNamespace, "--diff", "--type", "listeners,routes,clusters,secrets")
 		if err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func (e *env) operatorTools(mode string) {
 		return nil
 	})
 	t.Logf("xds-controller proxy-status during the NACK:\n%s", e.mustCLI(cli, "proxy-status", "-n", releaseNamespace))
-	out, err := e.cli(cli, "config-dump", "web", "-n", exampleNamespace, "--diff", "--type", "routes")
+	out, err := e.cli(cli, "config-dump", "web", "-n", exampleNamespace, "--controller-namespace", releaseNamespace, "--diff", "--type", "routes")
 	if err == nil || !strings.Contains(out, "-") || !strings.Contains(out, "nack.example.com") || !strings.Contains(err.Error(), "differ") {
 		t.Errorf("config-dump --diff during the NACK: want the rejected route as drift and exit 1; got %v:\n%s", err, out)
 	}

@@ -50,7 +50,8 @@ func Find(ctx context.Context, c client.Reader, namespace, name, pod, controller
 			}
 			return Target{Pod: p, Gateway: namespace + "/" + name}, nil
 		}
-		return Target{}, fmt.Errorf("Gateway %s/%s has no Envoy pod (fleets searched: %s)", namespace, name, strings.Join(searched, ", "))
+		return Target{}, fmt.Errorf("Gateway %s/%s has no Envoy pod (fleets searched: %s; is %s the controller's namespace? --controller-namespace)",
+			namespace, name, strings.Join(searched, ", "), controllerNamespace)
 	case !apierrors.IsNotFound(err):
 		return Target{}, fmt.Errorf("reading Gateway %s/%s: %w", namespace, name, err)
 	}

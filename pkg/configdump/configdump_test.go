@@ -78,7 +78,10 @@ func dumpOf(t *testing.T, r *xdstranslator.Resources, version string) []byte {
 	for _, rc := range r.Routes {
 		rs.DynamicRouteConfigs = append(rs.DynamicRouteConfigs, &adminv3.RoutesConfigDump_DynamicRouteConfig{VersionInfo: version, RouteConfig: mustAny(t, rc)})
 	}
-	var ss adminv3.SecretsConfigDump
+	// The bootstrap's file SDS secret is listed among the dynamic ones.
+	ss := adminv3.SecretsConfigDump{DynamicActiveSecrets: []*adminv3.SecretsConfigDump_DynamicSecret{{Name: "xds_client_svid", VersionInfo: "file",
+		Secret: mustAny(t, &tlsv3.Secret{Name: "xds_client_svid", Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+			PrivateKey: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: privateKey}}}}})}}}
 	for _, s := range r.Secrets {
 		ss.DynamicActiveSecrets = append(ss.DynamicActiveSecrets, &adminv3.SecretsConfigDump_DynamicSecret{Name: cacheName(s), VersionInfo: version, Secret: mustAny(t, s)})
 	}
@@ -170,8 +173,8 @@ func TestDiff(t *testing.T) {
 	}
 	d, _ := Parse(dumpOf(t, snap, "v1"))
 	got, versions := d.Resources(nil)
-	if versions["routes"] != "v1" || len(got["clusters"]) != 1 {
-		t.Errorf("versions %v; clusters %v (the static one must not count)", versions, got["clusters"])
+	if versions["routes"] != "v1" || versions["secrets"] != "v1" || len(got["clusters"]) != 1 || len(got["secrets"]) != 1 {
+		t.Errorf("versions %v; clusters %v, secrets %v (the static cluster and the file SDS secret must not count)", versions, got["clusters"], got["secrets"])
 	}
 	drift, err := Compare(want, got, "controller", "envoy")
 	if err != nil || len(drift.Differ) != 0 || drift.Unified != "" {

@@ -11,8 +11,15 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
 
+	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
+
+// fileSecrets are the secrets Envoy's bootstrap reads from files (file
+// SDS: the xDS channel's own SVID and trust bundle, envoy-bootstrap): the
+// dump lists them among the dynamic secrets, but no xDS snapshot holds
+// them.
+var fileSecrets = []string{bootstrap.SVIDSecretName, bootstrap.BundleSecretName}
 
 // Set is a set of xDS resources for comparison: type name -> resource name
 // -> the resource as generic proto3 JSON (proto field names, "@type"
@@ -35,7 +42,8 @@ var dynamicEntries = map[string]struct {
 }
 
 // Resources returns the dynamic resources (those xDS delivered; static
-// ones come from the bootstrap) of types (nil: every type) that d holds,
+// ones and the file SDS secrets come from the bootstrap) of types (nil:
+// every type) that d holds,
 // and the version_info of each type (the versions its entries name,
 // comma-separated, "" when none). A listener that is warming counts when
 // it has no active state. Resources are decoded and rendered again by
@@ -68,10 +76,13 @@ func (d *Dump) Resources(types []string) (Set, map[string]string) {
 					if !ok {
 						continue
 					}
+					name, norm := normalize(typ, res)
+					if typ == "secrets" && slices.Contains(fileSecrets, name) {
+						continue
+					}
 					if v, _ := entry["version_info"].(string); v != "" && !slices.Contains(vs, v) {
 						vs = append(vs, v)
 					}
-					name, norm := normalize(typ, res)
 					if _, dup := set[typ][name]; !dup {
 						set[typ][name] = norm
 					}

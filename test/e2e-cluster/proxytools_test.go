@@ -130,6 +130,11 @@ func (e *env) operatorTools(mode string) {
 		return nil
 	})
 
+	// Envoy dumps EDS rebuilt from its hosts: logged, not asserted
+	// (docs/operating.md).
+	eds, err := e.cli(cli, "config-dump", "web", "-n", exampleNamespace, "--controller-namespace", releaseNamespace, "--diff", "--type", "endpoints")
+	t.Logf("config-dump --diff --type endpoints (%v):\n%s", err, head(eds, 60))
+
 	// 3. A route Envoy rejects: NACKED with Envoy's message.
 	e.mustKubectl(nackRouteYAML, "apply", "-f", "-")
 	e.eventually("proxy-status: the routes of web's Envoys NACKED with Envoy's message", 2*time.Minute, func() error {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,12 +41,18 @@ func snapshot() *xdstranslator.Resources {
 		}}}},
 		Clusters: []types.Resource{&clusterv3.Cluster{Name: "apps/foo/80", ConnectTimeout: durationpb.New(5 * time.Second),
 			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}}},
-		Endpoints: []types.Resource{&endpointv3.ClusterLoadAssignment{ClusterName: "apps/foo/80"}},
+		Endpoints: []types.Resource{&endpointv3.ClusterLoadAssignment{ClusterName: "apps/foo/80", Endpoints: []*endpointv3.LocalityLbEndpoints{{
+			LbEndpoints: []*endpointv3.LbEndpoint{lbEndpoint("10.244.0.7")}}}}},
 		Secrets: []types.Resource{&tlsv3.Secret{Name: "apps/cert", Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
 			CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "CERT"}},
 			PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: []byte(privateKey)}},
 		}}}},
 	}
+}
+
+func lbEndpoint(ip string) *endpointv3.LbEndpoint {
+	return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: &corev3.Address{
+		Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{Address: ip, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 3000}}}}}}}
 }
 
 func mustAny(t *testing.T, m proto.Message) *anypb.Any {
@@ -201,6 +208,37 @@ func TestDiff(t *testing.T) {
 		if !strings.Contains(drift.Unified, line+"\n") {
 			t.Errorf("the diff lacks %q:\n%s", line, drift.Unified)
 		}
+	}
+}
+
+// TestDiffEndpoints: Envoy dumps EDS rebuilt from its hosts, with
+// defaults filled in (health, weights, overprovisioning): not drift; an
+// address that differs is.
+func TestDiffEndpoints(t *testing.T) {
+	snap := snapshot()
+	want, _ := SnapshotSet(snap, []string{"endpoints"})
+	envoy := snapshot()
+	cla := proto.Clone(envoy.Endpoints[0].(*endpointv3.ClusterLoadAssignment)).(*endpointv3.ClusterLoadAssignment)
+	cla.Policy = &endpointv3.ClusterLoadAssignment_Policy{OverprovisioningFactor: wrapperspb.UInt32(140)}
+	cla.Endpoints[0].Locality = &corev3.Locality{}
+	cla.Endpoints[0].LoadBalancingWeight = wrapperspb.UInt32(0)
+	ep := cla.Endpoints[0].LbEndpoints[0]
+	ep.HealthStatus = corev3.HealthStatus_HEALTHY
+	ep.LoadBalancingWeight = wrapperspb.UInt32(1)
+	ep.GetEndpoint().HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{}
+	envoy.Endpoints = []types.Resource{cla}
+	d, _ := Parse(dumpOf(t, envoy, ""))
+	got, _ := d.Resources([]string{"endpoints"})
+	if drift, err := Compare(want, got, "controller", "envoy"); err != nil || len(drift.Differ) != 0 {
+		t.Errorf("Envoy's defaults count as drift: %v %v\n%s", drift.Differ, err, drift.Unified)
+	}
+	cla.Endpoints[0].LbEndpoints = append(cla.Endpoints[0].LbEndpoints, lbEndpoint("10.244.0.8"))
+	ep.HealthStatus = corev3.HealthStatus_DRAINING
+	d, _ = Parse(dumpOf(t, envoy, ""))
+	got, _ = d.Resources([]string{"endpoints"})
+	drift, _ := Compare(want, got, "controller", "envoy")
+	if !cmp.Equal(drift.Differ, []string{"endpoints/apps/foo/80"}) || !strings.Contains(drift.Unified, "+        health_status: DRAINING") || !strings.Contains(drift.Unified, "10.244.0.8") {
+		t.Errorf("an extra endpoint and a draining one: %v\n%s", drift.Differ, drift.Unified)
 	}
 }
 

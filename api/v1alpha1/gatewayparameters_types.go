@@ -74,6 +74,23 @@ type EnvoySpec struct {
 	// 64Mi memory, no limits.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// DrainSeconds is how long a stopping Envoy pod drains its connections
+	// before it exits (Envoy's --drain-time-s). When a pod is deleted (a
+	// rollout, a scale-down, a node drain), its address leaves the
+	// Gateway's endpoints while its preStop hook fails Envoy's health
+	// checks and drains every listener: HTTP/1.1 responses carry
+	// `Connection: close`, HTTP/2 connections get a GOAWAY, new connections
+	// are still accepted (and drained) until the listeners close
+	// DrainSeconds later; then Envoy gets SIGTERM. The pod's
+	// terminationGracePeriodSeconds is DrainSeconds plus 10. Raise it when
+	// a load balancer in front of the Gateway takes longer to stop sending
+	// new connections to a removed address. 0 disables the drain: Envoy
+	// stops at once. Default: 15.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	DrainSeconds *int32 `json:"drainSeconds,omitempty"`
 }
 
 // ServiceSpec configures a Gateway's Service.

@@ -16,11 +16,12 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/xds-controller/xds-controller/pkg/agent"
+	"github.com/xds-controller/xds-controller/pkg/drain"
 	"github.com/xds-controller/xds-controller/pkg/identity"
 )
 
 func newAgentCommand() *cobra.Command {
-	var address, serverID, bundleFile, tokenFile, dir, probe string
+	var address, serverID, bundleFile, tokenFile, dir, probe, installDrain string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Keep an Envoy pod's SVID fresh (the native sidecar of every Envoy pod)",
@@ -30,9 +31,22 @@ the trust bundle in --bundle-file), and writes the SVID, its key and the trust
 bundle into --dir for Envoy's file-based SDS (atomic ..data symlink swap).
 Renews at half the SVID's lifetime, retries failures with back-off.
 GET /ready on --probe-address answers 200 once a valid SVID is written (the
-pod's startup probe: Envoy starts after it).`,
+pod's startup probe: Envoy starts after it).
+With --install-drain, it first copies its own executable to that path (mode
+0555) for the Envoy container's preStop hook (xds-controller envoy-drain); a
+failed copy is logged, and only the drain is lost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if installDrain != "" {
+				// Before the probe answers: Envoy starts, and may be
+				// stopped, only once the copy is there.
+				// A failed copy costs the graceful stop only (the hook
+				// then fails, a FailedPreStopHook event on the pod), not
+				// the SVID: the pod still starts.
+				if err := drain.InstallSelf(installDrain); err != nil {
+					slog.Error("Envoy's preStop hook will fail: cannot install the drain command", "path", installDrain, "error", err)
+				}
+			}
 			id, err := spiffeid.FromString(serverID)
 			if err != nil {
 				return fmt.Errorf("--server-id: %w", err)
@@ -79,6 +93,7 @@ pod's startup probe: Envoy starts after it).`,
 	f.StringVar(&tokenFile, "token-file", "/var/run/secrets/xds-controller/token", "projected ServiceAccount token (re-read at every request)")
 	f.StringVar(&dir, "dir", "/var/run/xds-controller/svid", "folder Envoy reads the SVID, key and bundle from")
 	f.StringVar(&probe, "probe-address", ":19002", `address of GET /ready ("0" disables)`)
+	f.StringVar(&installDrain, "install-drain", "", "copy this executable to this path at start, for the Envoy container's preStop hook (envoy-drain)")
 	_ = cmd.MarkFlagRequired("identity-address")
 	_ = cmd.MarkFlagRequired("server-id")
 	return cmd

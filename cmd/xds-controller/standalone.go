@@ -17,7 +17,7 @@ func newStandaloneCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "standalone --config PATH",
 		Short: "Serve Gateway API YAML from files to a local Envoy, without Kubernetes",
-		Long: `Reads GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute,
+		Long: `Reads GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute,
 UDPRoute, ReferenceGrant, Service,
 EndpointSlice and Secret objects from a YAML file or a folder, re-reads them on
 change, serves the translated configuration over xDS (mutual TLS; the CA in the

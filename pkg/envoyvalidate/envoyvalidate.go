@@ -11,8 +11,10 @@
 //     cluster references itself instead);
 //   - an EDS cluster becomes a STATIC cluster whose load_assignment is its
 //     ClusterLoadAssignment;
-//   - SDS references over ADS lose their sds_config, and the secrets go to
-//     static_resources.secrets, where Envoy resolves a name-only reference.
+//   - SDS references over ADS (listener certificates, and client
+//     certificates in clusters' UpstreamTlsContext) lose their sds_config,
+//     and the secrets go to static_resources.secrets, where Envoy resolves
+//     a name-only reference.
 //
 // Static also checks the references Envoy would leave dangling in dynamic
 // mode: every RDS name, EDS cluster, SDS secret and routed cluster must be
@@ -121,6 +123,21 @@ func Static(r *xdstranslator.Resources) (*bootstrapv3.Bootstrap, error) {
 			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
 			c.EdsClusterConfig = nil
 			c.LoadAssignment = proto.Clone(cla).(*endpointv3.ClusterLoadAssignment)
+		}
+		if ts := c.TransportSocket; ts != nil {
+			// A client certificate presented to the backend (Gateway
+			// spec.tls.backend) is an SDS reference too.
+			var tc tlsv3.UpstreamTlsContext
+			if err := ts.GetTypedConfig().UnmarshalTo(&tc); err != nil {
+				return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+			}
+			for _, sds := range tc.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+				if !secrets[sds.Name] {
+					errs = append(errs, fmt.Errorf("cluster %s: secret %q is not defined", c.Name, sds.Name))
+				}
+				sds.SdsConfig = nil
+			}
+			ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&tc)}
 		}
 		sr.Clusters = append(sr.Clusters, c)
 	}

@@ -81,6 +81,26 @@ func TestStaticReferences(t *testing.T) {
 	}
 }
 
+// TestStaticSecretReferences reports SDS secrets that are not defined,
+// those of listeners and those of clusters (backend client certificates).
+func TestStaticSecretReferences(t *testing.T) {
+	out, err := xdstranslator.Translate(xdstest.FeatureIR())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := *out["gatewayclass/xds"]
+	r.Secrets = nil
+	_, err = envoyvalidate.Static(&r)
+	for _, want := range []string{
+		`filter chain https/default/gw/https: secret "default/example-tls" is not defined`,
+		`cluster service/default/secure/443/client-certificate/default/backend-client: secret "default/backend-client" is not defined`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want an error with %q, got %v", want, err)
+		}
+	}
+}
+
 // TestRejectsDeprecated refuses a configuration that only loads with a
 // deprecated field (HeaderValueOption.append).
 func TestRejectsDeprecated(t *testing.T) {

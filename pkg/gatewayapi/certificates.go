@@ -16,8 +16,8 @@ import (
 // no certificates; in mode Terminate (TLSRouteModeTerminate) it needs them.
 // Every certificateRef must name a core Secret of type kubernetes.io/tls
 // whose tls.crt and tls.key form a valid key pair; a Secret in another
-// namespace needs a ReferenceGrant from Gateways of the listener's
-// namespace. Any bad ref sets ResolvedRefs=False (reason
+// namespace needs a ReferenceGrant from Gateways (ListenerSets, for a
+// ListenerSet's listener) of the listener's namespace. Any bad ref sets ResolvedRefs=False (reason
 // InvalidCertificateRef, or RefNotPermitted for a missing grant) and keeps
 // the listener from being programmed.
 func (t *translator) listenerTLS(l *listenerState) {
@@ -42,7 +42,7 @@ func (t *translator) listenerTLS(l *listenerState) {
 	var first *problem
 	var msgs []string
 	for _, ref := range cfg.CertificateRefs {
-		c, p := t.certificate(l.gw.obj.Namespace, ref)
+		c, p := t.certificate(l.ownerKind(), l.namespace(), "certificateRef", string(gwapiv1.ListenerReasonInvalidCertificateRef), ref)
 		if p != nil {
 			if first == nil {
 				first = p
@@ -59,33 +59,40 @@ func (t *translator) listenerTLS(l *listenerState) {
 	l.tls = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: certs, ClientValidation: t.frontendValidation(l)}
 }
 
-// certificate resolves one certificateRef of a listener of a Gateway in
-// namespace gwNS.
-func (t *translator) certificate(gwNS string, ref gwapiv1.SecretObjectReference) (*ir.Certificate, *problem) {
+// certificate resolves a reference to a certificate made by an object of
+// kind fromKind (Gateway or ListenerSet) in namespace gwNS: a listener
+// certificateRef, or a Gateway's spec.tls.backend clientCertificateRef
+// (field names which in messages). It must name a core Secret of type
+// kubernetes.io/tls whose tls.crt and tls.key form a valid key pair (else a
+// problem with reason invalid); a Secret in another namespace needs a
+// ReferenceGrant from fromKind in gwNS (else reason RefNotPermitted, which
+// listeners and Gateways spell alike; ListenerSet: "ReferenceGrants applied
+// to a Gateway are not inherited by child ListenerSets").
+func (t *translator) certificate(fromKind, gwNS, field, invalid string, ref gwapiv1.SecretObjectReference) (*ir.Certificate, *problem) {
 	group := deref(ref.Group, "")
 	kind := deref(ref.Kind, "Secret")
 	ns := string(deref(ref.Namespace, gwapiv1.Namespace(gwNS)))
 	name := ns + "/" + string(ref.Name)
-	invalid := func(format string, a ...any) (*ir.Certificate, *problem) {
-		return nil, &problem{string(gwapiv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf(format, a...)}
+	bad := func(format string, a ...any) (*ir.Certificate, *problem) {
+		return nil, &problem{invalid, field + " " + name + ": " + fmt.Sprintf(format, a...)}
 	}
 	if group != "" || kind != "Secret" {
-		return invalid("certificateRef %s: %s is not a core Secret", name, groupKind(group, kind))
+		return bad("%s is not a core Secret", groupKind(group, kind))
 	}
-	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, "Gateway", gwNS, "", "Secret", ns, string(ref.Name)) {
+	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, fromKind, gwNS, "", "Secret", ns, string(ref.Name)) {
 		return nil, &problem{string(gwapiv1.ListenerReasonRefNotPermitted),
-			fmt.Sprintf("certificateRef %s: no ReferenceGrant in namespace %s allows Gateways of namespace %s to use it", name, ns, gwNS)}
+			fmt.Sprintf("%s %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", field, name, ns, fromKind, gwNS)}
 	}
 	s := t.secrets[nn(ns, string(ref.Name))]
 	if s == nil {
-		return invalid("certificateRef %s: Secret not found", name)
+		return bad("Secret not found")
 	}
 	if s.Type != corev1.SecretTypeTLS {
-		return invalid("certificateRef %s: Secret type is %q, not %q", name, s.Type, corev1.SecretTypeTLS)
+		return bad("Secret type is %q, not %q", s.Type, corev1.SecretTypeTLS)
 	}
 	chain, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
 	if _, err := tls.X509KeyPair(chain, key); err != nil {
-		return invalid("certificateRef %s: tls.crt and tls.key are not a valid PEM key pair: %v", name, err)
+		return bad("tls.crt and tls.key are not a valid PEM key pair: %v", err)
 	}
 	return &ir.Certificate{Name: name, CertificateChain: chain, PrivateKey: key}, nil
 }

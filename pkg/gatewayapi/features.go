@@ -16,7 +16,7 @@ import (
 // MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
 // its RetryBackendTimeout/RetryConnectionError (experimental channel: the
 // standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
-// there), ListenerSet and backend client certificates.
+// there).
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
 	features.SupportGateway,
@@ -34,6 +34,10 @@ var SupportedFeatures = []features.FeatureName{
 	// GatewayStaticAddresses: spec.addresses asked of the Gateway's
 	// Service (infra.Renderer), checked in status (status.GatewayAddresses).
 	features.SupportGatewayStaticAddresses,
+	// GatewayBackendClientCertificate: spec.tls.backend (backendcert.go).
+	features.SupportGatewayBackendClientCertificate,
+	// ListenerSet (GEP-1713): listenersets.go.
+	features.SupportListenerSet,
 
 	// HTTPRoute extended.
 	features.SupportHTTPRouteDestinationPortMatching,

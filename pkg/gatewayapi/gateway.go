@@ -27,9 +27,19 @@ type gatewayState struct {
 	// (Accepted=False with this reason).
 	refused   *problem
 	listeners []*listenerState
+	// sets are the ListenerSets the Gateway admits, in the merged list's
+	// order (listenersets.go); their listeners follow the Gateway's own.
+	sets []*listenerSetState
+	// namedBy counts the ListenerSets whose parentRef names the Gateway,
+	// admitted or not: a Gateway that allows none and is named by none
+	// reports no attachedListenerSets.
+	namedBy int
 	// insecureFrontend: a listener validates client certificates in mode
 	// AllowInsecureFallback (condition InsecureFrontendValidationMode).
 	insecureFrontend bool
+	// backendCert is spec.tls.backend clientCertificateRef resolved, nil
+	// when the Gateway has none (backendcert.go).
+	backendCert *backendClientCert
 }
 
 func (g *gatewayState) accepted() bool {
@@ -38,7 +48,9 @@ func (g *gatewayState) accepted() bool {
 	}
 	// A Gateway whose listeners are all not accepted has no listener left
 	// to serve (Gateway spec.listeners, "Handling indistinct Listeners").
-	for _, l := range g.listeners {
+	// The listeners of its ListenerSets count: a Gateway may have none of
+	// its own.
+	for _, l := range g.allListeners() {
 		if l.accepted() {
 			return true
 		}
@@ -69,11 +81,11 @@ func (t *translator) translateGateways() {
 			gs.refused = t.opts.InvalidParameters.gateway(gs.nn)
 		}
 		for i := range gw.Spec.Listeners {
-			gs.listeners = append(gs.listeners, t.newListener(gs, &gw.Spec.Listeners[i]))
+			gs.listeners = append(gs.listeners, t.newListener(gs, nil, &gw.Spec.Listeners[i]))
 		}
+		t.readBackendClientCertificate(gs)
 		markDuplicateNames(gs.listeners)
 		detectConflicts(gs.listeners)
-		detectOverlappingTLS(gs.listeners)
 		t.gateways = append(t.gateways, gs)
 		t.gatewayIndex[gs.nn] = gs
 	}
@@ -82,6 +94,7 @@ func (t *translator) translateGateways() {
 	slices.SortStableFunc(t.gateways, func(a, b *gatewayState) int {
 		return cmp.Or(cmp.Compare(a.nn.Namespace, b.nn.Namespace), cmp.Compare(a.nn.Name, b.nn.Name))
 	})
+	t.translateListenerSets()
 	t.claimPorts()
 }
 
@@ -224,7 +237,7 @@ func (t *translator) claimPorts() {
 		}
 		addr, _ := netip.ParseAddr(gs.address)
 		var mine []string
-		for _, l := range gs.listeners {
+		for _, l := range gs.allListeners() {
 			if !l.programmable() {
 				continue
 			}
@@ -265,7 +278,13 @@ func compareTime(a, b metav1.Time) int {
 }
 
 // buildStatus renders the Gateway's status: conditions Accepted and
-// Programmed, and one entry per spec listener.
+// Programmed, one entry per spec listener (never the listeners of its
+// ListenerSets, which their own status reports), and attachedListenerSets,
+// the number of its ListenerSets that are accepted (set when the Gateway
+// has spec.allowedListeners or a ListenerSet names it).
+//
+// ResolvedRefs is set for a Gateway with a backend clientCertificateRef
+// that is not refused (resolvedRefs).
 //
 // Accepted: False with the refusal reason (addresses); False reason
 // ListenersNotValid when no listener is accepted; True reason
@@ -285,6 +304,16 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 			programmed = append(programmed, l.name)
 		} else {
 			bad = append(bad, l.name)
+		}
+	}
+	// The Gateway serves its ListenerSets' listeners too: they count for
+	// Programmed (a Gateway may have no listener of its own), never as
+	// "not valid" listeners of the Gateway.
+	for _, s := range g.sets {
+		for _, l := range s.listeners {
+			if l.programmed() {
+				programmed = append(programmed, s.nn.String()+"/"+l.name)
+			}
 		}
 	}
 	switch {
@@ -312,6 +341,9 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 			setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, "no listener can be programmed", gen))
 		}
 	}
+	if c := g.resolvedRefs(); c != nil && g.refused == nil {
+		setCondition(&st.Conditions, *c)
+	}
 	if g.insecureFrontend {
 		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionInsecureFrontendValidationMode, true, gwapiv1.GatewayReasonConfigurationChanged,
 			"a listener lets clients without a valid certificate in (tls.frontend validation mode AllowInsecureFallback)", gen))
@@ -320,6 +352,15 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 		if !l.duplicate {
 			st.Listeners = append(st.Listeners, l.buildStatus())
 		}
+	}
+	if g.obj.Spec.AllowedListeners != nil || g.namedBy > 0 {
+		attached := int32(0)
+		for _, s := range g.sets {
+			if s.accepted() {
+				attached++
+			}
+		}
+		st.AttachedListenerSets = &attached
 	}
 	return st
 }
@@ -331,9 +372,22 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 // server; here it is not accepted: Accepted=False reason Invalid, with
 // every problem in the message.
 func gatewaySpecProblem(gw *gwapiv1.Gateway) *problem {
+	msgs := listenersSpecProblems(gw.Spec.Listeners, "Gateway")
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &problem{string(gwapiv1.GatewayReasonInvalid), "invalid spec: " + strings.Join(msgs, "; ")}
+}
+
+// listenersSpecProblems checks the schema rules of the spec.listeners of a
+// Gateway or (owner "ListenerSet") of a ListenerSet, whose ListenerEntry
+// rules are the same (listenerset_types.go): at most 64 listeners, each
+// name, hostname, port and protocol valid, names unique, port, protocol
+// and hostname unique, and the CEL rules on tls. It returns one message
+// per problem.
+func listenersSpecProblems(ls []gwapiv1.Listener, owner string) []string {
 	var msgs []string
 	add := func(format string, a ...any) { msgs = append(msgs, fmt.Sprintf(format, a...)) }
-	ls := gw.Spec.Listeners
 	if len(ls) > maxGatewayListeners {
 		add("spec.listeners has %d listeners; at most %d are allowed", len(ls), maxGatewayListeners)
 	}
@@ -352,7 +406,7 @@ func gatewaySpecProblem(gw *gwapiv1.Gateway) *problem {
 			add("%s: name %s", at, p)
 		}
 		if prev, ok := names[l.Name]; ok {
-			add("%s: listener name %s is already used by spec.listeners[%d]; listener names must be unique within the Gateway", at, q(string(l.Name)), prev)
+			add("%s: listener name %s is already used by spec.listeners[%d]; listener names must be unique within the %s", at, q(string(l.Name)), prev, owner)
 		} else {
 			names[l.Name] = i
 		}
@@ -403,8 +457,5 @@ func gatewaySpecProblem(gw *gwapiv1.Gateway) *problem {
 			combos[c] = at
 		}
 	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return &problem{string(gwapiv1.GatewayReasonInvalid), "invalid spec: " + strings.Join(msgs, "; ")}
+	return msgs
 }

@@ -11,9 +11,13 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
-// listenerState is one Gateway listener during translation.
+// listenerState is one listener of a Gateway during translation: one of
+// the Gateway's own spec.listeners, or one of an admitted ListenerSet's
+// (set is then that ListenerSet; the ListenerEntry is read as the Listener
+// of the same fields).
 type listenerState struct {
 	gw   *gatewayState
+	set  *listenerSetState
 	spec *gwapiv1.Listener
 	name string
 	// hostname is spec.hostname, "" for none.
@@ -88,9 +92,10 @@ var protocolKinds = map[gwapiv1.ProtocolType][]gwapiv1.RouteGroupKind{
 // newListener validates one spec listener: protocol (Gateway listener
 // protocol), port, allowedRoutes kinds and namespaces, and for HTTPS its TLS
 // certificates. Conflicts with other listeners are found afterwards.
-func (t *translator) newListener(gs *gatewayState, spec *gwapiv1.Listener) *listenerState {
+func (t *translator) newListener(gs *gatewayState, set *listenerSetState, spec *gwapiv1.Listener) *listenerState {
 	l := &listenerState{
 		gw:        gs,
+		set:       set,
 		spec:      spec,
 		name:      string(spec.Name),
 		hostname:  strings.ToLower(string(deref(spec.Hostname, ""))),
@@ -182,6 +187,34 @@ func (l *listenerState) readNamespaces(ar *gwapiv1.AllowedRoutes) *problem {
 	return nil
 }
 
+// namespace is the namespace of the object that declares the listener
+// (its Gateway or ListenerSet): allowedRoutes namespaces "Same" and
+// certificateRefs without a namespace are relative to it.
+func (l *listenerState) namespace() string {
+	if l.set != nil {
+		return l.set.nn.Namespace
+	}
+	return l.gw.nn.Namespace
+}
+
+// ownerKind is the kind of the object that declares the listener, the
+// "from" kind of the ReferenceGrants its certificateRefs need.
+func (l *listenerState) ownerKind() string {
+	if l.set != nil {
+		return KindListenerSet
+	}
+	return "Gateway"
+}
+
+// generation is the generation of the object that declares the listener,
+// the observedGeneration of its conditions.
+func (l *listenerState) generation() int64 {
+	if l.set != nil {
+		return l.set.obj.Generation
+	}
+	return l.gw.obj.Generation
+}
+
 // accepted says whether the listener has Accepted=True.
 func (l *listenerState) accepted() bool {
 	return !l.duplicate && l.notAccepted == nil && l.conflict == nil
@@ -220,7 +253,7 @@ func (l *listenerState) notProgrammedReason() string {
 // and conditions Accepted, Programmed, ResolvedRefs, Conflicted (and
 // OverlappingTLSConfig when true; it is never set False).
 func (l *listenerState) buildStatus() gwapiv1.ListenerStatus {
-	gen := l.gw.obj.Generation
+	gen := l.generation()
 	st := gwapiv1.ListenerStatus{
 		Name:           l.spec.Name,
 		SupportedKinds: l.supportedKinds,
@@ -271,9 +304,19 @@ func (l *listenerState) buildStatus() gwapiv1.ListenerStatus {
 }
 
 // irListener is the IR listener of a programmed listener, without routes.
+// A ListenerSet's listener is named after its Gateway and its ListenerSet
+// ("<namespace>/<gateway>/<set namespace>/<set name>/<listener>"): listener
+// names are unique only within the object that declares them.
 func (l *listenerState) irListener() *ir.Listener {
+	name := l.gw.nn.Namespace + "/" + l.gw.nn.Name + "/" + l.name
+	set := ""
+	if l.set != nil {
+		set = l.set.nn.String()
+		name = l.gw.nn.Namespace + "/" + l.gw.nn.Name + "/" + set + "/" + l.name
+	}
 	return &ir.Listener{
-		Name:        l.gw.nn.Namespace + "/" + l.gw.nn.Name + "/" + l.name,
+		Name:        name,
+		ListenerSet: set,
 		Protocol:    l.protocol,
 		Address:     l.gw.address,
 		Port:        l.bindPort,

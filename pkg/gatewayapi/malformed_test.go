@@ -22,11 +22,12 @@ func TestMalformedInputNeverPanics(t *testing.T) {
 		"nil objects": {
 			GatewayClasses: []*gwapiv1.GatewayClass{nil}, Gateways: []*gwapiv1.Gateway{nil}, HTTPRoutes: []*gwapiv1.HTTPRoute{nil},
 			ReferenceGrants: []*gwapiv1.ReferenceGrant{nil}, Services: []*corev1.Service{nil}, EndpointSlices: []*discoveryv1.EndpointSlice{nil},
-			Secrets: []*corev1.Secret{nil}, Namespaces: []*corev1.Namespace{nil},
+			Secrets: []*corev1.Secret{nil}, Namespaces: []*corev1.Namespace{nil}, ListenerSets: []*gwapiv1.ListenerSet{nil},
 		},
 		"empty objects": {
 			GatewayClasses: []*gwapiv1.GatewayClass{{Spec: gwapiv1.GatewayClassSpec{ControllerName: ControllerName}}},
 			Gateways:       []*gwapiv1.Gateway{{}},
+			ListenerSets:   []*gwapiv1.ListenerSet{{}, {Spec: gwapiv1.ListenerSetSpec{Listeners: []gwapiv1.ListenerEntry{{}}}}},
 			HTTPRoutes:     []*gwapiv1.HTTPRoute{{Spec: gwapiv1.HTTPRouteSpec{CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{{}}}}}},
 			Services:       []*corev1.Service{{}},
 			EndpointSlices: []*discoveryv1.EndpointSlice{{}},

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -37,10 +38,12 @@ type routeState struct {
 	parents []*parentState
 }
 
-// parentState is one parentRef of a route that names a Gateway of ours.
+// parentState is one parentRef of a route that names a Gateway of ours,
+// or a ListenerSet attached to one (set; gw is then its Gateway).
 type parentState struct {
 	ref gwapiv1.ParentReference
 	gw  *gatewayState
+	set *listenerSetState
 	// listeners are those the route attaches to through ref.
 	listeners []*listenerState
 	// refused is why the route is not accepted by this parent.
@@ -97,35 +100,70 @@ func (t *translator) newRoute(key RouteKey, meta *metav1.ObjectMeta, refs []gwap
 	return r
 }
 
-// ourParents returns the parentRefs of a route that name Gateways of ours,
-// in spec order, without exact duplicates. ParentRef group and kind default
-// to gateway.networking.k8s.io and Gateway, the namespace to the route's.
-// Refs to anything else (other kinds, other controllers' Gateways, missing
-// Gateways) get no status entry: they are not ours to report on. A ref to a
-// Gateway that does not exist, or whose GatewayClass does not, has no owner
-// at all: it gets a Status.Warnings entry instead.
+// ourParents returns the parentRefs of a route that name Gateways of ours
+// or ListenerSets whose parentRef names one, in spec order, without exact
+// duplicates. ParentRef group and kind default to gateway.networking.k8s.io
+// and Gateway, the namespace to the route's. Refs to anything else (other
+// kinds, other controllers' Gateways, missing Gateways) get no status
+// entry: they are not ours to report on. A ref to a Gateway that does not
+// exist, or whose GatewayClass does not, has no owner at all: it gets a
+// Status.Warnings entry instead; so does a ref to a ListenerSet that does
+// not exist.
 func (t *translator) ourParents(r *routeState, refs []gwapiv1.ParentReference) []*parentState {
 	var out []*parentState
 	for _, ref := range refs {
-		if deref(ref.Group, gwapiv1.GroupName) != gwapiv1.GroupName || deref(ref.Kind, "Gateway") != "Gateway" {
+		if deref(ref.Group, gwapiv1.GroupName) != gwapiv1.GroupName {
 			continue
 		}
 		ns := string(deref(ref.Namespace, gwapiv1.Namespace(r.key.Namespace)))
-		gs := t.gatewayIndex[nn(ns, string(ref.Name))]
-		if gs == nil {
-			switch gw := t.allGateways[nn(ns, string(ref.Name))]; {
-			case gw == nil:
-				t.warnf("%s: parentRef %s: no such Gateway; the route is not attached to it", r.key, show(ns+"/"+string(ref.Name)))
-			case !t.allClasses[string(gw.Spec.GatewayClassName)]:
-				t.warnf("%s: parentRef %s: the Gateway's GatewayClass %s does not exist; the route is not attached to it", r.key, show(ns+"/"+string(ref.Name)), show(string(gw.Spec.GatewayClassName)))
+		var p *parentState
+		switch deref(ref.Kind, "Gateway") {
+		case "Gateway":
+			gs := t.gatewayIndex[nn(ns, string(ref.Name))]
+			if gs == nil {
+				switch gw := t.allGateways[nn(ns, string(ref.Name))]; {
+				case gw == nil:
+					t.warnf("%s: parentRef %s: no such Gateway; the route is not attached to it", r.key, show(ns+"/"+string(ref.Name)))
+				case !t.allClasses[string(gw.Spec.GatewayClassName)]:
+					t.warnf("%s: parentRef %s: the Gateway's GatewayClass %s does not exist; the route is not attached to it", r.key, show(ns+"/"+string(ref.Name)), show(string(gw.Spec.GatewayClassName)))
+				}
+				continue
 			}
+			p = &parentState{ref: ref, gw: gs}
+		case KindListenerSet:
+			s := t.listenerSetIndex[nn(ns, string(ref.Name))]
+			if s == nil {
+				if !t.listenerSetExists(nn(ns, string(ref.Name))) {
+					t.warnf("%s: parentRef %s: no such ListenerSet; the route is not attached to it", r.key, show(ns+"/"+string(ref.Name)))
+				}
+				continue
+			}
+			p = &parentState{ref: ref, gw: s.gw, set: s}
+		default:
 			continue
 		}
-		if !slices.ContainsFunc(out, func(p *parentState) bool { return reflect.DeepEqual(p.ref, ref) }) {
-			out = append(out, &parentState{ref: ref, gw: gs})
+		if !slices.ContainsFunc(out, func(o *parentState) bool { return reflect.DeepEqual(o.ref, ref) }) {
+			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// listenerSetExists says whether the snapshot holds the ListenerSet k,
+// ours or not.
+func (t *translator) listenerSetExists(k types.NamespacedName) bool {
+	return slices.ContainsFunc(t.res.ListenerSets, func(ls *gwapiv1.ListenerSet) bool {
+		return ls != nil && ls.Namespace == k.Namespace && ls.Name == k.Name
+	})
+}
+
+// describe names the parent in messages: "Gateway <ns>/<name>" or
+// "ListenerSet <ns>/<name>".
+func (p *parentState) describe() string {
+	if p.set != nil {
+		return p.set.describe()
+	}
+	return "Gateway " + p.gw.nn.String()
 }
 
 // routeSpecProblem checks the route-level schema rules that the route
@@ -172,24 +210,35 @@ func (t *translator) attachRoute(r *routeState) {
 			p.refused = r.spec
 			continue
 		}
-		p.listeners, p.refused = t.attach(r, p.ref, p.gw)
+		p.listeners, p.refused = t.attach(r, p)
 		if p.refused == nil && r.rules.allInvalid() {
 			p.refused = r.rules.unsupported
 		}
 	}
 }
 
-// attach finds the listeners of gs that a route attaches to through ref
-// (ParentReference sectionName and port; listener allowedRoutes kinds and
-// namespaces; hostname intersection), or says why there are none:
-// NoMatchingParent (no listener has that sectionName/port, or the Gateway
-// is not accepted), NotAllowedByListeners, NoMatchingListenerHostname.
-func (t *translator) attach(r *routeState, ref gwapiv1.ParentReference, gs *gatewayState) ([]*listenerState, *problem) {
+// attach finds the listeners of the parent p that a route attaches to
+// through p.ref (ParentReference sectionName and port; listener
+// allowedRoutes kinds and namespaces; hostname intersection), or says why
+// there are none: NoMatchingParent (no listener has that sectionName/port,
+// or the parent is not accepted), NotAllowedByListeners,
+// NoMatchingListenerHostname. A Gateway parent offers its own listeners
+// only, a ListenerSet parent its own only (ListenerEntry name: routes
+// reach a ListenerSet's listener through the ListenerSet).
+func (t *translator) attach(r *routeState, p *parentState) ([]*listenerState, *problem) {
+	ref, gs := p.ref, p.gw
 	if gs.refused != nil {
 		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent), fmt.Sprintf("Gateway %s is not accepted: %s", gs.nn, gs.refused.msg)}
 	}
+	listeners := gs.listeners
+	if p.set != nil {
+		if !p.set.accepted() {
+			return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent), fmt.Sprintf("%s is not accepted", p.set.describe())}
+		}
+		listeners = p.set.listeners
+	}
 	var candidates []*listenerState
-	for _, l := range gs.listeners {
+	for _, l := range listeners {
 		if l.duplicate {
 			continue
 		}
@@ -210,7 +259,7 @@ func (t *translator) attach(r *routeState, ref gwapiv1.ParentReference, gs *gate
 			sel = append(sel, fmt.Sprintf("port %d", *ref.Port))
 		}
 		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent),
-			fmt.Sprintf("Gateway %s has no listener with %s", gs.nn, strings.Join(sel, " and "))}
+			fmt.Sprintf("%s has no listener with %s", p.describe(), strings.Join(sel, " and "))}
 	}
 	var allowed []*listenerState
 	for _, l := range candidates {
@@ -220,7 +269,7 @@ func (t *translator) attach(r *routeState, ref gwapiv1.ParentReference, gs *gate
 	}
 	if len(allowed) == 0 {
 		return nil, &problem{string(gwapiv1.RouteReasonNotAllowedByListeners),
-			fmt.Sprintf("no listener of Gateway %s allows %ss from namespace %s", gs.nn, r.key.Kind, r.key.Namespace)}
+			fmt.Sprintf("no listener of %s allows %ss from namespace %s", p.describe(), r.key.Kind, r.key.Namespace)}
 	}
 	var out []*listenerState
 	for _, l := range allowed {
@@ -230,7 +279,7 @@ func (t *translator) attach(r *routeState, ref gwapiv1.ParentReference, gs *gate
 	}
 	if len(out) == 0 {
 		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingListenerHostname),
-			fmt.Sprintf("no hostname of the route matches a listener hostname of Gateway %s", gs.nn)}
+			fmt.Sprintf("no hostname of the route matches a listener hostname of %s", p.describe())}
 	}
 	return out, nil
 }
@@ -245,14 +294,14 @@ func (l *listenerState) allowsKind(group, kind string) bool {
 }
 
 // allowsNamespace applies allowedRoutes.namespaces.from: Same (the
-// Gateway's namespace), All, Selector (labels of the route's namespace),
+// namespace of the Gateway or ListenerSet that declares the listener), All, Selector (labels of the route's namespace),
 // None.
 func (t *translator) allowsNamespace(l *listenerState, ns string) bool {
 	switch l.from {
 	case gwapiv1.NamespacesFromAll:
 		return true
 	case gwapiv1.NamespacesFromSame:
-		return ns == l.gw.nn.Namespace
+		return ns == l.namespace()
 	case gwapiv1.NamespacesFromSelector:
 		return l.selector != nil && l.selector.Matches(t.namespaceLabels(ns))
 	}
@@ -301,8 +350,8 @@ func resolveKindConflicts(routes []*routeState) {
 			p.listeners = kept
 			if len(kept) == 0 {
 				p.refused = &problem{string(gwapiv1.RouteReasonNotAllowedByListeners), fmt.Sprintf(
-					"an HTTPRoute and a GRPCRoute may not share a hostname on a listener, and the older route wins: on Gateway %s, listener %s",
-					p.gw.nn, strings.Join(p.taken, "; "))}
+					"an HTTPRoute and a GRPCRoute may not share a hostname on a listener, and the older route wins: on %s, listener %s",
+					p.describe(), strings.Join(p.taken, "; "))}
 			}
 		}
 	}
@@ -386,12 +435,15 @@ func (t *translator) finishRoute(r *routeState) {
 	t.status.Routes[r.key] = st
 }
 
-// addRoutes adds one IR route per hostname, rule and match of r to l.
+// addRoutes adds one IR route per hostname, rule and match of r to l,
+// whose TLS backends present l's Gateway's client certificate
+// (applyBackendClientCert).
 func (l *listenerState) addRoutes(r *routeState) {
 	for _, host := range routeHostnames(l.hostname, r.hostnames) {
 		for _, ru := range r.rules.rules {
 			for j, m := range ru.matches {
 				route := ru.template.DeepCopy()
+				l.gw.applyBackendClientCert(route)
 				route.Name = routeMatchName(r.key, ru.index, j)
 				route.Hostname = host
 				route.Match = *m.DeepCopy()
@@ -447,9 +499,9 @@ func acceptedMessage(p *parentState) string {
 	switch {
 	case len(idle) == 0:
 	case len(idle) == len(p.listeners):
-		msg = fmt.Sprintf("route is accepted, but no listener of Gateway %s it attached to is programmed, so no traffic reaches it there: %s", p.gw.nn, strings.Join(idle, "; "))
+		msg = fmt.Sprintf("route is accepted, but no listener of %s it attached to is programmed, so no traffic reaches it there: %s", p.describe(), strings.Join(idle, "; "))
 	default:
-		msg = fmt.Sprintf("route is accepted; these listeners of Gateway %s are not programmed and do not serve it: %s", p.gw.nn, strings.Join(idle, "; "))
+		msg = fmt.Sprintf("route is accepted; these listeners of %s are not programmed and do not serve it: %s", p.describe(), strings.Join(idle, "; "))
 	}
 	if len(p.taken) > 0 {
 		msg += fmt.Sprintf("; not attached where a route of another kind holds its hostname: %s", strings.Join(p.taken, "; "))

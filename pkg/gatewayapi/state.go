@@ -27,6 +27,10 @@ type translator struct {
 	// gateways are the Gateways of our classes, sorted by namespace/name.
 	gateways     []*gatewayState
 	gatewayIndex map[types.NamespacedName]*gatewayState
+	// listenerSets are the ListenerSets whose parentRef names a Gateway of
+	// ours, by namespace/name (listenersets.go).
+	listenerSets     []*listenerSetState
+	listenerSetIndex map[types.NamespacedName]*listenerSetState
 
 	services   map[types.NamespacedName]*corev1.Service
 	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by Service
@@ -68,6 +72,7 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		status: &Status{
 			GatewayClasses:     map[string]*gwapiv1.GatewayClassStatus{},
 			Gateways:           map[types.NamespacedName]*gwapiv1.GatewayStatus{},
+			ListenerSets:       map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
 			Routes:             map[RouteKey]*gwapiv1.RouteStatus{},
 			BackendTLSPolicies: map[types.NamespacedName]*gwapiv1.PolicyStatus{},
 		},
@@ -141,7 +146,7 @@ func (t *translator) result() *Result {
 			Class:     string(gs.obj.Spec.GatewayClassName),
 			Scope:     gs.scope,
 		}
-		for _, ls := range gs.listeners {
+		for _, ls := range gs.allListeners() {
 			if !ls.programmed() {
 				continue
 			}
@@ -154,6 +159,9 @@ func (t *translator) result() *Result {
 			g.Listeners = append(g.Listeners, l)
 		}
 		out.Gateways = append(out.Gateways, g)
+	}
+	for _, s := range t.listenerSets {
+		t.status.ListenerSets[s.nn] = s.buildStatus()
 	}
 	return &Result{IR: out, Status: t.status}
 }

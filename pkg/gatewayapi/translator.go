@@ -54,6 +54,9 @@ type Result struct {
 type Status struct {
 	GatewayClasses map[string]*gwapiv1.GatewayClassStatus
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
+	// ListenerSets are the status of every ListenerSet whose parentRef
+	// names a Gateway of ours.
+	ListenerSets map[types.NamespacedName]*gwapiv1.ListenerSetStatus
 	// Routes are the status of every route of ours, of every kind: only
 	// the parents entries of our controller. (HTTPRouteStatus,
 	// GRPCRouteStatus and the other kinds' status are each a RouteStatus.)
@@ -103,7 +106,10 @@ func (k RouteKey) NamespacedName() types.NamespacedName {
 //   - gatewayclass.go: which GatewayClasses are ours (spec.controllerName);
 //   - gateway.go, listeners.go, conflicts.go, certificates.go: the Gateways
 //     of those classes, their addresses and listeners (protocol, conflicts,
-//     TLS certificates, allowedRoutes);
+//     TLS certificates, allowedRoutes); backendcert.go: the client
+//     certificate a Gateway presents to TLS backends (spec.tls.backend);
+//   - listenersets.go: the ListenerSets those Gateways admit, whose
+//     listeners join the Gateway's, and their status;
 //   - routes.go: routes of every kind attached to those Gateways
 //     (parentRefs, listeners, hostnames, kinds sharing a hostname) and
 //     their status;

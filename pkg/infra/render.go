@@ -11,6 +11,7 @@ import (
 	"net"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -301,6 +302,10 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 			resources = *params.Envoy.Resources.DeepCopy()
 		}
 	}
+	drainSeconds := DefaultDrainSeconds
+	if params.Envoy != nil && params.Envoy.DrainSeconds != nil {
+		drainSeconds = *params.Envoy.DrainSeconds
+	}
 	sel := selectorLabels(f)
 	podLabels := fleetLabels(f, infraLabels)
 	annotations := copyOrNil(infraAnnotations)
@@ -341,7 +346,12 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 					"--service-node", "$(POD_NAME)",
 					"--log-level", cmp.Or(r.LogLevel, "info"),
 					"--disable-hot-restart",
+					// A drain (drainHook) tells every connection to close
+					// at once, and closes the listeners drainSeconds later.
+					"--drain-time-s", strconv.Itoa(int(drainSeconds)),
+					"--drain-strategy", "immediate",
 				},
+				Lifecycle: drainHook(drainSeconds),
 				Env: []corev1.EnvVar{
 					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
@@ -362,6 +372,7 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 					{Name: bootstrapVolume, MountPath: bootstrapDir, ReadOnly: true},
 					{Name: svidVolume, MountPath: svidDir, ReadOnly: true},
 					{Name: tmpVolume, MountPath: "/tmp"},
+					{Name: drainVolume, MountPath: drainDir, ReadOnly: true},
 				},
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
@@ -385,7 +396,15 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 					}}},
 				}}},
 				{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				// The agent's executable for the preStop hook. On the
+				// node's disk, not in memory: tmpfs pages would count
+				// against the agent's memory limit, and the binary is
+				// larger than it.
+				{Name: drainVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+					SizeLimit: ptr.To(resource.MustParse("256Mi")),
+				}}},
 			},
+			TerminationGracePeriodSeconds: ptr.To(int64(drainSeconds) + ShutdownMarginSeconds),
 			// A native sidecar: it starts first, Envoy starts once its
 			// startup probe sees an SVID, and it keeps renewing it.
 			InitContainers: []corev1.Container{r.agentContainer()},
@@ -408,6 +427,27 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 	out.Spec.ServiceAccountName = f.ServiceAccount
 	out.Spec.AutomountServiceAccountToken = ptr.To(false)
 	return out, nil
+}
+
+// drainHook is the Envoy container's lifecycle: with drainSeconds > 0 its
+// preStop hook runs `xds-controller envoy-drain` (package drain) from the
+// copy the SVID agent installed in the drain folder. The hook talks to
+// Envoy's admin interface on the pod's loopback (AdminPort): health checks
+// fail, every listener drains gracefully, and the hook returns
+// drainSeconds later, when the listeners have closed; only then does the
+// kubelet send SIGTERM. Meanwhile the pod, terminating, leaves the
+// Gateway's endpoints (EndpointsFromPods, or Kubernetes' EndpointSlice
+// controller in Dedicated mode). No pod port offers the drain. 0: no hook,
+// Envoy stops at SIGTERM.
+func drainHook(drainSeconds int32) *corev1.Lifecycle {
+	if drainSeconds <= 0 {
+		return nil
+	}
+	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{
+		drainBinary, "envoy-drain",
+		"--admin=" + net.JoinHostPort("127.0.0.1", strconv.Itoa(AdminPort)),
+		"--drain-time=" + strconv.Itoa(int(drainSeconds)) + "s",
+	}}}}
 }
 
 func podTemplateHash(tmpl *corev1.PodTemplateSpec, configMap map[string]string) string {

@@ -62,8 +62,13 @@ const (
 
 // Listener is one Gateway listener as Envoy must serve it.
 type Listener struct {
-	// Name is unique within a scope: "<namespace>/<gateway>/<listener>".
+	// Name is unique within a scope: "<namespace>/<gateway>/<listener>",
+	// or for a listener of a ListenerSet attached to the Gateway
+	// "<namespace>/<gateway>/<set namespace>/<set name>/<listener>".
 	Name string `json:"name"`
+	// ListenerSet is "<namespace>/<name>" of the ListenerSet that declares
+	// the listener (GEP-1713), "" for the Gateway's own listeners.
+	ListenerSet string `json:"listenerSet,omitempty"`
 	// Protocol is what the listener accepts.
 	Protocol Protocol `json:"protocol"`
 	// Address is the IP address Envoy binds, "0.0.0.0" for all.
@@ -122,7 +127,9 @@ type ClientValidation struct {
 	AllowInsecureFallback bool `json:"allowInsecureFallback,omitempty"`
 }
 
-// Certificate is a serving certificate and its private key, PEM encoded.
+// Certificate is a certificate and its private key, PEM encoded: a
+// listener's serving certificate, or the client certificate Envoy presents
+// to TLS backends (BackendTLS.ClientCertificate).
 type Certificate struct {
 	// Name is unique across the IR: "<namespace>/<secret>". It names the
 	// SDS secret Envoy fetches.
@@ -335,8 +342,10 @@ const (
 type Backend struct {
 	// Name is unique across the IR and names the Envoy cluster:
 	// "service/<namespace>/<name>/<port>", with "/h2c" appended where a
-	// GRPCRoute makes an HTTP/1.1 port speak h2c. Two routes that
-	// reference the same Service port (with the same protocol) share it.
+	// GRPCRoute makes an HTTP/1.1 port speak h2c, then
+	// "/client-certificate/<namespace>/<secret>" where TLS.ClientCertificate
+	// is set. Two routes that reference the same Service port (with the
+	// same protocol and client certificate) share it.
 	Name string `json:"name"`
 	// Weight is the backendRef weight; 0 sends no traffic.
 	Weight uint32 `json:"weight"`
@@ -380,6 +389,12 @@ type BackendTLS struct {
 	// SubjectAltNames, when set, replace SNI as the names the backend's
 	// certificate must carry.
 	SubjectAltNames []string `json:"subjectAltNames,omitempty"`
+	// ClientCertificate, when set, is the certificate Envoy presents to
+	// the backend in the handshake (Gateway spec.tls.backend
+	// clientCertificateRef). It is the Gateway's, so the Backend's Name
+	// names it too: Gateways with different client certificates (or none)
+	// reach the same Service port through different clusters.
+	ClientCertificate *Certificate `json:"clientCertificate,omitempty"`
 }
 
 // L4Route is a TLSRoute, TCPRoute or UDPRoute attached to a listener.

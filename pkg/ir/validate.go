@@ -34,7 +34,8 @@ func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
 // redirect or a direct response); matches are well formed; header
 // modifiers leave Host and the pseudo-headers alone, and a request's Host
 // has at most one rewrite (the route's or its backend's); every backend and
-// certificate name means one thing across the whole IR.
+// certificate name (serving certificates and backend client certificates
+// alike) means one thing across the whole IR.
 func (x *IR) Validate() error {
 	v := &validator{
 		backends: map[string]*Backend{},
@@ -269,6 +270,9 @@ func (v *validator) backend(p string, b *Backend) {
 	}
 	v.headers(p+": backend "+b.Name, "request", b.RequestHeaders)
 	v.headers(p+": backend "+b.Name, "response", b.ResponseHeaders)
+	if b.TLS != nil && b.TLS.ClientCertificate != nil {
+		v.certificate(p+": backend "+b.Name+": client certificate", b.TLS.ClientCertificate)
+	}
 	if !b.Invalid {
 		for _, e := range b.Endpoints {
 			if e.Address == "" || e.Port == 0 || e.Port > 65535 {

@@ -86,6 +86,21 @@ func TestValidateRejects(t *testing.T) {
 			r.Filters.URLRewrite = &URLRewrite{Hostname: "a.internal"}
 			r.Backends.Backends[0].HostRewrite = "b.internal"
 		}, "rewrites Host already"},
+		{"client certificate without a key", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].Backends.Backends[0].TLS = &BackendTLS{SNI: "s.example",
+				ClientCertificate: &Certificate{Name: "default/client", CertificateChain: []byte("chain")}}
+		}, "client certificate: a certificate needs a name, a chain and a key"},
+		{"one backend name, two client certificates", func(x *IR) {
+			l := x.Gateways[0].Listeners[0]
+			l.HTTPRoutes[0].Backends.Backends[0].TLS = &BackendTLS{SNI: "s.example",
+				ClientCertificate: &Certificate{Name: "default/a", CertificateChain: []byte("chain"), PrivateKey: []byte("key")}}
+			r2 := *l.HTTPRoutes[0]
+			r2.Name = "other"
+			b := l.HTTPRoutes[0].Backends.Backends[0].DeepCopy()
+			b.TLS.ClientCertificate.Name = "default/b"
+			r2.Backends = &BackendGroup{Backends: []*Backend{b}}
+			l.HTTPRoutes = append(l.HTTPRoutes, &r2)
+		}, "two different definitions"},
 		{"TCP and HTTP on one port", func(x *IR) {
 			g := x.Gateways[0]
 			g.Listeners = append(g.Listeners, &Listener{Name: "default/gw/tcp", Protocol: ProtocolTCP, Address: "0.0.0.0", Port: 8080})

@@ -27,8 +27,9 @@ type Resolver struct {
 	classes     map[string]*gwapiv1.GatewayClass
 	classParams map[string]*v1alpha1.GatewayParametersSpec
 	// gateways are the Gateways of our classes whose parameters (and
-	// class's) are valid, in the snapshot's order; effective their
-	// parameters (infra.Effective).
+	// class's) are valid, in the snapshot's order, each with the listeners
+	// of the ListenerSets it admits (gatewayapi.MergeListenerSets);
+	// effective their parameters (infra.Effective).
 	gateways  []*gwapiv1.Gateway
 	effective map[types.NamespacedName]v1alpha1.GatewayParametersSpec
 	// refused are the Gateways of our classes whose parameters (or
@@ -110,6 +111,9 @@ func Resolve(res *resources.Resources, params []*v1alpha1.GatewayParameters, con
 		r.effective[key] = infra.Effective(r.classParams[class], spec)
 		r.gateways = append(r.gateways, gw)
 	}
+	// The listeners of the ListenerSets a Gateway admits are served by its
+	// fleet on its Service: they get bind ports and Service ports too.
+	r.gateways = gatewayapi.MergeListenerSets(r.gateways, res)
 	r.ports = infra.AssignBindPorts(r.gateways, r.Mode, infra.PreviousBindPorts(ourServices(res.Services)))
 	return r
 }

@@ -20,8 +20,11 @@ import (
 // reads. Call Sort before handing it to the translator so that output does
 // not depend on the order objects arrived in.
 type Resources struct {
-	GatewayClasses  []*gwapiv1.GatewayClass
-	Gateways        []*gwapiv1.Gateway
+	GatewayClasses []*gwapiv1.GatewayClass
+	Gateways       []*gwapiv1.Gateway
+	// ListenerSets add listeners to the Gateways that allow them
+	// (GEP-1713).
+	ListenerSets    []*gwapiv1.ListenerSet
 	HTTPRoutes      []*gwapiv1.HTTPRoute
 	GRPCRoutes      []*gwapiv1.GRPCRoute
 	TLSRoutes       []*gwapiv1.TLSRoute
@@ -43,6 +46,7 @@ type Resources struct {
 func (r *Resources) Sort() {
 	sortObjects(r.GatewayClasses)
 	sortObjects(r.Gateways)
+	sortObjects(r.ListenerSets)
 	sortObjects(r.HTTPRoutes)
 	sortObjects(r.GRPCRoutes)
 	sortObjects(r.TLSRoutes)
@@ -73,6 +77,8 @@ func (r *Resources) Add(obj runtime.Object) bool {
 		r.GatewayClasses = append(r.GatewayClasses, o)
 	case *gwapiv1.Gateway:
 		r.Gateways = append(r.Gateways, o)
+	case *gwapiv1.ListenerSet:
+		r.ListenerSets = append(r.ListenerSets, o)
 	case *gwapiv1.HTTPRoute:
 		r.HTTPRoutes = append(r.HTTPRoutes, o)
 	case *gwapiv1.GRPCRoute:

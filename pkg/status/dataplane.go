@@ -49,7 +49,9 @@ const maxEnvoyDetail = 2048
 //     reason Programmed when at least one proxy does ("2/3 Envoy proxies
 //     serve generation 7 or newer ..."), else False reason Pending.
 //
-// A listener follows the same rule with its own resources only.
+// A listener follows the same rule with its own resources only, and a
+// ListenerSet (and each of its listeners, matched by IR Listener.ListenerSet)
+// with the resources of its listeners.
 func WithDataPlane(st *gatewayapi.Status, in *ir.IR, x map[string]*xdstranslator.Resources, views map[string]xdsserver.ScopeView) *gatewayapi.Status {
 	if st == nil || in == nil {
 		return st
@@ -58,6 +60,10 @@ func WithDataPlane(st *gatewayapi.Status, in *ir.IR, x map[string]*xdstranslator
 	out.Gateways = make(map[k8stypes.NamespacedName]*gwapiv1.GatewayStatus, len(st.Gateways))
 	for k, v := range st.Gateways {
 		out.Gateways[k] = v
+	}
+	out.ListenerSets = make(map[k8stypes.NamespacedName]*gwapiv1.ListenerSetStatus, len(st.ListenerSets))
+	for k, v := range st.ListenerSets {
+		out.ListenerSets[k] = v
 	}
 	names := map[string]resourceNames{}
 	for _, g := range in.Gateways {
@@ -72,10 +78,31 @@ func WithDataPlane(st *gatewayapi.Status, in *ir.IR, x map[string]*xdstranslator
 		view := views[g.Scope]
 		gs = gs.DeepCopy()
 		var all need
+		sets := map[k8stypes.NamespacedName]need{}
 		for _, l := range g.Listeners {
 			n := names[g.Scope].need(view, l)
 			all = all.max(n)
 			section := l.Name[strings.LastIndex(l.Name, "/")+1:]
+			if l.ListenerSet != "" {
+				// A ListenerSet's listener: its status is the set's.
+				ns, name, _ := strings.Cut(l.ListenerSet, "/")
+				k := k8stypes.NamespacedName{Namespace: ns, Name: name}
+				ls := out.ListenerSets[k]
+				if ls == nil {
+					continue
+				}
+				if _, copied := sets[k]; !copied {
+					ls = ls.DeepCopy()
+					out.ListenerSets[k] = ls
+				}
+				sets[k] = sets[k].max(n)
+				for i := range ls.Listeners {
+					if string(ls.Listeners[i].Name) == section {
+						decide(&ls.Listeners[i].Conditions, string(gwapiv1.ListenerConditionProgrammed), g.Scope, view, n, "this listener")
+					}
+				}
+				continue
+			}
 			for i := range gs.Listeners {
 				if string(gs.Listeners[i].Name) == section {
 					decide(&gs.Listeners[i].Conditions, string(gwapiv1.ListenerConditionProgrammed), g.Scope, view, n, "this listener")
@@ -83,6 +110,9 @@ func WithDataPlane(st *gatewayapi.Status, in *ir.IR, x map[string]*xdstranslator
 			}
 		}
 		decide(&gs.Conditions, string(gwapiv1.GatewayConditionProgrammed), g.Scope, view, all, "all listeners of this Gateway")
+		for k, n := range sets {
+			decide(&out.ListenerSets[k].Conditions, string(gwapiv1.ListenerSetConditionProgrammed), g.Scope, view, n, "all listeners of this ListenerSet")
+		}
 		out.Gateways[key] = gs
 	}
 	return &out

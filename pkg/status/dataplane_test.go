@@ -105,3 +105,36 @@ func TestWithDataPlaneKeepsTranslatorFalse(t *testing.T) {
 		t.Errorf("Gateway Programmed = %+v, want True (its programmed listener is served)", c)
 	}
 }
+
+// TestWithDataPlaneListenerSet: listener "b" (port 81) belongs to
+// ListenerSet default/set and is named "a" there, like the Gateway's own
+// listener "a": the data plane's verdict on it lands on the ListenerSet's
+// listener and Programmed condition, never on the Gateway's listener "a".
+func TestWithDataPlaneListenerSet(t *testing.T) {
+	st, in, x := dataPlaneCase()
+	key := k8stypes.NamespacedName{Namespace: "default", Name: "gw"}
+	setKey := k8stypes.NamespacedName{Namespace: "default", Name: "set"}
+	st.Gateways[key].Listeners = st.Gateways[key].Listeners[:1]
+	st.ListenerSets = map[k8stypes.NamespacedName]*gwapiv1.ListenerSetStatus{setKey: {
+		Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed"}},
+		Listeners:  []gwapiv1.ListenerEntryStatus{{Name: "a", Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed"}}}},
+	}}
+	in.Gateways[0].Listeners[1].Name = "default/gw/default/set/a"
+	in.Gateways[0].Listeners[1].ListenerSet = "default/set"
+	// Port 80 (the Gateway's "a") is served, port 81 (the set's "a") not yet.
+	view := xdsserver.ScopeView{Generation: 7, Served: 7, Since: since(1, 7), Proxies: []xdsserver.ProxyView{proxy("e1", 7, 6)}}
+	out := WithDataPlane(st, in, x, map[string]xdsserver.ScopeView{"s": view})
+	if c := meta.FindStatusCondition(out.Gateways[key].Listeners[0].Conditions, "Programmed"); c.Status != "True" {
+		t.Errorf("the Gateway's listener a = %+v, want True", c)
+	}
+	ls := out.ListenerSets[setKey]
+	if c := meta.FindStatusCondition(ls.Listeners[0].Conditions, "Programmed"); c.Status != "False" || c.Reason != "Pending" {
+		t.Errorf("the ListenerSet's listener a = %+v, want False(Pending)", c)
+	}
+	if c := meta.FindStatusCondition(ls.Conditions, "Programmed"); c.Status != "False" || c.Reason != "Pending" {
+		t.Errorf("the ListenerSet's Programmed = %+v, want False(Pending)", c)
+	}
+	if c := meta.FindStatusCondition(st.ListenerSets[setKey].Conditions, "Programmed"); c.Status != "True" {
+		t.Error("the input status was modified")
+	}
+}

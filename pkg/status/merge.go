@@ -47,17 +47,41 @@ func GatewayStatus(desired *gwapiv1.GatewayStatus, live *gwapiv1.GatewayStatus, 
 	out := desired.DeepCopy()
 	t := metav1.NewTime(now)
 	KeepTransitionTimes(out.Conditions, live.Conditions, t)
-	for i := range out.Listeners {
+	keepListenerTimes(out.Listeners, live.Listeners, func(l *gwapiv1.ListenerStatus) (gwapiv1.SectionName, *[]metav1.Condition) {
+		return l.Name, &l.Conditions
+	}, t)
+	return out
+}
+
+// ListenerSetStatus returns the status to write for a ListenerSet: the
+// desired status with transition times kept from live, per ListenerSet and
+// per listener (matched by name).
+func ListenerSetStatus(desired *gwapiv1.ListenerSetStatus, live *gwapiv1.ListenerSetStatus, now time.Time) *gwapiv1.ListenerSetStatus {
+	out := desired.DeepCopy()
+	t := metav1.NewTime(now)
+	KeepTransitionTimes(out.Conditions, live.Conditions, t)
+	keepListenerTimes(out.Listeners, live.Listeners, func(l *gwapiv1.ListenerEntryStatus) (gwapiv1.SectionName, *[]metav1.Condition) {
+		return l.Name, &l.Conditions
+	}, t)
+	return out
+}
+
+// keepListenerTimes applies KeepTransitionTimes to the conditions of every
+// listener status in out, against those of the live listener status of
+// the same name (a Gateway's ListenerStatus, a ListenerSet's
+// ListenerEntryStatus). of returns a listener status's name and conditions.
+func keepListenerTimes[L any](out, live []L, of func(*L) (gwapiv1.SectionName, *[]metav1.Condition), t metav1.Time) {
+	for i := range out {
+		name, conds := of(&out[i])
 		var liveConds []metav1.Condition
-		for _, l := range live.Listeners {
-			if l.Name == out.Listeners[i].Name {
-				liveConds = l.Conditions
+		for j := range live {
+			if n, c := of(&live[j]); n == name {
+				liveConds = *c
 				break
 			}
 		}
-		KeepTransitionTimes(out.Listeners[i].Conditions, liveConds, t)
+		KeepTransitionTimes(*conds, liveConds, t)
 	}
-	return out
 }
 
 // RouteParents returns the parents list to write for a route: every live
@@ -133,6 +157,12 @@ func ParentKey(ref gwapiv1.ParentReference, routeNamespace string) string {
 		port = fmt.Sprint(*ref.Port)
 	}
 	return group + "/" + kind + "/" + ns + "/" + string(ref.Name) + "#" + section + ":" + port
+}
+
+// EqualListenerSetStatus reports whether a and b are the same status,
+// ignoring conditions' lastTransitionTime. Nil and empty lists are equal.
+func EqualListenerSetStatus(a, b *gwapiv1.ListenerSetStatus) bool {
+	return equality.Semantic.DeepEqual(normalized(a), normalized(b))
 }
 
 // EqualGatewayClassStatus reports whether a and b are the same status,

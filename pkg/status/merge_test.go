@@ -5,8 +5,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
@@ -179,5 +181,49 @@ func TestWithStaleRoutes(t *testing.T) {
 		if k.Name != "detached" || len(v.Parents) != 0 {
 			t.Errorf("got %s with %d parents", k, len(v.Parents))
 		}
+	}
+}
+
+func TestListenerSetStatusKeepsListenerTimes(t *testing.T) {
+	live := &gwapiv1.ListenerSetStatus{
+		Conditions: []metav1.Condition{cond("Accepted", "True", "Accepted", 1, t0)},
+		Listeners: []gwapiv1.ListenerEntryStatus{
+			{Name: "http", Conditions: []metav1.Condition{cond("Accepted", "True", "Accepted", 1, t0)}},
+			{Name: "https", Conditions: []metav1.Condition{cond("Accepted", "True", "Accepted", 1, t0)}},
+		},
+	}
+	desired := &gwapiv1.ListenerSetStatus{
+		Conditions: []metav1.Condition{cond("Accepted", "True", "Accepted", 2, time.Time{})},
+		Listeners: []gwapiv1.ListenerEntryStatus{
+			{Name: "https", Conditions: []metav1.Condition{cond("Accepted", "False", "HostnameConflict", 2, time.Time{})}},
+			{Name: "http", Conditions: []metav1.Condition{cond("Accepted", "True", "Accepted", 2, time.Time{})}},
+		},
+	}
+	got := ListenerSetStatus(desired, live, t1)
+	if !got.Conditions[0].LastTransitionTime.Time.Equal(t0) {
+		t.Errorf("ListenerSet Accepted time changed")
+	}
+	if !got.Listeners[0].Conditions[0].LastTransitionTime.Time.Equal(t1) {
+		t.Errorf("https listener: changed condition kept its old time")
+	}
+	if !got.Listeners[1].Conditions[0].LastTransitionTime.Time.Equal(t0) {
+		t.Errorf("http listener: unchanged condition got a new time")
+	}
+	if EqualListenerSetStatus(got, live) {
+		t.Errorf("statuses that differ in a listener's condition compare equal")
+	}
+	again := got.DeepCopy()
+	for i := range again.Listeners {
+		again.Listeners[i].Conditions[0].LastTransitionTime = metav1.NewTime(t1.Add(time.Hour))
+	}
+	if !EqualListenerSetStatus(got, again) {
+		t.Errorf("statuses that differ only in lastTransitionTime compare unequal")
+	}
+}
+
+func TestWithStaleRoutesKeepsListenerSets(t *testing.T) {
+	st := &gatewayapi.Status{ListenerSets: map[types.NamespacedName]*gwapiv1.ListenerSetStatus{{Namespace: "default", Name: "set"}: {}}}
+	if got := WithStaleRoutes(st, nil, ours); len(got.ListenerSets) != 1 {
+		t.Errorf("WithStaleRoutes dropped the ListenerSets' status: %d left", len(got.ListenerSets))
 	}
 }

@@ -106,9 +106,12 @@ type RouteObject struct {
 // mention: the route detached from all of our Gateways (or they vanished),
 // and writing the empty entry removes our stale parents. st is not modified.
 func WithStaleRoutes(st *gatewayapi.Status, routes []RouteObject, controller gwapiv1.GatewayController) *gatewayapi.Status {
-	out := &gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{}}
+	out := &gatewayapi.Status{}
 	if st != nil {
-		out.GatewayClasses, out.Gateways, out.Warnings, out.BackendTLSPolicies = st.GatewayClasses, st.Gateways, st.Warnings, st.BackendTLSPolicies
+		*out = *st
+	}
+	out.Routes = map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{}
+	if st != nil {
 		for k, v := range st.Routes {
 			out.Routes[k] = v
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 )
 
-// Summary renders st as one line per object (and per Gateway listener and
-// per route parent), keyed by a stable object key such as
+// Summary renders st as one line per object (and per Gateway or
+// ListenerSet listener and per route parent), keyed by a stable object key such as
 // "Gateway default/web" or "HTTPRoute default/app -> default/web". A line
 // lists the object's conditions as Type=Status(Reason), followed by the
 // message of every condition that is not in its normal state.
@@ -29,6 +29,13 @@ func Summary(st *gatewayapi.Status) map[string]string {
 	}
 	for nn, s := range st.Gateways {
 		key := "Gateway " + nn.String()
+		out[key] = conditions(s.Conditions)
+		for _, l := range s.Listeners {
+			out[key+" listener "+string(l.Name)] = fmt.Sprintf("attachedRoutes=%d %s", l.AttachedRoutes, conditions(l.Conditions))
+		}
+	}
+	for nn, s := range st.ListenerSets {
+		key := "ListenerSet " + nn.String()
 		out[key] = conditions(s.Conditions)
 		for _, l := range s.Listeners {
 			out[key+" listener "+string(l.Name)] = fmt.Sprintf("attachedRoutes=%d %s", l.AttachedRoutes, conditions(l.Conditions))
@@ -63,6 +70,9 @@ func parentName(ref gwapiv1.ParentReference, routeNamespace string) string {
 		ns = string(*ref.Namespace)
 	}
 	s := ns + "/" + string(ref.Name)
+	if ref.Kind != nil && *ref.Kind != "Gateway" {
+		s = string(*ref.Kind) + " " + s
+	}
 	if ref.SectionName != nil {
 		s += "/" + string(*ref.SectionName)
 	}

@@ -7,7 +7,7 @@ package status
 //
 // How each kind is written, and why:
 //
-//   - GatewayClass and Gateway: server-side apply on the status subresource
+//   - GatewayClass, Gateway and ListenerSet: server-side apply on the status subresource
 //     with field manager "xds-controller" and force. Their status belongs to
 //     the controller of their class, which is us, so taking ownership of
 //     every field we set is right, and fields we set before but no longer
@@ -64,11 +64,14 @@ type Kind string
 const (
 	KindGatewayClass Kind = "GatewayClass"
 	KindGateway      Kind = "Gateway"
-	KindHTTPRoute    Kind = gatewayapi.KindHTTPRoute
-	KindGRPCRoute    Kind = gatewayapi.KindGRPCRoute
-	KindTLSRoute     Kind = gatewayapi.KindTLSRoute
-	KindTCPRoute     Kind = gatewayapi.KindTCPRoute
-	KindUDPRoute     Kind = gatewayapi.KindUDPRoute
+	// KindListenerSet's status is written like a Gateway's (server-side
+	// apply): it belongs to the controller of its parent Gateway.
+	KindListenerSet Kind = gatewayapi.KindListenerSet
+	KindHTTPRoute   Kind = gatewayapi.KindHTTPRoute
+	KindGRPCRoute   Kind = gatewayapi.KindGRPCRoute
+	KindTLSRoute    Kind = gatewayapi.KindTLSRoute
+	KindTCPRoute    Kind = gatewayapi.KindTCPRoute
+	KindUDPRoute    Kind = gatewayapi.KindUDPRoute
 	// KindBackendTLSPolicy's status.ancestors are written like routes'
 	// parents (routes.go).
 	KindBackendTLSPolicy Kind = "BackendTLSPolicy"
@@ -139,7 +142,8 @@ type Writer struct {
 	written map[Key]writtenState // what we last wrote, to recognise a stale cache
 	fresh   map[Key]bool         // read with direct next time
 
-	writes atomic.Int64
+	writes  atomic.Int64
+	metrics *writerMetrics
 }
 
 type writtenState struct {
@@ -175,13 +179,15 @@ func NewWriter(c client.Client, direct client.Reader, opts Options) *Writer {
 	if direct == nil {
 		direct = c
 	}
+	m := newWriterMetrics()
 	return &Writer{
-		c:      c,
-		direct: direct,
-		opts:   opts,
+		c:       c,
+		direct:  direct,
+		opts:    opts,
+		metrics: m,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[Key](100*time.Millisecond, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
+			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status", MetricsProvider: queueMetrics{m}}),
 		limiter: flowcontrol.NewTokenBucketRateLimiter(opts.QPS, opts.Burst),
 		desired: map[Key]any{},
 		written: map[Key]writtenState{},
@@ -207,6 +213,9 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 		}
 		for nn, s := range st.Gateways {
 			desired[Key{Kind: KindGateway, Namespace: nn.Namespace, Name: nn.Name}] = s
+		}
+		for nn, s := range st.ListenerSets {
+			desired[Key{Kind: KindListenerSet, Namespace: nn.Namespace, Name: nn.Name}] = s
 		}
 		for k, s := range st.Routes {
 			desired[Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}] = s
@@ -268,7 +277,8 @@ func (w *Writer) Enqueue(k Key) {
 	}
 }
 
-// sortKeys orders keys GatewayClasses first, then Gateways, then routes,
+// sortKeys orders keys GatewayClasses first, then Gateways, then
+// ListenerSets, then routes,
 // each by namespace/name.
 func sortKeys(keys []Key) {
 	slices.SortFunc(keys, func(a, b Key) int {
@@ -288,8 +298,10 @@ func kindOrder(k Kind) int {
 		return 0
 	case KindGateway:
 		return 1
-	default:
+	case KindListenerSet:
 		return 2
+	default:
+		return 3
 	}
 }
 
@@ -335,6 +347,11 @@ func (w *Writer) work(ctx context.Context) {
 		case ctx.Err() != nil:
 			w.queue.Forget(k)
 		default:
+			result := "error"
+			if apierrors.IsConflict(err) {
+				result = "conflict"
+			}
+			w.metrics.writes.WithLabelValues(string(k.Kind), result).Inc()
 			if apierrors.IsConflict(err) {
 				w.mu.Lock()
 				w.fresh[k] = true
@@ -372,6 +389,8 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 		err = w.gatewayClass(ctx, reader, k, d.(*gwapiv1.GatewayClassStatus))
 	case KindGateway:
 		err = w.gateway(ctx, reader, k, d.(*gwapiv1.GatewayStatus))
+	case KindListenerSet:
+		err = w.listenerSet(ctx, reader, k, d.(*gwapiv1.ListenerSetStatus))
 	case KindBackendTLSPolicy:
 		err = w.parents(ctx, reader, k, ancestorsAsParents(d.(*gwapiv1.PolicyStatus).Ancestors))
 	default:
@@ -415,6 +434,18 @@ func (w *Writer) gateway(ctx context.Context, r client.Reader, k Key, d *gwapiv1
 	return w.apply(ctx, k, &live, target)
 }
 
+func (w *Writer) listenerSet(ctx context.Context, r client.Reader, k Key, d *gwapiv1.ListenerSetStatus) error {
+	var live gwapiv1.ListenerSet
+	if err := r.Get(ctx, k.nn(), &live); err != nil {
+		return err
+	}
+	target := ListenerSetStatus(d, &live.Status, w.opts.Now())
+	if EqualListenerSetStatus(target, &live.Status) {
+		return nil
+	}
+	return w.apply(ctx, k, &live, target)
+}
+
 // parents writes our per-parent entries of k: a route's status.parents,
 // or a BackendTLSPolicy's status.ancestors (entries of the same shape;
 // routes.go), desired being ours.
@@ -448,7 +479,8 @@ func (w *Writer) parents(ctx context.Context, r client.Reader, k Key, desired []
 	return nil
 }
 
-// apply writes target as the status of live (a GatewayClass or Gateway)
+// apply writes target as the status of live (a GatewayClass, Gateway or
+// ListenerSet)
 // with server-side apply.
 func (w *Writer) apply(ctx context.Context, k Key, live client.Object, target any) error {
 	hash := hashOf(normalized(target))
@@ -503,6 +535,7 @@ func (w *Writer) staleCache(k Key, hash, liveRV string) bool {
 }
 
 func (w *Writer) wrote(k Key, hash, rv string) {
+	w.metrics.writes.WithLabelValues(string(k.Kind), "written").Inc()
 	w.mu.Lock()
 	w.written[k] = writtenState{hash: hash, resourceVersion: rv}
 	w.mu.Unlock()
@@ -515,6 +548,13 @@ func normalized(st any) any {
 		zeroTimes(s.Conditions)
 		return s
 	case *gwapiv1.GatewayStatus:
+		s = s.DeepCopy()
+		zeroTimes(s.Conditions)
+		for i := range s.Listeners {
+			zeroTimes(s.Listeners[i].Conditions)
+		}
+		return s
+	case *gwapiv1.ListenerSetStatus:
 		s = s.DeepCopy()
 		zeroTimes(s.Conditions)
 		for i := range s.Listeners {

@@ -2,10 +2,13 @@ package status
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -266,6 +269,47 @@ func TestWriterWritesInParallel(t *testing.T) {
 		}
 		if len(got.Status.Parents) != 1 || got.Status.Parents[0].ParentRef.Name != "web" {
 			t.Errorf("%s: parents %+v", o.GetName(), got.Status.Parents)
+		}
+	}
+}
+
+// TestWriterMetrics: a written route counts in
+// xds_controller_status_writes_total{kind="HTTPRoute",result="written"},
+// and the status queue's collectors are registered under the
+// xds_controller_status_ prefix.
+func TestWriterMetrics(t *testing.T) {
+	var leading atomic.Bool
+	leading.Store(true)
+	route := &gwapiv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app", Generation: 1}}
+	w, _ := newRouteWriter(t, &leading, route)
+	reg := prometheus.NewRegistry()
+	if err := w.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	w.Update(&gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{
+		{Kind: gatewayapi.KindHTTPRoute, Namespace: "default", Name: "app"}: {Parents: []gwapiv1.RouteParentStatus{
+			parent("web", ours, cond("Accepted", "True", "Accepted", 1, time.Time{})),
+		}},
+	}})
+	waitFor(t, "the status write", func() bool { return w.Writes() == 1 })
+	settle(w)
+	if got := testutil.ToFloat64(w.metrics.writes.WithLabelValues("HTTPRoute", "written")); got != 1 {
+		t.Errorf("writes{HTTPRoute,written} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(w.metrics.adds); got < 1 {
+		t.Errorf("queue adds = %v, want at least 1", got)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	for _, want := range []string{"xds_controller_status_writes_total", "xds_controller_status_queue_depth", "xds_controller_status_queue_wait_seconds", "xds_controller_status_write_duration_seconds"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("metric %s not registered; have %v", want, names)
 		}
 	}
 }

@@ -95,6 +95,13 @@ func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 			gws[k.String()] = v
 		}
 		st["gatewayClasses"], st["gateways"] = gcs, gws
+		if len(r.Status.ListenerSets) > 0 {
+			lss := map[string]any{}
+			for k, v := range r.Status.ListenerSets {
+				lss[k.String()] = v
+			}
+			st["listenerSets"] = lss
+		}
 		if len(r.Status.BackendTLSPolicies) > 0 {
 			ps := map[string]any{}
 			for k, v := range r.Status.BackendTLSPolicies {

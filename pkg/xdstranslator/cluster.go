@@ -88,7 +88,10 @@ func loadAssignment(b *ir.Backend) *endpointv3.ClusterLoadAssignment {
 }
 
 // upstreamTLS originates TLS to a backend and verifies its certificate
-// against the SubjectAltNames, or the SNI when there are none.
+// against the SubjectAltNames, or the SNI when there are none. A client
+// certificate is presented from the SDS secret named after it
+// (CommonTlsContext tls_certificate_sds_secret_configs; useBackend records
+// the secret), so a rotated Secret reaches Envoy without a new cluster.
 func upstreamTLS(t *ir.BackendTLS, http2 bool) *corev3.TransportSocket {
 	vc := &tlsv3.CertificateValidationContext{}
 	if len(t.CACertificates) > 0 {
@@ -115,6 +118,9 @@ func upstreamTLS(t *ir.BackendTLS, http2 bool) *corev3.TransportSocket {
 		CommonTlsContext: &tlsv3.CommonTlsContext{
 			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc},
 		},
+	}
+	if c := t.ClientCertificate; c != nil {
+		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: c.Name, SdsConfig: adsSource()}}
 	}
 	if http2 {
 		ctx.CommonTlsContext.AlpnProtocols = []string{"h2"}

@@ -246,9 +246,7 @@ func (s *scopeBuilder) downstreamTLS(t *ir.ListenerTLS, alpn []string) *corev3.T
 	}
 	if t != nil {
 		for _, c := range t.Certificates {
-			if _, ok := s.secrets[c.Name]; !ok {
-				s.secrets[c.Name] = c
-			}
+			s.useSecret(c)
 			ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = append(ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs,
 				&tlsv3.SdsSecretConfig{Name: c.Name, SdsConfig: adsSource()})
 		}

@@ -25,7 +25,8 @@
 //	HTTPRoute.Name                         Route.name "httproute/<ns>/<name>/rule/<i>/match/<j>"
 //	Backend.Name                           Cluster and ClusterLoadAssignment "service/<ns>/<name>/<port>"
 //	invalid Backend                        weighted cluster InvalidBackendCluster (never defined)
-//	Certificate.Name                       Secret "<ns>/<secret>" (SDS over ADS)
+//	Certificate.Name                       Secret "<ns>/<secret>" (SDS over ADS), for listener
+//	                                       certificates and backend client certificates alike
 //
 // So HTTPRoute default/web, rule 0, match 0, hostname a.com, attached to an
 // HTTP listener on port 8080 is: Listener "listener/0.0.0.0/8080" -> HCM ->
@@ -75,7 +76,9 @@
 //     round robin. HTTP/2 and h2c backends get explicit HTTP/2 protocol
 //     options. Backend TLS verifies the SNI (or the SubjectAltNames) against
 //     the inline CA bundle, or the system bundle at
-//     /etc/ssl/certs/ca-certificates.crt for well-known CAs.
+//     /etc/ssl/certs/ca-certificates.crt for well-known CAs, and presents the
+//     backend's client certificate, if any, from SDS (the cluster's name
+//     carries the certificate's: ".../client-certificate/<ns>/<secret>").
 //   - L4 backends are clusters of their own: "service/<ns>/<name>/<port>/tcp"
 //     (TLSRoute, TCPRoute) and ".../udp" (UDPRoute, UDP endpoints).
 //   - Idle timeouts of L4 routes are Envoy's defaults: tcp_proxy closes a
@@ -186,13 +189,25 @@ func (s *scopeBuilder) addListener(l *ir.Listener) {
 	s.binds[k] = append(s.binds[k], l)
 }
 
-// useBackend records the cluster a valid backend needs.
+// useBackend records the cluster a valid backend needs, and the SDS
+// secret of the client certificate it presents.
 func (s *scopeBuilder) useBackend(b *ir.Backend) {
 	if b == nil || b.Invalid {
 		return
 	}
 	if _, ok := s.clusters[b.Name]; !ok {
 		s.clusters[b.Name] = b
+	}
+	if b.TLS != nil && b.TLS.ClientCertificate != nil {
+		s.useSecret(b.TLS.ClientCertificate)
+	}
+}
+
+// useSecret records the SDS secret of a certificate (names mean one
+// content across the IR: ir.IR.Validate).
+func (s *scopeBuilder) useSecret(c *ir.Certificate) {
+	if _, ok := s.secrets[c.Name]; !ok {
+		s.secrets[c.Name] = c
 	}
 }
 

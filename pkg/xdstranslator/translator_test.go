@@ -14,6 +14,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"google.golang.org/protobuf/proto"
 
@@ -463,7 +464,28 @@ func TestFeatureIR(t *testing.T) {
 	if c := clusters["service/default/web/80"]; c.TransportSocket != nil || len(c.TypedExtensionProtocolOptions) != 0 {
 		t.Error("plain HTTP/1.1 backend with TLS or protocol options")
 	}
-	if got := resourceNames(r.Secrets); !slices.Equal(got, []string{"default/example-tls"}) {
+	// A backend client certificate: the cluster of its own presents it
+	// from SDS; the same Service port without one does not.
+	for name, want := range map[string][]string{
+		"service/default/secure/443": nil,
+		"service/default/secure/443/client-certificate/default/backend-client": {"default/backend-client"},
+	} {
+		var tc tlsv3.UpstreamTlsContext
+		if err := clusters[name].GetTransportSocket().GetTypedConfig().UnmarshalTo(&tc); err != nil {
+			t.Fatalf("cluster %s: %v", name, err)
+		}
+		var got []string
+		for _, sds := range tc.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+			if sds.GetSdsConfig().GetAds() == nil {
+				t.Errorf("cluster %s: secret %s is not fetched over ADS", name, sds.Name)
+			}
+			got = append(got, sds.Name)
+		}
+		if !slices.Equal(got, want) || tc.Sni != "backend.internal" {
+			t.Errorf("cluster %s presents %v (SNI %q), want %v", name, got, tc.Sni, want)
+		}
+	}
+	if got := resourceNames(r.Secrets); !slices.Equal(got, []string{"default/backend-client", "default/example-tls"}) {
 		t.Errorf("secrets %v", got)
 	}
 }

@@ -509,7 +509,7 @@ func TestModeAndEnvoyValues(t *testing.T) {
 	objs := render(t, map[string]any{
 		"mode": "Dedicated",
 		"envoy": map[string]any{
-			"image": "docker.io/envoyproxy/envoy:v1.40.0", "replicas": 3, "serviceType": "NodePort",
+			"image": "docker.io/envoyproxy/envoy:v1.40.0", "replicas": 3, "serviceType": "NodePort", "drainSeconds": 0,
 			"podTemplate": map[string]any{"spec": map[string]any{"nodeSelector": map[string]any{"pool": "edge"}}},
 		},
 	})
@@ -519,7 +519,8 @@ func TestModeAndEnvoyValues(t *testing.T) {
 	}
 	spec := gp["spec"].(object)
 	if spec["mode"] != "Dedicated" || fmt.Sprint(spec["replicas"]) != "3" || str(spec, "envoy", "image") != "docker.io/envoyproxy/envoy:v1.40.0" ||
-		str(spec, "service", "type") != "NodePort" || str(spec, "podTemplate", "spec", "nodeSelector", "pool") != "edge" {
+		str(spec, "service", "type") != "NodePort" || str(spec, "podTemplate", "spec", "nodeSelector", "pool") != "edge" ||
+		fmt.Sprint(get(spec, "envoy", "drainSeconds")) != "0" {
 		t.Errorf("spec %v", spec)
 	}
 	// The image is the controller's default too (--envoy-image).

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +29,12 @@ var httpRouteGVR = schema.GroupVersionResource{Group: "gateway.networking.k8s.io
 // but 404 (Envoy's answer for a host no virtual host matches; the
 // benchmark's backends have no endpoints, so a routed request gets 503).
 func routed(c *http.Client, addr, host string) bool {
-	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(addr, "80")+"/", nil)
+	return routedAt(c, net.JoinHostPort(addr, "80"), host)
+}
+
+// routedAt is routed for the Envoy at hostport.
+func routedAt(c *http.Client, hostport, host string) bool {
+	req, err := http.NewRequest(http.MethodGet, "http://"+hostport+"/", nil)
 	if err != nil {
 		return false
 	}
@@ -101,6 +107,8 @@ func TestRoutePropagation(t *testing.T) {
 
 	ctx := context.Background()
 	var samples []time.Duration
+	pods := e.gatewayEndpoints(addr, 80)
+	perPod := make([][]time.Duration, len(pods))
 	for i := range 20 {
 		host := fmt.Sprintf("probe-%d.example.com", i)
 		route := &unstructured.Unstructured{Object: map[string]any{
@@ -116,12 +124,79 @@ func TestRoutePropagation(t *testing.T) {
 		if _, err := e.dyn.Resource(httpRouteGVR).Namespace("default").Create(ctx, route, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		samples = append(samples, e.waitRouted(addr, host, time.Now(), time.Minute))
+		created := time.Now()
+		// Through the Gateway's address, and at each Envoy pod directly.
+		var wg sync.WaitGroup
+		for j, ep := range pods {
+			wg.Go(func() { perPod[j] = append(perPod[j], e.waitRoutedAt(ep, host, created, time.Minute)) })
+		}
+		samples = append(samples, e.waitRouted(addr, host, created, time.Minute))
+		wg.Wait()
 		time.Sleep(500 * time.Millisecond)
+	}
+	for j, ep := range pods {
+		d := slices.Sorted(slices.Values(perPod[j]))
+		t.Logf("Envoy pod %s: median %s, max %s", ep, d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
 	}
 	slices.Sort(samples)
 	t.Logf("single route with %d in place: median %s, p90 %s, max %s (20 samples, from the create's answer to Envoy routing the host)",
 		n, samples[len(samples)/2].Round(time.Millisecond), samples[len(samples)*9/10].Round(time.Millisecond), samples[len(samples)-1].Round(time.Millisecond))
+}
+
+// waitRoutedAt is waitRouted for the Envoy pod at hostport (a pod IP and
+// its listener's port).
+func (e *env) waitRoutedAt(hostport, host string, start time.Time, timeout time.Duration) time.Duration {
+	c := &http.Client{Timeout: 2 * time.Second}
+	for !routedAt(c, hostport, host) {
+		if time.Since(start) > timeout {
+			return timeout
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// gatewayEndpoints returns the ready endpoints (pod IP:port) behind port
+// of the Service whose load balancer address is addr: the Envoy pods that
+// serve that Gateway.
+func (e *env) gatewayEndpoints(addr string, port int32) []string {
+	e.t.Helper()
+	ctx := context.Background()
+	svcs, err := e.kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, svc := range svcs.Items {
+		if len(svc.Status.LoadBalancer.Ingress) == 0 || svc.Status.LoadBalancer.Ingress[0].IP != addr {
+			continue
+		}
+		var portName string
+		for _, p := range svc.Spec.Ports {
+			if p.Port == port {
+				portName = p.Name
+			}
+		}
+		eps, err := e.kube.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc.Name})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		var out []string
+		for _, es := range eps.Items {
+			for _, p := range es.Ports {
+				if p.Name == nil || *p.Name != portName || p.Port == nil {
+					continue
+				}
+				for _, ep := range es.Endpoints {
+					if ep.Conditions.Ready != nil && *ep.Conditions.Ready && len(ep.Addresses) > 0 && allowedAddress(ep.Addresses[0]) == nil {
+						out = append(out, net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port))))
+					}
+				}
+			}
+		}
+		return out
+	}
+	e.t.Fatalf("no Service has the load balancer address %s", addr)
+	return nil
 }
 
 // waitAccepted polls the HTTPRoutes of namespace default every 100 ms

@@ -156,10 +156,19 @@ type tlsBackend struct {
 	// request the handler served, and handshakeErrors the server's
 	// "TLS handshake error" log lines.
 	hellos, requests, handshakeErrors []string
+	// clients is the common name of the client certificate of every
+	// request the handler served ("" for none).
+	clients []string
+	// oneRequestPerConnection, when set, closes every connection after
+	// its response (Connection: close), so that each request comes with
+	// a new handshake.
+	oneRequestPerConnection atomic.Bool
 }
 
-// startTLSBackend serves a tlsBackend with cert until the test ends.
-func startTLSBackend(t *testing.T, name string, cert testCert) *tlsBackend {
+// startTLSBackend serves a tlsBackend with cert until the test ends;
+// configure, if any, changes its tls.Config first (to require client
+// certificates, say).
+func startTLSBackend(t *testing.T, name string, cert testCert, configure ...func(*tls.Config)) *tlsBackend {
 	l, port := listenTCP(t)
 	b := &tlsBackend{name: name, port: port}
 	cfg := &tls.Config{
@@ -171,15 +180,26 @@ func startTLSBackend(t *testing.T, name string, cert testCert) *tlsBackend {
 			return nil, nil
 		},
 	}
+	for _, c := range configure {
+		c(cfg)
+	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			sni := "(no TLS)"
 			if r.TLS != nil {
 				sni = r.TLS.ServerName
 			}
+			client := ""
+			if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+				client = r.TLS.PeerCertificates[0].Subject.CommonName
+			}
 			b.mu.Lock()
 			b.requests = append(b.requests, sni)
+			b.clients = append(b.clients, client)
 			b.mu.Unlock()
+			if b.oneRequestPerConnection.Load() {
+				w.Header().Set("Connection", "close")
+			}
 			w.Header().Set("x-backend", name)
 			fmt.Fprintf(w, "%s %s sni=%s", name, r.URL.Path, sni)
 		}),

@@ -293,7 +293,12 @@ func (f *fixture) stop() {
 // as name, value pairs. It returns the status and body, or -1 when the
 // request failed.
 func (f *fixture) get(host, path string, headers ...string) (int, string) {
-	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", f.gwPort, path), nil)
+	return f.getOn(f.gwPort, host, path, headers...)
+}
+
+// getOn is get through Envoy's port port (another Gateway's listener).
+func (f *fixture) getOn(port int, host, path string, headers ...string) (int, string) {
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
 	req.Host = host
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])

@@ -50,6 +50,11 @@ var goldenCases = []string{
 	"65-grpcroute-httproute-hostnames",
 	"67-tcproute-udproute",
 	"68-backendtlspolicy",
+	"75-listenerset-merge",
+	"76-listenerset-not-allowed",
+	// 77-listenerset-conflicts orders ListenerSets by the creationTimestamp
+	// its input sets, which the API server replaces.
+	"78-listenerset-certificate-grant",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks
@@ -165,6 +170,7 @@ func deleteAll(t *testing.T, objs []*unstructured.Unstructured) {
 type goldenStatus struct {
 	GatewayClasses map[string]*gwapiv1.GatewayClassStatus `json:"gatewayClasses"`
 	Gateways       map[string]*gwapiv1.GatewayStatus      `json:"gateways"`
+	ListenerSets   map[string]*gwapiv1.ListenerSetStatus  `json:"listenerSets"`
 	HTTPRoutes     map[string]*gwapiv1.RouteStatus        `json:"httpRoutes"`
 	GRPCRoutes     map[string]*gwapiv1.RouteStatus        `json:"grpcRoutes"`
 	TLSRoutes      map[string]*gwapiv1.RouteStatus        `json:"tlsRoutes"`
@@ -227,6 +233,24 @@ func checkStatus(ctx context.Context, want *goldenStatus) error {
 		}
 		if err := transitionTimesSet(gw.Status.Conditions); err != nil {
 			return fmt.Errorf("Gateway %s: %w", key, err)
+		}
+	}
+	for key, w := range want.ListenerSets {
+		var ls gwapiv1.ListenerSet
+		if err := k8sClient.Get(ctx, splitKey(key), &ls); err != nil {
+			return err
+		}
+		parent, _ := gatewayapi.ListenerSetParent(&ls)
+		var gw gwapiv1.Gateway
+		if err := k8sClient.Get(ctx, parent, &gw); err != nil {
+			return err
+		}
+		w := expectNoProxySet(w, "gatewayclass/"+string(gw.Spec.GatewayClassName))
+		if !status.EqualListenerSetStatus(&ls.Status, w) {
+			return fmt.Errorf("ListenerSet %s status:\n%s\nwant:\n%s", key, toYAML(ls.Status), toYAML(w))
+		}
+		if err := transitionTimesSet(ls.Status.Conditions); err != nil {
+			return fmt.Errorf("ListenerSet %s: %w", key, err)
 		}
 	}
 	for _, kind := range []struct {

@@ -55,16 +55,29 @@ func fakeProxy(t *testing.T, r *replica, nodeID, scope string) *xdsclient.Proxy 
 // Pending (status.WithDataPlane).
 func expectNoProxy(w *gwapiv1.GatewayStatus, scope string) *gwapiv1.GatewayStatus {
 	w = w.DeepCopy()
-	pending := func(cs []metav1.Condition) {
-		if c := meta.FindStatusCondition(cs, "Programmed"); c != nil && c.Status == metav1.ConditionTrue {
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Pending", "no Envoy proxy of scope "+scope+" is connected"
-		}
-	}
-	pending(w.Conditions)
+	pending(w.Conditions, scope)
 	for i := range w.Listeners {
-		pending(w.Listeners[i].Conditions)
+		pending(w.Listeners[i].Conditions, scope)
 	}
 	return w
+}
+
+// expectNoProxySet is expectNoProxy for a ListenerSet's status.
+func expectNoProxySet(w *gwapiv1.ListenerSetStatus, scope string) *gwapiv1.ListenerSetStatus {
+	w = w.DeepCopy()
+	pending(w.Conditions, scope)
+	for i := range w.Listeners {
+		pending(w.Listeners[i].Conditions, scope)
+	}
+	return w
+}
+
+// pending turns a Programmed=True condition of cs into what a scope
+// without proxies reports.
+func pending(cs []metav1.Condition, scope string) {
+	if c := meta.FindStatusCondition(cs, "Programmed"); c != nil && c.Status == metav1.ConditionTrue {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Pending", "no Envoy proxy of scope "+scope+" is connected"
+	}
 }
 
 func programmed(t *testing.T) *metav1.Condition {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rewrites the helper modules' go.mod files from versions.env and tidies them.
 # Run after changing K8S_VERSION, K8S_STAGING_VERSION, COREDNS_VERSION or
-# GATEWAY_API_VERSION; commit the resulting go.mod/go.sum.
+# ECHO_BASIC_VERSION; commit the resulting go.mod/go.sum.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 set -a; . "$here/../versions.env"; set +a
@@ -24,9 +24,12 @@ modfile=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"
 sed -i -E "s#^require github.com/coredns/coredns .*#require github.com/coredns/coredns $COREDNS_VERSION#" "$here/coredns/go.mod"
 (cd "$here/coredns" && GOFLAGS=-mod=mod go mod tidy)
 
-sed -i -E "s#^require sigs.k8s.io/gateway-api/conformance .*#require sigs.k8s.io/gateway-api/conformance $GATEWAY_API_VERSION#; s#^replace sigs.k8s.io/gateway-api => .*#replace sigs.k8s.io/gateway-api => sigs.k8s.io/gateway-api $GATEWAY_API_VERSION#" "$here/echo-basic/go.mod"
+sed -i -E "s#^require sigs.k8s.io/gateway-api/conformance .*#require sigs.k8s.io/gateway-api/conformance $ECHO_BASIC_VERSION#; s#^replace sigs.k8s.io/gateway-api => .*#replace sigs.k8s.io/gateway-api => sigs.k8s.io/gateway-api $ECHO_BASIC_VERSION#" "$here/echo-basic/go.mod"
 (cd "$here/echo-basic" && GOFLAGS=-mod=mod go mod tidy)
-echo "updated; the image tags in versions.env (ECHO_BASIC_IMAGES, COREDNS_IMAGES) must match"
-echo "the conformance manifests:"
-dir=$(cd "$here/echo-basic" && go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api/conformance)
-grep -rhoE 'image: *\S+' "$dir" --include=*.yaml | awk '{print $2}' | sort -u
+echo "updated; the image tags in versions.env (ECHO_BASIC_IMAGES, COREDNS_IMAGES) must cover"
+echo "the manifests of the conformance suite the project runs (conformance/go.mod) and of"
+echo "the module echo-basic is built from (ECHO_BASIC_VERSION):"
+for moddir in "$here/../../../conformance" "$here/echo-basic"; do
+  dir=$(cd "$moddir" && go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api/conformance)
+  grep -rhoE 'image: *\S+' "$dir" --include=*.yaml | awk '{print $2}'
+done | sort -u

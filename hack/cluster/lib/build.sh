@@ -14,6 +14,13 @@ build_key() {
 # Builds PKG... from the module in MODDIR into $CACHE/NAME-KEY unless that
 # folder is already complete; prints the folder.
 go_build_cached() {
+  # The helper modules build with the machine's own Go (GOTOOLCHAIN=local),
+  # whatever toolchain the project's modules select (e.g. GOTOOLCHAIN=go1.27.3
+  # exported by the Makefile for Gateway API v1.7.0): the key includes the Go
+  # version, so following the project's toolchain would rebuild the
+  # Kubernetes binaries (about 18 minutes cold) and evict the builds that
+  # other clones on this machine still use. Their go.mod files say go 1.26.
+  local -x GOTOOLCHAIN=local
   local name=$1 moddir=$2 ldflags=$3; shift 3
   local key out tmp
   key=$(build_key "$moddir" "$ldflags" "$@")
@@ -74,8 +81,8 @@ build_tools() {
 
 build_echo_basic() {
   local moddir=$HERE/build/echo-basic
-  grep -q "sigs.k8s.io/gateway-api/conformance $GATEWAY_API_VERSION\$" "$moddir/go.mod" \
-    && grep -q "=> sigs.k8s.io/gateway-api $GATEWAY_API_VERSION\$" "$moddir/go.mod" \
-    || die "$moddir/go.mod does not pin gateway-api $GATEWAY_API_VERSION: run hack/cluster/build/update-gomods.sh"
-  go_build_cached "echo-basic-$GATEWAY_API_VERSION" "$moddir" "-s -w" sigs.k8s.io/gateway-api/conformance/echo-basic
+  grep -q "sigs.k8s.io/gateway-api/conformance $ECHO_BASIC_VERSION\$" "$moddir/go.mod" \
+    && grep -q "=> sigs.k8s.io/gateway-api $ECHO_BASIC_VERSION\$" "$moddir/go.mod" \
+    || die "$moddir/go.mod does not pin gateway-api $ECHO_BASIC_VERSION: run hack/cluster/build/update-gomods.sh"
+  go_build_cached "echo-basic-$ECHO_BASIC_VERSION" "$moddir" "-s -w" sigs.k8s.io/gateway-api/conformance/echo-basic
 }

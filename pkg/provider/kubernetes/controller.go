@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,6 +175,19 @@ func (c *Config) defaults() error {
 	return nil
 }
 
+// registerAll returns a function that registers cs with a Registerer,
+// stopping at the first error.
+func registerAll(cs []prometheus.Collector) func(prometheus.Registerer) error {
+	return func(reg prometheus.Registerer) error {
+		for _, c := range cs {
+			if err := reg.Register(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // setLoggerOnce sets controller-runtime's global logger (client-go's
 // reflectors log through it) from the first replica's logger.
 var setLoggerOnce sync.Once
@@ -287,11 +301,18 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		changes:    srv.Subscribe(),
 		events:     mgr.GetEventRecorder("xds-controller"),
 	}
-	// The NACK counters on the manager's /metrics. A second controller in
-	// one process (tests) finds them registered already and keeps its own
-	// unexported.
-	if err := srv.Register(ctrlmetrics.Registry); err != nil {
-		cfg.Log.Debug("xDS metrics not registered", "error", err)
+	// Our metrics (docs/metrics.md) on the manager's /metrics. A second
+	// controller in one process (tests) finds them registered already and
+	// keeps its own unexported.
+	c.pipe.metrics = newPipelineMetrics()
+	for what, register := range map[string]func(prometheus.Registerer) error{
+		"xDS":      srv.Register,
+		"status":   writer.Register,
+		"pipeline": registerAll(c.pipe.metrics.collectors()),
+	} {
+		if err := register(ctrlmetrics.Registry); err != nil {
+			cfg.Log.Debug("metrics not registered", "which", what, "error", err)
+		}
 	}
 	if cfg.Hooks.Provisioner != nil {
 		c.pipe.prov = newProvisionLoop(cfg.Hooks.Provisioner, leader, cfg.Log)

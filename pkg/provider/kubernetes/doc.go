@@ -13,8 +13,10 @@
 // objects only asks the status writer to re-check that object, which puts
 // back our status if someone else changed it; a Secret or ConfigMap event
 // counts only when one of our Gateways references it; a Namespace event
-// only when its labels change) kicks a debouncer: the pipeline runs after Debounce of quiet, and at least every
-// MaxDebounce while events keep coming. One run lists the caches (sorted),
+// only when its labels change) kicks the pipeline: the first event after a
+// quiet period (no run within Debounce) runs it at once; events during or
+// right after a run are a burst, coalesced until Debounce passes without
+// one, and run at least every MaxDebounce while they keep coming. One run lists the caches (sorted),
 // translates, publishes changed scopes to the xDS server and removes scopes
 // that vanished, then updates the status writer and the provisioner. A
 // failed translation is logged and changes nothing that is served: the last

@@ -45,11 +45,30 @@ func TestReferencedSecrets(t *testing.T) {
 			}}},
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "theirs", Listeners: []gwapiv1.Listener{
 				tls(gwapiv1.SecretObjectReference{Name: "not-ours"}),
-			}}},
+			}, TLS: &gwapiv1.GatewayTLSConfig{Backend: &gwapiv1.GatewayBackendTLS{ClientCertificateRef: &gwapiv1.SecretObjectReference{Name: "not-ours-client"}}}}},
+			// spec.tls.backend clientCertificateRef, in the Gateway's
+			// namespace and in another one.
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "d"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "xds",
+				TLS: &gwapiv1.GatewayTLSConfig{Backend: &gwapiv1.GatewayBackendTLS{ClientCertificateRef: &gwapiv1.SecretObjectReference{Name: "client"}}}}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}, Spec: gwapiv1.GatewaySpec{GatewayClassName: "xds",
+				TLS: &gwapiv1.GatewayTLSConfig{Backend: &gwapiv1.GatewayBackendTLS{ClientCertificateRef: &gwapiv1.SecretObjectReference{Name: "client", Namespace: &ns}}}}},
 		},
 	}
+	// ListenerSets: one of Gateway default/a (its refs default to its own
+	// namespace), one of the other controller's Gateway default/c.
+	entry := func(name gwapiv1.ObjectName) gwapiv1.ListenerEntry {
+		return gwapiv1.ListenerEntry{Name: "https", Protocol: gwapiv1.HTTPSProtocolType, Port: 443,
+			TLS: &gwapiv1.ListenerTLSConfig{CertificateRefs: []gwapiv1.SecretObjectReference{{Name: name}}}}
+	}
+	gwNS := gwapiv1.Namespace("default")
+	res.ListenerSets = []*gwapiv1.ListenerSet{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "set"}, Spec: gwapiv1.ListenerSetSpec{
+			ParentRef: gwapiv1.ParentGatewayReference{Name: "a", Namespace: &gwNS}, Listeners: []gwapiv1.ListenerEntry{entry("set-cert")}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "theirs"}, Spec: gwapiv1.ListenerSetSpec{
+			ParentRef: gwapiv1.ParentGatewayReference{Name: "c"}, Listeners: []gwapiv1.ListenerEntry{entry("not-ours-either")}}},
+	}
 	got := ReferencedSecrets(res, gatewayapi.ControllerName)
-	want := []types.NamespacedName{{Namespace: "certs", Name: "x"}, {Namespace: "default", Name: "a"}, {Namespace: "default", Name: "b"}}
+	want := []types.NamespacedName{{Namespace: "apps", Name: "set-cert"}, {Namespace: "certs", Name: "client"}, {Namespace: "certs", Name: "x"}, {Namespace: "default", Name: "a"}, {Namespace: "default", Name: "b"}, {Namespace: "default", Name: "client"}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}

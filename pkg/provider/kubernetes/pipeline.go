@@ -58,6 +58,8 @@ type pipeline struct {
 
 	prov *provisionLoop
 
+	metrics *pipelineMetrics
+
 	// changes tells of data-plane changes (ACKs, NACKs, proxies coming and
 	// going); events records the NACK Events (leader only).
 	changes <-chan struct{}
@@ -150,6 +152,7 @@ func (p *pipeline) watch(ctx context.Context) error {
 	watches := []watch{
 		{&gwapiv1.GatewayClass{}, p.ownedHandler(status.KindGatewayClass)},
 		{&gwapiv1.Gateway{}, p.ownedHandler(status.KindGateway)},
+		{&gwapiv1.ListenerSet{}, p.ownedHandler(status.KindListenerSet)},
 		{&gwapiv1.HTTPRoute{}, p.ownedHandler(status.KindHTTPRoute)},
 		{&gwapiv1.GRPCRoute{}, p.ownedHandler(status.KindGRPCRoute)},
 		{&gwapiv1.TLSRoute{}, p.ownedHandler(status.KindTLSRoute)},
@@ -307,6 +310,14 @@ const retryAfter = time.Second
 // translation that fails keeps every scope's last published snapshot.
 func (p *pipeline) run(ctx context.Context) {
 	start := time.Now()
+	ok := false
+	defer func() {
+		result := "failed"
+		if ok {
+			result = "ok"
+		}
+		p.metrics.runs.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	}()
 	res, err := p.snapshot(ctx)
 	if err != nil {
 		p.failed.Add(1)
@@ -330,6 +341,7 @@ func (p *pipeline) run(ctx context.Context) {
 		return
 	}
 	p.publish(ctx, testhook.Apply(out.XDS), out.Refused)
+	p.metrics.observe(res, out.XDS)
 	// Who may subscribe to what, and who may get an SVID: the fleets of
 	// this translation.
 	p.srv.Authorizer().Set(FleetScopes(p.ident.TrustDomain, p.cfg.Namespace, out.Result.IR))
@@ -358,6 +370,7 @@ func (p *pipeline) run(ctx context.Context) {
 	}
 	p.runs.Add(1)
 	p.synced.Store(true)
+	ok = true
 	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "grpcRoutes", len(res.GRPCRoutes), "l4Routes", len(res.TLSRoutes)+len(res.TCPRoutes)+len(res.UDPRoutes), "scopes", len(out.XDS))
 }
 
@@ -410,6 +423,7 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 		case err != nil:
 			p.log.Error("publishing failed; the scope's previous configuration keeps serving", "scope", scope, "error", err)
 		case changed:
+			p.metrics.published.WithLabelValues(scope).Inc()
 			p.log.Info("configuration published", "scope", scope, "version", v,
 				"listeners", len(x[scope].Listeners), "routes", len(x[scope].Routes), "clusters", len(x[scope].Clusters))
 		}

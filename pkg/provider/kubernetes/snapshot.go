@@ -56,11 +56,11 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 
 // ListResources lists, from r, every object kind the translation reads
 // except Secrets and ConfigMaps (which only their references bring in:
-// ReferencedSecrets, ReferencedConfigMaps): GatewayClasses, Gateways, the
-// route kinds, ReferenceGrants, Services, EndpointSlices, Namespaces
-// (metadata only) and BackendTLSPolicies. opts apply to every List. The
-// result is not sorted. The pipeline lists its caches with it, and
-// `xds-controller config-dump --diff` the API server, so that both
+// ReferencedSecrets, ReferencedConfigMaps): GatewayClasses, Gateways,
+// ListenerSets, the route kinds, ReferenceGrants, Services, EndpointSlices,
+// Namespaces (metadata only) and BackendTLSPolicies. opts apply to every
+// List. The result is not sorted. The pipeline lists its caches with it,
+// and `xds-controller config-dump --diff` the API server, so that both
 // translate the same kinds.
 func ListResources(ctx context.Context, r client.Reader, opts ...client.ListOption) (*resources.Resources, error) {
 	res := &resources.Resources{}
@@ -78,6 +78,13 @@ func ListResources(ctx context.Context, r client.Reader, opts ...client.ListOpti
 	}
 	for i := range gws.Items {
 		res.Gateways = append(res.Gateways, &gws.Items[i])
+	}
+	var lss gwapiv1.ListenerSetList
+	if err := r.List(ctx, &lss, opts...); err != nil {
+		return nil, err
+	}
+	for i := range lss.Items {
+		res.ListenerSets = append(res.ListenerSets, &lss.Items[i])
 	}
 	var hrs gwapiv1.HTTPRouteList
 	if err := r.List(ctx, &hrs, opts...); err != nil {
@@ -150,13 +157,15 @@ func ListResources(ctx context.Context, r client.Reader, opts ...client.ListOpti
 	for i := range pols.Items {
 		res.BackendTLSPolicies = append(res.BackendTLSPolicies, &pols.Items[i])
 	}
-
 	return res, nil
 }
 
-// ReferencedSecrets are the Secrets that the TLS listeners of Gateways of
-// our classes reference (core Secrets only; whether a ReferenceGrant allows
-// a cross-namespace one is the translator's decision), sorted.
+// ReferencedSecrets are the Secrets that Gateways of our classes reference
+// in their TLS listeners' certificateRefs and their spec.tls.backend
+// clientCertificateRef, and that the TLS listeners of ListenerSets whose
+// parentRef names one of those Gateways reference (core Secrets only;
+// whether a ReferenceGrant allows a cross-namespace one, and whether the
+// Gateway admits the ListenerSet, are the translator's decisions), sorted.
 func ReferencedSecrets(res *resources.Resources, controller gwapiv1.GatewayController) []types.NamespacedName {
 	ours := map[string]bool{}
 	for _, gc := range res.GatewayClasses {
@@ -166,27 +175,50 @@ func ReferencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	}
 	seen := map[types.NamespacedName]bool{}
 	var out []types.NamespacedName
+	add := func(ns string, ref gwapiv1.SecretObjectReference) {
+		if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+			return
+		}
+		k := types.NamespacedName{Namespace: ns, Name: string(ref.Name)}
+		if ref.Namespace != nil {
+			k.Namespace = string(*ref.Namespace)
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	addListener := func(ns string, tls *gwapiv1.ListenerTLSConfig) {
+		if tls == nil {
+			return
+		}
+		for _, ref := range tls.CertificateRefs {
+			add(ns, ref)
+		}
+	}
+	ourGateways := map[types.NamespacedName]bool{}
 	for _, gw := range res.Gateways {
 		if !ours[string(gw.Spec.GatewayClassName)] {
 			continue
 		}
+		ourGateways[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = true
 		for _, l := range gw.Spec.Listeners {
-			if l.TLS == nil {
-				continue
-			}
-			for _, ref := range l.TLS.CertificateRefs {
-				if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
-					continue
-				}
-				k := types.NamespacedName{Namespace: gw.Namespace, Name: string(ref.Name)}
-				if ref.Namespace != nil {
-					k.Namespace = string(*ref.Namespace)
-				}
-				if !seen[k] {
-					seen[k] = true
-					out = append(out, k)
-				}
-			}
+			addListener(gw.Namespace, l.TLS)
+		}
+		if t := gw.Spec.TLS; t != nil && t.Backend != nil && t.Backend.ClientCertificateRef != nil {
+			add(gw.Namespace, *t.Backend.ClientCertificateRef)
+		}
+	}
+	for _, ls := range res.ListenerSets {
+		parent := types.NamespacedName{Namespace: ls.Namespace, Name: string(ls.Spec.ParentRef.Name)}
+		if ls.Spec.ParentRef.Namespace != nil {
+			parent.Namespace = string(*ls.Spec.ParentRef.Namespace)
+		}
+		if !ourGateways[parent] {
+			continue
+		}
+		for _, l := range ls.Spec.Listeners {
+			addListener(ls.Namespace, l.TLS)
 		}
 	}
 	sortNames(out)

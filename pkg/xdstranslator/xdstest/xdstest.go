@@ -74,6 +74,11 @@ func FeatureIR() *ir.IR {
 	secure := Service("default", "secure", 443, 1, 1)
 	secure.Protocol = ir.AppProtocolHTTP2
 	secure.TLS = &ir.BackendTLS{SNI: "backend.internal", CACertificates: caPEM}
+	// secure as a Gateway with a backend client certificate reaches it.
+	clientChain, clientKey := Cert("gateway.example.com")
+	secureMTLS := secure.DeepCopy()
+	secureMTLS.Name += "/client-certificate/default/backend-client"
+	secureMTLS.TLS.ClientCertificate = &ir.Certificate{Name: "default/backend-client", CertificateChain: clientChain, PrivateKey: clientKey}
 	public := Service("default", "public", 443, 1, 1)
 	public.TLS = &ir.BackendTLS{SNI: "api.public.example", WellKnownCACertificates: true, SubjectAltNames: []string{"api.public.example", "spiffe://cluster.local/ns/default/sa/public"}}
 	external := &ir.Backend{Name: "service/default/external/80", Weight: 1, Protocol: ir.AppProtocolHTTP1, Endpoints: []ir.Endpoint{{Address: "httpbin.org", Port: 80}}}
@@ -122,7 +127,7 @@ func FeatureIR() *ir.IR {
 		{Name: "httproute/default/web/rule/2/match/0", Hostname: "foo.example.com",
 			Match:    ir.HTTPMatch{Path: &ir.StringMatch{Type: ir.MatchRegex, Value: "/re/[a-z]+"}},
 			Filters:  ir.HTTPFilters{URLRewrite: &ir.URLRewrite{Path: &ir.PathModifier{Type: ir.ReplaceFullPath, Value: "/"}}},
-			Backends: &ir.BackendGroup{Backends: []*ir.Backend{with(secure, 1), with(public, 1), with(external, 1), with(empty, 1)}},
+			Backends: &ir.BackendGroup{Backends: []*ir.Backend{with(secure, 1), with(secureMTLS, 1), with(public, 1), with(external, 1), with(empty, 1)}},
 			Timeouts: &ir.Timeouts{BackendRequest: dur(3 * time.Second)},
 		},
 		{Name: "httproute/default/redirect/rule/0/match/0", Hostname: "foo.example.com",

@@ -1,6 +1,6 @@
 // Helper module that builds the Gateway API conformance echo server
-// (echo-basic) at the pinned Gateway API version (versions.env): the
-// conformance module and the API module at the same version.
+// (echo-basic) at ECHO_BASIC_VERSION (versions.env): the conformance module
+// and the API module at the same version.
 module xds-controller.local/cluster/build/echo-basic
 
 go 1.26.0

@@ -1,0 +1,231 @@
+package e2ecluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestRollingRestartUnderLoad (issue 14, item 3): two keep-alive clients
+// send requests through the Gateway web while `kubectl rollout restart`
+// replaces every Envoy pod of its fleet, in Shared and in Dedicated mode.
+// No request may fail: each stopping Envoy leaves the Gateway's endpoints,
+// tells its clients to reconnect (`Connection: close`) and closes its
+// listeners only after the drain time, before it gets SIGTERM.
+//
+// With E2E_NO_DRAIN=1 the Envoy pods run without the preStop hook (a pod
+// template overlay removes it), as before the drain existed: a measurement
+// of what the drain prevents (the test is then expected to fail).
+func TestRollingRestartUnderLoad(t *testing.T) {
+	inBothModes(t, (*env).rollingRestart)
+}
+
+func (e *env) rollingRestart(mode string) {
+	t := e.t
+	ctx := context.Background()
+	e.cleanup()
+	if os.Getenv("E2E_NO_DRAIN") != "" {
+		t.Log("E2E_NO_DRAIN: the Envoy pods have no preStop hook")
+		e.helmInstallWith(mode, map[string]any{"envoy": map[string]any{"podTemplate": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "envoy", "lifecycle": nil}},
+		}}}})
+	} else {
+		e.helmInstall(mode)
+	}
+	e.mustKubectl("", "apply", "-f", examplesDir)
+	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "deploy/bar", "--timeout=120s")
+	web := e.gatewayAddress("web", 4*time.Minute)
+	e.expectBackend(web, "foo.example.com", "/", "foo", 3*time.Minute)
+	fleetNS, fleetName := releaseNamespace, "envoy-"+className
+	if mode == "Dedicated" {
+		fleetNS, fleetName = exampleNamespace, "web-"+className
+	}
+	e.fleetState(fleetNS, fleetName)
+	e.steady(web, "foo.example.com", "/", "foo", 3*time.Second)
+	selector := "app.kubernetes.io/name=envoy,app.kubernetes.io/instance=" + fleetName
+	oldPods, err := e.kube.CoreV1().Pods(fleetNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil || len(oldPods.Items) == 0 {
+		t.Fatalf("fleet pods: %v (%d)", err, len(oldPods.Items))
+	}
+	old := map[string]bool{}
+	for _, p := range oldPods.Items {
+		old[p.Name] = true
+		if os.Getenv("E2E_NO_DRAIN") != "" {
+			if l := p.Spec.Containers[0].Lifecycle; l != nil && l.PreStop != nil {
+				t.Fatalf("E2E_NO_DRAIN: pod %s still has a preStop hook", p.Name)
+			}
+			continue
+		}
+		if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g < 20 {
+			t.Errorf("pod %s: terminationGracePeriodSeconds %v does not cover the drain", p.Name, g)
+		}
+	}
+
+	clients := []*keepAliveLoad{e.startKeepAliveLoad(web, "foo.example.com", "/", "foo"), e.startKeepAliveLoad(web, "foo.example.com", "/", "foo")}
+	time.Sleep(3 * time.Second)
+	began := time.Now()
+	e.mustKubectl("", "-n", fleetNS, "rollout", "restart", "deployment/"+fleetName)
+	e.mustKubectl("", "-n", fleetNS, "rollout", "status", "deployment/"+fleetName, "--timeout=5m")
+	e.eventually("every old Envoy pod of "+fleetNS+"/"+fleetName+" gone", 3*time.Minute, func() error {
+		pods, err := e.kube.CoreV1().Pods(fleetNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err
+		}
+		var left []string
+		for _, p := range pods.Items {
+			if old[p.Name] {
+				left = append(left, p.Name)
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("still there: %v", left)
+		}
+		return nil
+	})
+	took := time.Since(began)
+	time.Sleep(3 * time.Second)
+	var sent, failed, closes int64
+	for i, c := range clients {
+		n, f, cl, errs := c.stop()
+		t.Logf("client %d: %d requests sent, %d failed, %d responses with Connection: close; errors: %v", i+1, n, f, cl, errs)
+		sent, failed, closes = sent+n, failed+f, closes+cl
+		if n == 0 {
+			t.Errorf("client %d sent nothing", i+1)
+		}
+	}
+	t.Logf("rolling restart of %s/%s (%s mode) under load: %d requests sent, %d failed, over %s (restart to last old pod gone); %d responses asked the client to reconnect",
+		fleetNS, fleetName, mode, sent, failed, took.Round(100*time.Millisecond), closes)
+	if failed > 0 {
+		e.dumpState()
+		t.Errorf("rolling restart: %d of %d requests failed", failed, sent)
+	}
+	// The drain ran: the stopping Envoys told the keep-alive clients to
+	// reconnect, and no preStop hook failed.
+	if closes == 0 {
+		t.Errorf("no response carried Connection: close: the old Envoy pods were not drained")
+	}
+	evs, err := e.kube.CoreV1().Events(fleetNS).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedPreStopHook"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs.Items {
+		if old[ev.InvolvedObject.Name] {
+			t.Errorf("pod %s: %s: %s", ev.InvolvedObject.Name, ev.Reason, ev.Message)
+		}
+	}
+	e.steady(web, "foo.example.com", "/", "foo", 3*time.Second)
+}
+
+// keepAliveLoad is one client that reuses its connection (HTTP/1.1
+// keep-alive, one connection at a time) for requests sent one after the
+// other, 10 ms apart, until stop.
+type keepAliveLoad struct {
+	n, failed, closes atomic.Int64
+	mu                sync.Mutex
+	errs              []string
+	done              chan struct{}
+	wg                sync.WaitGroup
+}
+
+// startKeepAliveLoad sends GET http://addr:80path with Host host in a loop
+// over a keep-alive connection and counts the requests, those that fail or
+// are not answered by backend, and the responses with Connection: close.
+func (e *env) startKeepAliveLoad(addr, host, path, backend string) *keepAliveLoad {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	c := &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			Proxy: nil,
+			DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+				h, _, err := net.SplitHostPort(a)
+				if err != nil {
+					return nil, err
+				}
+				if err := allowedAddress(h); err != nil {
+					return nil, err
+				}
+				return dialer.DialContext(ctx, network, a)
+			},
+			MaxIdleConnsPerHost: 1,
+			MaxConnsPerHost:     1,
+			IdleConnTimeout:     time.Minute,
+		},
+	}
+	l := &keepAliveLoad{done: make(chan struct{})}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer c.CloseIdleConnections()
+		for {
+			select {
+			case <-l.done:
+				return
+			default:
+			}
+			closed, err := keepAliveGet(c, addr, host, path, backend)
+			l.n.Add(1)
+			if closed {
+				l.closes.Add(1)
+			}
+			if err != nil {
+				l.failed.Add(1)
+				l.mu.Lock()
+				if len(l.errs) < 5 {
+					l.errs = append(l.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
+				}
+				l.mu.Unlock()
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return l
+}
+
+// keepAliveGet sends one request; closed: the response carried
+// Connection: close.
+func keepAliveGet(c *http.Client, addr, host, path, backend string) (closed bool, err error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(addr, "80")+path, nil)
+	if err != nil {
+		return false, err
+	}
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return resp.Close, fmt.Errorf("reading the body: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return resp.Close, fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	var r echoResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return resp.Close, fmt.Errorf("not echo-basic's JSON: %v: %.200s", err, body)
+	}
+	if !strings.HasPrefix(r.Pod, backend+"-") {
+		return resp.Close, fmt.Errorf("answered by %s, want %s-*", r.Pod, backend)
+	}
+	return resp.Close, nil
+}
+
+// stop ends the load and returns the requests sent, those that failed,
+// the responses with Connection: close and the first few errors.
+func (l *keepAliveLoad) stop() (n, failed, closes int64, errs []string) {
+	close(l.done)
+	l.wg.Wait()
+	return l.n.Load(), l.failed.Load(), l.closes.Load(), l.errs
+}

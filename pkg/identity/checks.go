@@ -87,9 +87,9 @@ const podNameExtra = "authentication.kubernetes.io/pod-name"
 // audiences [audience]: the token must be authenticated, valid for
 // audience, belong to a ServiceAccount (user
 // system:serviceaccount:<namespace>:<name>) and be bound to a pod. It
-// returns the ServiceAccount and the pod, or an error wrapping ErrUnauthenticated that
-// says which rule failed (with the API server's own message when it
-// refused the token).
+// returns the ServiceAccount and the pod, or an error wrapping
+// ErrUnauthenticated that says which rule failed (with the API server's
+// own message when it refused the token).
 func CheckReview(st authv1.TokenReviewStatus, audience string) (ServiceAccount, error) {
 	if !st.Authenticated {
 		msg := st.Error

@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-
-	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
-
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
 // Generations. Versions are content hashes, so they say nothing about

@@ -1,7 +1,8 @@
 // Command xds-controller is the Gateway API controller whose data plane is
 // stock Envoy. Subcommands: `serve controller` (Kubernetes), `serve standalone`
 // (files instead of a cluster), `translate` (offline translation to IR or
-// xDS), `version`.
+// xDS), `proxy-status` and `config-dump` (what the Envoys hold, for
+// operators), `version`.
 package main
 
 import (

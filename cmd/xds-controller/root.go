@@ -28,7 +28,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	serve := &cobra.Command{Use: "serve", Short: "Run the controller (controller, standalone) or the SVID agent of an Envoy pod (agent)"}
 	serve.AddCommand(newControllerCommand(), newStandaloneCommand(), newAgentCommand())
-	root.AddCommand(serve, newTranslateCommand(), newEnvoyDrainCommand(), &cobra.Command{
+	root.AddCommand(serve, newTranslateCommand(), newEnvoyDrainCommand(), newProxyStatusCommand(), newConfigDumpCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version.Get()) },

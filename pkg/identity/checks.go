@@ -68,9 +68,11 @@ var (
 	ErrForbidden = errors.New("forbidden")
 )
 
-// ServiceAccount names the Kubernetes ServiceAccount a token belongs to.
+// ServiceAccount names the Kubernetes ServiceAccount a token belongs to,
+// and Pod the pod the token is bound to (in the same namespace).
 type ServiceAccount struct {
 	Namespace, Name string
+	Pod             string
 }
 
 // serviceAccountPrefix starts the user name of every ServiceAccount token
@@ -85,9 +87,9 @@ const podNameExtra = "authentication.kubernetes.io/pod-name"
 // audiences [audience]: the token must be authenticated, valid for
 // audience, belong to a ServiceAccount (user
 // system:serviceaccount:<namespace>:<name>) and be bound to a pod. It
-// returns the ServiceAccount, or an error wrapping ErrUnauthenticated that
-// says which rule failed (with the API server's own message when it
-// refused the token).
+// returns the ServiceAccount and the pod, or an error wrapping
+// ErrUnauthenticated that says which rule failed (with the API server's
+// own message when it refused the token).
 func CheckReview(st authv1.TokenReviewStatus, audience string) (ServiceAccount, error) {
 	if !st.Authenticated {
 		msg := st.Error
@@ -111,7 +113,7 @@ func CheckReview(st authv1.TokenReviewStatus, audience string) (ServiceAccount, 
 	if len(st.User.Extra[podNameExtra]) == 0 {
 		return ServiceAccount{}, fmt.Errorf("%w: the token of ServiceAccount %s/%s is not bound to a pod (use a projected token)", ErrUnauthenticated, ns, name)
 	}
-	return ServiceAccount{Namespace: ns, Name: name}, nil
+	return ServiceAccount{Namespace: ns, Name: name, Pod: st.User.Extra[podNameExtra][0]}, nil
 }
 
 // CheckTokenLifetime reads the iat and exp claims of a JWT whose signature

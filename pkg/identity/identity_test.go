@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -108,7 +109,7 @@ func review(user string, audiences []string, pod bool) authv1.TokenReviewStatus 
 func TestCheckReview(t *testing.T) {
 	aud := []string{DefaultAudience}
 	sa, err := CheckReview(review("system:serviceaccount:ns1:web-gw", aud, true), DefaultAudience)
-	if err != nil || sa != (ServiceAccount{"ns1", "web-gw"}) {
+	if err != nil || sa != (ServiceAccount{"ns1", "web-gw", "envoy-xyz"}) {
 		t.Fatalf("got %v %v", sa, err)
 	}
 	for name, tc := range map[string]struct {
@@ -206,6 +207,10 @@ func token(now time.Time, sub, aud string) string {
 func TestIssueSetsTheSANFromTheToken(t *testing.T) {
 	now := time.Now()
 	s, ca := testServer(t, now)
+	var issued []string
+	s.Issued = func(ns, pod string, notAfter time.Time) {
+		issued = append(issued, fmt.Sprintf("%s/%s %d", ns, pod, notAfter.Unix()))
+	}
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	evil, _ := url.Parse("spiffe://cluster.local/ns/xds-system/sa/xds-controller")
 	csr := csrFor(t, key, &x509.CertificateRequest{
@@ -239,6 +244,9 @@ func TestIssueSetsTheSANFromTheToken(t *testing.T) {
 	}
 	if !resp.ExpiresAt.Equal(cert.NotAfter) || resp.Bundle != string(ca.CertPEM) {
 		t.Errorf("expiresAt %s (cert %s), bundle is the CA: %v", resp.ExpiresAt, cert.NotAfter, resp.Bundle == string(ca.CertPEM))
+	}
+	if want := fmt.Sprintf("xds-system/envoy-xyz %d", cert.NotAfter.Unix()); len(issued) != 1 || issued[0] != want {
+		t.Errorf("Issued was told %v, want [%s] (the pod the token is bound to)", issued, want)
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("SVID does not verify as a client certificate: %v", err)

@@ -110,6 +110,10 @@ type Server struct {
 	Now func() time.Time
 	// Log receives every refusal and issue (default slog.Default()).
 	Log *slog.Logger
+	// Issued, when set, is told of every SVID issued: the pod's namespace
+	// and name and the SVID's NotAfter (xdsserver.Server.RecordSVID, for
+	// proxy-status).
+	Issued func(namespace, pod string, notAfter time.Time)
 }
 
 // ServeHTTP answers POST Path.
@@ -180,6 +184,9 @@ func (s *Server) Issue(ctx context.Context, token string, csrPEM []byte) (*SignR
 	cert, err := parseDER(der)
 	if err != nil {
 		return nil, err
+	}
+	if s.Issued != nil {
+		s.Issued(sa.Namespace, sa.Pod, cert.NotAfter)
 	}
 	return &SignResponse{
 		SPIFFEID:  id.String(),

@@ -213,9 +213,10 @@ func (r *Resolver) Effective(gw *gwapiv1.Gateway) (v1alpha1.GatewayParametersSpe
 	return p, ok
 }
 
-// resolveFunc is the kubernetes.ResolveFunc: it lists the GatewayParameters
-// from the cache and resolves.
-func resolveFunc(controller gwapiv1.GatewayController) kubernetes.ResolveFunc {
+// ResolveFunc is the kubernetes.ResolveFunc: it lists the GatewayParameters
+// from the reader it is given (the controller's cache; the API server for
+// `config-dump --diff`) and resolves.
+func ResolveFunc(controller gwapiv1.GatewayController) kubernetes.ResolveFunc {
 	return func(ctx context.Context, c client.Reader, res *resources.Resources) (kubernetes.Resolver, error) {
 		var list v1alpha1.GatewayParametersList
 		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {

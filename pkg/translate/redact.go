@@ -7,9 +7,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// redact returns a copy of an SDS secret whose private keys read
+// Redact returns a copy of an SDS secret whose private keys read
 // "[redacted]"; other resources are returned as they are.
-func redact(r types.Resource) types.Resource {
+func Redact(r types.Resource) types.Resource {
 	s, ok := r.(*tlsv3.Secret)
 	if !ok {
 		return r

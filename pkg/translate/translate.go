@@ -148,7 +148,7 @@ func MarshalXDS(x map[string]*xdstranslator.Resources, showSecrets bool) ([]byte
 			items := make([]any, 0, len(kind.list))
 			for _, res := range kind.list {
 				if kind.name == "secrets" && !showSecrets {
-					res = redact(res)
+					res = Redact(res)
 				}
 				v, err := toMap(res)
 				if err != nil {

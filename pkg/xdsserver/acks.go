@@ -3,6 +3,7 @@ package xdsserver
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // TypeStatus is what one proxy did with the responses of one resource type
@@ -28,6 +29,9 @@ type Proxy struct {
 	// Replica is the controller replica the proxy is connected to, as
 	// named in SetPeers; "" for this one.
 	Replica string
+	// Connected is when the stream opened; SVIDExpiry the NotAfter of the
+	// client certificate (SVID) it authenticated with. Zero when unknown.
+	Connected, SVIDExpiry time.Time
 }
 
 // Outcome is what one discovery request meant.
@@ -53,8 +57,10 @@ type sent struct{ nonce, version string }
 
 type streamState struct {
 	node, scope string
-	sent        map[string][]sent // type URL -> responses, oldest first
-	types       map[string]*TypeStatus
+	// opened, svidExpiry: see Tracker.Opened.
+	opened, svidExpiry time.Time
+	sent               map[string][]sent // type URL -> responses, oldest first
+	types              map[string]*TypeStatus
 }
 
 // Tracker is the ACK/NACK bookkeeping of xDS streams, state-of-the-world
@@ -135,6 +141,13 @@ func (t *Tracker) Request(stream int64, nodeID, scope, typeURL, versionInfo, non
 	return OutcomeNone, ""
 }
 
+// Opened records when stream opened (at) and the NotAfter of the client
+// certificate it authenticated with (svidExpiry; zero when unknown).
+func (t *Tracker) Opened(stream int64, at, svidExpiry time.Time) {
+	s := t.stream(stream)
+	s.opened, s.svidExpiry = at, svidExpiry
+}
+
 // Holds records that the proxy on stream already holds version of typeURL
 // (a delta reconnect whose initial_resource_versions equal the served
 // snapshot's, to which the server sends nothing).
@@ -171,7 +184,8 @@ func (t *Tracker) Proxies() []Proxy {
 		if prev, ok := byNode[key]; ok && prev.Stream > id {
 			continue
 		}
-		p := Proxy{Stream: id, NodeID: s.node, Scope: s.scope, Types: make(map[string]TypeStatus, len(s.types))}
+		p := Proxy{Stream: id, NodeID: s.node, Scope: s.scope, Types: make(map[string]TypeStatus, len(s.types)),
+			Connected: s.opened, SVIDExpiry: s.svidExpiry}
 		for k, v := range s.types {
 			p.Types[k] = *v
 		}

@@ -1,15 +1,16 @@
 package xdsserver
 
 import (
-	"fmt"
-
 	"context"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+	"fmt"
 	"slices"
+	"time"
 
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
 // Generations. Versions are content hashes, so they say nothing about
@@ -51,15 +52,39 @@ type scopeState struct {
 	// them good.
 	recent   []string
 	rejected map[string]Nack // version -> its first NACK
+	// publishedAt is when desired was published; superseded maps a
+	// version that was desired before to when a publish replaced it (at
+	// most supersededLimit, the newest kept): how long a proxy that still
+	// holds it has been behind.
+	publishedAt time.Time
+	superseded  map[string]time.Time
 }
+
+// supersededLimit bounds scopeState.superseded.
+const supersededLimit = 64
 
 func newScopeState() *scopeState {
 	return &scopeState{genOf: map[string]uint64{}, since: map[string]map[string]uint64{},
-		snaps: map[string]*cachev3.Snapshot{}, rejected: map[string]Nack{}}
+		snaps: map[string]*cachev3.Snapshot{}, rejected: map[string]Nack{}, superseded: map[string]time.Time{}}
 }
 
-// published records snap (version) as the next generation.
-func (st *scopeState) published(version string, snap *cachev3.Snapshot) {
+// published records snap (version) as the next generation, published at
+// now.
+func (st *scopeState) published(version string, snap *cachev3.Snapshot, now time.Time) {
+	if st.desired != "" && st.desired != version {
+		st.superseded[st.desired] = now
+	}
+	delete(st.superseded, version)
+	for len(st.superseded) > supersededLimit {
+		oldest := ""
+		for v, t := range st.superseded {
+			if oldest == "" || t.Before(st.superseded[oldest]) {
+				oldest = v
+			}
+		}
+		delete(st.superseded, oldest)
+	}
+	st.publishedAt = now
 	st.gen++
 	st.desired = version
 	st.genOf[version] = st.gen

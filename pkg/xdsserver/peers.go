@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Peers. Every controller replica serves xDS and a proxy holds one ADS
@@ -21,6 +22,15 @@ import (
 //     so that a proxy connecting to any replica starts from a configuration
 //     Envoy accepted,
 //   - lists the peers' NACKs in NacksSince, with Nack.Replica set.
+//
+// A Report also says what `xds-controller proxy-status` shows
+// (pkg/proxystatus): each proxy's connection time and SVID expiry, each
+// scope's newest version, and the SVIDs the replica issued. The
+// receiving replicas ignore those fields; every field added later must be
+// optional (omitempty), so that replicas of the previous release, which
+// run beside the new ones during a rollout, read the new reports and the
+// new ones read theirs (encoding/json ignores unknown fields and leaves
+// missing ones zero).
 
 // ReportLimit bounds the NACKs one Report carries.
 const ReportLimit = 32
@@ -33,6 +43,24 @@ type Report struct {
 	// Nacks are the first NACK of every version the replica's proxies
 	// rejected, newest last (at most ReportLimit).
 	Nacks []ReportedNack `json:"nacks,omitempty"`
+	// Scopes are the scopes the replica publishes, by name.
+	Scopes map[string]ReportedScope `json:"scopes,omitempty"`
+	// SVIDs maps "namespace/pod" to the NotAfter of the newest SVID the
+	// replica's identity service issued to that Envoy pod (unexpired
+	// ones only).
+	SVIDs map[string]time.Time `json:"svids,omitempty"`
+}
+
+// ReportedScope is one scope in a Report.
+type ReportedScope struct {
+	// Version is the scope's newest published version (the input's
+	// translation; after a NACK the server may serve an older one), and
+	// Published when it was published.
+	Version   string    `json:"version"`
+	Published time.Time `json:"published,omitzero"`
+	// Superseded maps the older versions that a proxy of the replica
+	// still holds (ACKed) to when a newer publish replaced them.
+	Superseded map[string]time.Time `json:"superseded,omitempty"`
 }
 
 // ReportedProxy is one proxy in a Report.
@@ -42,6 +70,10 @@ type ReportedProxy struct {
 	NodeID string `json:"node"`
 	// Types maps a type URL to what the proxy did with it.
 	Types map[string]TypeStatus `json:"types,omitempty"`
+	// Connected is when its stream opened; SVIDExpiry the NotAfter of the
+	// client certificate it connected with (zero when unknown).
+	Connected  time.Time `json:"connected,omitzero"`
+	SVIDExpiry time.Time `json:"svidExpiry,omitzero"`
 }
 
 // ReportedNack is one rejection in a Report.
@@ -59,20 +91,55 @@ type ReportedNack struct {
 const maxReportedDetail = 2048
 
 // Report returns this replica's data-plane state for its peers: its own
-// proxies (never those learnt from peers) and the NACKs they sent of
-// versions known to it. The result is a copy and deterministic (sorted),
-// so that equal states marshal to equal bytes.
+// proxies (never those learnt from peers), the NACKs they sent of
+// versions known to it, its scopes and the unexpired SVIDs it issued. The
+// result is a copy and deterministic (sorted), so that equal states
+// marshal to equal bytes.
 func (s *Server) Report() Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var r Report
 	for _, p := range s.acks.Proxies() {
-		rp := ReportedProxy{Scope: p.Scope, NodeID: p.NodeID, Types: map[string]TypeStatus{}}
+		rp := ReportedProxy{Scope: p.Scope, NodeID: p.NodeID, Types: map[string]TypeStatus{},
+			Connected: p.Connected.UTC().Truncate(time.Second), SVIDExpiry: p.SVIDExpiry.UTC()}
 		for typ, ts := range p.Types {
 			ts.ErrorDetail = truncate(ts.ErrorDetail, maxReportedDetail)
 			rp.Types[typ] = ts
 		}
 		r.Proxies = append(r.Proxies, rp)
+	}
+	if len(s.scopes) > 0 {
+		r.Scopes = make(map[string]ReportedScope, len(s.scopes))
+	}
+	for name, st := range s.scopes {
+		r.Scopes[name] = ReportedScope{Version: st.desired, Published: st.publishedAt.UTC().Truncate(time.Second)}
+	}
+	for _, p := range r.Proxies {
+		st := s.scopes[p.Scope]
+		if st == nil {
+			continue
+		}
+		for _, ts := range p.Types {
+			at, ok := st.superseded[ts.Acked]
+			if ts.Acked == "" || ts.Acked == st.desired || !ok {
+				continue
+			}
+			sc := r.Scopes[p.Scope]
+			if sc.Superseded == nil {
+				sc.Superseded = map[string]time.Time{}
+				r.Scopes[p.Scope] = sc
+			}
+			sc.Superseded[ts.Acked] = at.UTC().Truncate(time.Second)
+		}
+	}
+	now := s.now()
+	for pod, exp := range s.svids {
+		if exp.After(now) {
+			if r.SVIDs == nil {
+				r.SVIDs = map[string]time.Time{}
+			}
+			r.SVIDs[pod] = exp.UTC()
+		}
 	}
 	var local []Nack
 	for _, st := range s.scopes {
@@ -91,6 +158,28 @@ func (s *Server) Report() Report {
 			Version: n.Version, Detail: truncate(n.Detail, maxReportedDetail)})
 	}
 	return r
+}
+
+// RecordSVID records that this replica's identity service issued the
+// Envoy pod namespace/pod an SVID valid until notAfter; Report lists the
+// newest one per pod until it expires.
+func (s *Server) RecordSVID(namespace, pod string, notAfter time.Time) {
+	key := namespace + "/" + pod
+	s.mu.Lock()
+	now := s.now()
+	for k, exp := range s.svids {
+		if !exp.After(now) {
+			delete(s.svids, k)
+		}
+	}
+	changed := notAfter.After(s.svids[key])
+	if changed {
+		s.svids[key] = notAfter
+	}
+	s.mu.Unlock()
+	if changed {
+		s.notify()
+	}
 }
 
 func truncate(s string, n int) string {
@@ -231,7 +320,8 @@ func MergeProxies(local []Proxy, peers map[string]Report) []Proxy {
 				continue
 			}
 			seen[k] = true
-			out = append(out, Proxy{NodeID: p.NodeID, Scope: p.Scope, Types: maps.Clone(p.Types), Replica: name})
+			out = append(out, Proxy{NodeID: p.NodeID, Scope: p.Scope, Types: maps.Clone(p.Types), Replica: name,
+				Connected: p.Connected, SVIDExpiry: p.SVIDExpiry})
 		}
 	}
 	slices.SortFunc(out, func(a, b Proxy) int {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
@@ -126,6 +127,8 @@ func TestPeerAckBeforePublish(t *testing.T) {
 // marshals deterministically.
 func TestReportIsOwnState(t *testing.T) {
 	s := New(slog.Default())
+	at := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return at }
 	v1, _, _ := s.Publish(context.Background(), "a", cluster("one"))
 	s.onRequest(1, "envoy-1", "a", resource.ListenerType, "", "", false, "")
 	respond(s, "1", v1)
@@ -135,6 +138,7 @@ func TestReportIsOwnState(t *testing.T) {
 	want := Report{
 		Proxies: []ReportedProxy{{Scope: "a", NodeID: "envoy-1", Types: map[string]TypeStatus{resource.ListenerType: {Nacked: v1, ErrorDetail: "bad"}}}},
 		Nacks:   []ReportedNack{{Scope: "a", NodeID: "envoy-1", TypeURL: resource.ListenerType, Version: v1, Detail: "bad"}},
+		Scopes:  map[string]ReportedScope{"a": {Version: v1, Published: at}},
 	}
 	if d := cmp.Diff(want, r); d != "" {
 		t.Errorf("Report (-want +got):\n%s", d)
@@ -195,5 +199,69 @@ func TestPeerNackAfterRemove(t *testing.T) {
 	}
 	if n := s.NacksSince(0); len(n) != 1 {
 		t.Errorf("NacksSince = %+v, want the peer's NACK once", n)
+	}
+}
+
+// TestReportForProxyStatus: a report carries what proxy-status needs: each
+// proxy's connection time and SVID expiry, each scope's newest version
+// and when the versions its proxies still hold were replaced, and the
+// SVIDs issued here until they expire.
+func TestReportForProxyStatus(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	now := t0
+	s.now = func() time.Time { return now }
+	v1, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	s.acks.Opened(1, t0.Add(time.Second), t0.Add(time.Hour))
+	s.onRequest(1, "envoy-1", "a", resource.ListenerType, "", "", false, "")
+	respond(s, "1", v1)
+	answer(s, "1", "")
+	now = t0.Add(time.Minute)
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	now = t0.Add(2 * time.Minute)
+	v3, _, _ := s.Publish(ctx, "a", withListener(cluster("three"), "l1"))
+	s.RecordSVID("ns", "envoy-1", t0.Add(90*time.Minute))
+	s.RecordSVID("ns", "envoy-1", t0.Add(30*time.Minute)) // older: ignored
+	s.RecordSVID("ns", "gone", t0.Add(time.Minute))       // expired at now
+	r := s.Report()
+	if d := cmp.Diff(map[string]ReportedScope{"a": {Version: v3, Published: t0.Add(2 * time.Minute),
+		// v1 is still held; v2 no proxy holds.
+		Superseded: map[string]time.Time{v1: t0.Add(time.Minute)}}}, r.Scopes); d != "" || v2 == v1 {
+		t.Errorf("scopes (-want +got):\n%s", d)
+	}
+	if p := r.Proxies[0]; !p.Connected.Equal(t0.Add(time.Second)) || !p.SVIDExpiry.Equal(t0.Add(time.Hour)) {
+		t.Errorf("proxy connected %v, SVID expiry %v", p.Connected, p.SVIDExpiry)
+	}
+	if d := cmp.Diff(map[string]time.Time{"ns/envoy-1": t0.Add(90 * time.Minute)}, r.SVIDs); d != "" {
+		t.Errorf("SVIDs (-want +got):\n%s", d)
+	}
+}
+
+// TestReportCompatibility: the fields proxy-status added are optional
+// both ways: a report of the previous release (without them) decodes,
+// and the previous release's decoder (a struct without them) reads a new
+// report's proxies and NACKs.
+func TestReportCompatibility(t *testing.T) {
+	old := `{"proxies":[{"scope":"a","node":"e1","types":{"t":{"acked":"v1"}}}],"nacks":[{"scope":"a","node":"e1","type":"t","version":"v0"}]}`
+	var r Report
+	if err := json.Unmarshal([]byte(old), &r); err != nil || len(r.Proxies) != 1 || r.Scopes != nil || !r.Proxies[0].Connected.IsZero() {
+		t.Fatalf("an old report: %+v, %v", r, err)
+	}
+	r.Scopes = map[string]ReportedScope{"a": {Version: "v1", Superseded: map[string]time.Time{"v0": time.Unix(0, 0)}}}
+	r.SVIDs = map[string]time.Time{"ns/e1": time.Unix(3600, 0)}
+	r.Proxies[0].Connected = time.Unix(60, 0)
+	b, _ := json.Marshal(r)
+	type oldProxy struct {
+		Scope  string                `json:"scope"`
+		NodeID string                `json:"node"`
+		Types  map[string]TypeStatus `json:"types,omitempty"`
+	}
+	var o struct {
+		Proxies []oldProxy     `json:"proxies,omitempty"`
+		Nacks   []ReportedNack `json:"nacks,omitempty"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil || len(o.Proxies) != 1 || o.Proxies[0].Types["t"].Acked != "v1" || len(o.Nacks) != 1 {
+		t.Errorf("the previous release reads %s as %+v, %v", b, o, err)
 	}
 }

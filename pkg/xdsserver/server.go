@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
@@ -63,6 +64,11 @@ type Server struct {
 	// NACKs of theirs already listed in nacks.
 	peers     map[string]Report
 	peerNacks map[peerNackKey]bool
+	// svids: "namespace/pod" -> NotAfter of the newest SVID this
+	// replica's identity service issued to the pod (RecordSVID).
+	svids map[string]time.Time
+	// now is the clock (publish times, SVID expiry); time.Now.
+	now func() time.Time
 
 	subMu sync.Mutex
 	subs  []chan struct{}
@@ -79,6 +85,8 @@ func New(log *slog.Logger) *Server {
 		acks:      NewTracker(),
 		authz:     &Authorizer{},
 		peerNacks: map[peerNackKey]bool{},
+		svids:     map[string]time.Time{},
+		now:       time.Now,
 	}
 }
 
@@ -121,7 +129,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 		st = newScopeState()
 		s.scopes[scope] = st
 	}
-	st.published(version, snap)
+	st.published(version, snap, s.now())
 	defer func() { go s.notify() }()
 	// A peer may have seen this version ACKed or rejected already.
 	if s.applyPeers(scope, st) && st.served != "" && st.served != version {
@@ -257,6 +265,7 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		},
 		StreamOpenFunc: func(ctx context.Context, id int64, _ string) error {
 			s.log.Debug("xDS stream opened", "stream", id)
+			s.onOpen(ctx, id)
 			return nil
 		},
 		StreamClosedFunc: func(id int64, node *corev3.Node) {
@@ -265,6 +274,7 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		},
 		DeltaStreamOpenFunc: func(ctx context.Context, id int64, _ string) error {
 			s.log.Debug("delta xDS stream opened", "stream", id)
+			s.onOpen(ctx, id)
 			return nil
 		},
 		DeltaStreamClosedFunc: func(id int64, node *corev3.Node) {
@@ -272,4 +282,18 @@ func (s *Server) callbacks() serverv3.Callbacks {
 			s.onClosed(id)
 		},
 	}
+}
+
+// onOpen records when a stream opened and the expiry of the client
+// certificate (the proxy's SVID) it authenticated with, for Report.
+func (s *Server) onOpen(ctx context.Context, stream int64) {
+	var expiry time.Time
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.PeerCertificates) > 0 {
+			expiry = info.State.PeerCertificates[0].NotAfter
+		}
+	}
+	s.mu.Lock()
+	s.acks.Opened(stream, s.now(), expiry)
+	s.mu.Unlock()
 }

@@ -353,6 +353,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		Audience:     cfg.Audience,
 		SVIDLifetime: cfg.SVIDLifetime,
 		Log:          cfg.Log,
+		Issued:       srv.RecordSVID,
 	}
 	runnables := []manager.Runnable{
 		c.pipe,

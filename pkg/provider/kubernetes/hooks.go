@@ -116,8 +116,9 @@ func (SharedResolver) ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName {
 // InvalidParameters is nil: no parameters are read.
 func (SharedResolver) InvalidParameters() *gatewayapi.InvalidParameters { return nil }
 
-// translateOptions are the translation options for a resolver.
-func translateOptions(controller gwapiv1.GatewayController, r Resolver) gatewayapi.Options {
+// TranslateOptions are the translation options of the controller for a
+// resolver (the pipeline's, and `config-dump --diff`'s local translation).
+func TranslateOptions(controller gwapiv1.GatewayController, r Resolver) gatewayapi.Options {
 	return gatewayapi.Options{
 		ControllerName:    controller,
 		Scope:             r.ScopeFor,

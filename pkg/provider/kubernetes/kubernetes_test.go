@@ -67,7 +67,7 @@ func TestReferencedSecrets(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "theirs"}, Spec: gwapiv1.ListenerSetSpec{
 			ParentRef: gwapiv1.ParentGatewayReference{Name: "c"}, Listeners: []gwapiv1.ListenerEntry{entry("not-ours-either")}}},
 	}
-	got := referencedSecrets(res, gatewayapi.ControllerName)
+	got := ReferencedSecrets(res, gatewayapi.ControllerName)
 	want := []types.NamespacedName{{Namespace: "apps", Name: "set-cert"}, {Namespace: "certs", Name: "client"}, {Namespace: "certs", Name: "x"}, {Namespace: "default", Name: "a"}, {Namespace: "default", Name: "b"}, {Namespace: "default", Name: "client"}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)

@@ -334,7 +334,7 @@ func (p *pipeline) run(ctx context.Context) {
 			return
 		}
 	}
-	out, err := translate.Run(res, translateOptions(p.cfg.ControllerName, resolver))
+	out, err := translate.Run(res, TranslateOptions(p.cfg.ControllerName, resolver))
 	if err != nil {
 		p.failed.Add(1)
 		p.log.Error("translation failed (a bug); the previous configuration keeps serving", "error", err)

@@ -33,105 +33,12 @@ func metadataListOf(kind string) *metav1.PartialObjectMetadataList {
 // the cache's own (no deep copy): nothing downstream may modify them.
 // Referenced Secrets are read through s.secrets.
 func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
-	r := p.cache
-	noCopy := client.UnsafeDisableDeepCopy
-	res := &resources.Resources{}
-
-	var gcs gwapiv1.GatewayClassList
-	if err := r.List(ctx, &gcs, noCopy); err != nil {
+	res, err := ListResources(ctx, p.cache, client.UnsafeDisableDeepCopy)
+	if err != nil {
 		return nil, err
 	}
-	for i := range gcs.Items {
-		res.GatewayClasses = append(res.GatewayClasses, &gcs.Items[i])
-	}
-	var gws gwapiv1.GatewayList
-	if err := r.List(ctx, &gws, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range gws.Items {
-		res.Gateways = append(res.Gateways, &gws.Items[i])
-	}
-	var lss gwapiv1.ListenerSetList
-	if err := r.List(ctx, &lss, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range lss.Items {
-		res.ListenerSets = append(res.ListenerSets, &lss.Items[i])
-	}
-	var hrs gwapiv1.HTTPRouteList
-	if err := r.List(ctx, &hrs, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range hrs.Items {
-		res.HTTPRoutes = append(res.HTTPRoutes, &hrs.Items[i])
-	}
-	var grs gwapiv1.GRPCRouteList
-	if err := r.List(ctx, &grs, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range grs.Items {
-		res.GRPCRoutes = append(res.GRPCRoutes, &grs.Items[i])
-	}
-	var tlss gwapiv1.TLSRouteList
-	if err := r.List(ctx, &tlss, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range tlss.Items {
-		res.TLSRoutes = append(res.TLSRoutes, &tlss.Items[i])
-	}
-	var tcps gwapiv1.TCPRouteList
-	if err := r.List(ctx, &tcps, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range tcps.Items {
-		res.TCPRoutes = append(res.TCPRoutes, &tcps.Items[i])
-	}
-	var udps gwapiv1.UDPRouteList
-	if err := r.List(ctx, &udps, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range udps.Items {
-		res.UDPRoutes = append(res.UDPRoutes, &udps.Items[i])
-	}
-	var rgs gwapiv1.ReferenceGrantList
-	if err := r.List(ctx, &rgs, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range rgs.Items {
-		res.ReferenceGrants = append(res.ReferenceGrants, &rgs.Items[i])
-	}
-	var svcs corev1.ServiceList
-	if err := r.List(ctx, &svcs, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range svcs.Items {
-		res.Services = append(res.Services, &svcs.Items[i])
-	}
-	var eps discoveryv1.EndpointSliceList
-	if err := r.List(ctx, &eps, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range eps.Items {
-		res.EndpointSlices = append(res.EndpointSlices, &eps.Items[i])
-	}
-	nsList := metadataListOf("Namespace")
-	if err := r.List(ctx, nsList, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range nsList.Items {
-		res.Namespaces = append(res.Namespaces, &corev1.Namespace{ObjectMeta: nsList.Items[i].ObjectMeta})
-	}
-
-	var pols gwapiv1.BackendTLSPolicyList
-	if err := r.List(ctx, &pols, noCopy); err != nil {
-		return nil, err
-	}
-	for i := range pols.Items {
-		res.BackendTLSPolicies = append(res.BackendTLSPolicies, &pols.Items[i])
-	}
-
-	secretRefs := referencedSecrets(res, p.cfg.ControllerName)
-	configMapRefs := referencedConfigMaps(res)
+	secretRefs := ReferencedSecrets(res, p.cfg.ControllerName)
+	configMapRefs := ReferencedConfigMaps(res)
 	p.setReferences(secretRefs, configMapRefs)
 	secrets, err := p.secrets.fetch(ctx, secretRefs)
 	if err != nil {
@@ -147,13 +54,119 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 	return res, nil
 }
 
-// referencedSecrets are the Secrets that Gateways of our classes reference
+// ListResources lists, from r, every object kind the translation reads
+// except Secrets and ConfigMaps (which only their references bring in:
+// ReferencedSecrets, ReferencedConfigMaps): GatewayClasses, Gateways,
+// ListenerSets, the route kinds, ReferenceGrants, Services, EndpointSlices,
+// Namespaces (metadata only) and BackendTLSPolicies. opts apply to every
+// List. The result is not sorted. The pipeline lists its caches with it,
+// and `xds-controller config-dump --diff` the API server, so that both
+// translate the same kinds.
+func ListResources(ctx context.Context, r client.Reader, opts ...client.ListOption) (*resources.Resources, error) {
+	res := &resources.Resources{}
+
+	var gcs gwapiv1.GatewayClassList
+	if err := r.List(ctx, &gcs, opts...); err != nil {
+		return nil, err
+	}
+	for i := range gcs.Items {
+		res.GatewayClasses = append(res.GatewayClasses, &gcs.Items[i])
+	}
+	var gws gwapiv1.GatewayList
+	if err := r.List(ctx, &gws, opts...); err != nil {
+		return nil, err
+	}
+	for i := range gws.Items {
+		res.Gateways = append(res.Gateways, &gws.Items[i])
+	}
+	var lss gwapiv1.ListenerSetList
+	if err := r.List(ctx, &lss, opts...); err != nil {
+		return nil, err
+	}
+	for i := range lss.Items {
+		res.ListenerSets = append(res.ListenerSets, &lss.Items[i])
+	}
+	var hrs gwapiv1.HTTPRouteList
+	if err := r.List(ctx, &hrs, opts...); err != nil {
+		return nil, err
+	}
+	for i := range hrs.Items {
+		res.HTTPRoutes = append(res.HTTPRoutes, &hrs.Items[i])
+	}
+	var grs gwapiv1.GRPCRouteList
+	if err := r.List(ctx, &grs, opts...); err != nil {
+		return nil, err
+	}
+	for i := range grs.Items {
+		res.GRPCRoutes = append(res.GRPCRoutes, &grs.Items[i])
+	}
+	var tlss gwapiv1.TLSRouteList
+	if err := r.List(ctx, &tlss, opts...); err != nil {
+		return nil, err
+	}
+	for i := range tlss.Items {
+		res.TLSRoutes = append(res.TLSRoutes, &tlss.Items[i])
+	}
+	var tcps gwapiv1.TCPRouteList
+	if err := r.List(ctx, &tcps, opts...); err != nil {
+		return nil, err
+	}
+	for i := range tcps.Items {
+		res.TCPRoutes = append(res.TCPRoutes, &tcps.Items[i])
+	}
+	var udps gwapiv1.UDPRouteList
+	if err := r.List(ctx, &udps, opts...); err != nil {
+		return nil, err
+	}
+	for i := range udps.Items {
+		res.UDPRoutes = append(res.UDPRoutes, &udps.Items[i])
+	}
+	var rgs gwapiv1.ReferenceGrantList
+	if err := r.List(ctx, &rgs, opts...); err != nil {
+		return nil, err
+	}
+	for i := range rgs.Items {
+		res.ReferenceGrants = append(res.ReferenceGrants, &rgs.Items[i])
+	}
+	var svcs corev1.ServiceList
+	if err := r.List(ctx, &svcs, opts...); err != nil {
+		return nil, err
+	}
+	for i := range svcs.Items {
+		res.Services = append(res.Services, &svcs.Items[i])
+	}
+	var eps discoveryv1.EndpointSliceList
+	if err := r.List(ctx, &eps, opts...); err != nil {
+		return nil, err
+	}
+	for i := range eps.Items {
+		res.EndpointSlices = append(res.EndpointSlices, &eps.Items[i])
+	}
+	nsList := metadataListOf("Namespace")
+	if err := r.List(ctx, nsList, opts...); err != nil {
+		return nil, err
+	}
+	for i := range nsList.Items {
+		res.Namespaces = append(res.Namespaces, &corev1.Namespace{ObjectMeta: nsList.Items[i].ObjectMeta})
+	}
+
+	var pols gwapiv1.BackendTLSPolicyList
+	if err := r.List(ctx, &pols, opts...); err != nil {
+		return nil, err
+	}
+	for i := range pols.Items {
+		res.BackendTLSPolicies = append(res.BackendTLSPolicies, &pols.Items[i])
+	}
+	return res, nil
+}
+
+// ReferencedSecrets are the Secrets that Gateways of our classes reference
 // in their TLS listeners' certificateRefs and their spec.tls.backend
 // clientCertificateRef, and that the TLS listeners of ListenerSets whose
 // parentRef names one of those Gateways reference (core Secrets only;
 // whether a ReferenceGrant allows a cross-namespace one, and whether the
 // Gateway admits the ListenerSet, are the translator's decisions), sorted.
-func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayController) []types.NamespacedName {
+func ReferencedSecrets(res *resources.Resources, controller gwapiv1.GatewayController) []types.NamespacedName {
 	ours := map[string]bool{}
 	for _, gc := range res.GatewayClasses {
 		if gc.Spec.ControllerName == controller {
@@ -212,10 +225,10 @@ func referencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	return out
 }
 
-// referencedConfigMaps are the ConfigMaps that BackendTLSPolicies (core
+// ReferencedConfigMaps are the ConfigMaps that BackendTLSPolicies (core
 // ConfigMaps in the policy's namespace) and Gateways' spec.tls.frontend
 // name as CA certificates, sorted.
-func referencedConfigMaps(res *resources.Resources) []types.NamespacedName {
+func ReferencedConfigMaps(res *resources.Resources) []types.NamespacedName {
 	seen := map[types.NamespacedName]bool{}
 	var out []types.NamespacedName
 	for _, gw := range res.Gateways {

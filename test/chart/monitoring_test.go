@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,39 @@ func TestMonitorsOnlyWhenEnabled(t *testing.T) {
 	}
 	if _, err := renderFor(on); err == nil || !strings.Contains(err.Error(), "monitoring.coreos.com/v1") {
 		t.Errorf("enabled without the operator's CRDs: %v, want a failure naming monitoring.coreos.com/v1", err)
+	}
+}
+
+// TestDashboardOnlyWhenEnabled: by default no dashboard ConfigMap; enabled,
+// one labelled grafana_dashboard "1" whose JSON is the chart's dashboard
+// file, valid JSON with panels and queries.
+func TestDashboardOnlyWhenEnabled(t *testing.T) {
+	objs := render(t, nil)
+	if find(objs, "ConfigMap", "xds-controller-dashboard") != nil {
+		t.Error("dashboard ConfigMap rendered by default")
+	}
+	objs = render(t, map[string]any{"monitoring": map[string]any{"grafanaDashboard": map[string]any{"enabled": true}}})
+	cm := find(objs, "ConfigMap", "xds-controller-dashboard")
+	if cm == nil {
+		t.Fatal("no dashboard ConfigMap when enabled")
+	}
+	if str(cm, "metadata", "labels", "grafana_dashboard") != "1" {
+		t.Errorf("labels %v: want grafana_dashboard \"1\"", get(cm, "metadata", "labels"))
+	}
+	var d struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Targets []struct{ Expr string } `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(str(cm, "data", "xds-controller.json")), &d); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	queries := 0
+	for _, p := range d.Panels {
+		queries += len(p.Targets)
+	}
+	if d.UID != "xds-controller" || queries < 10 {
+		t.Errorf("dashboard uid %q with %d queries", d.UID, queries)
 	}
 }

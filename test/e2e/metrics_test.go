@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 // TestEnvoyMetricsPort: with --envoy-metrics-port, Envoy serves its
 // statistics in Prometheus format there, and the request counters of a
 // route's backend cluster grow with traffic through the Gateway; every
+// Envoy metric the chart's Grafana dashboard queries is among them; every
 // other admin path (config_dump, a POST that would change Envoy) is 404 on
 // that port.
 func TestEnvoyMetricsPort(t *testing.T) {
@@ -51,6 +54,16 @@ func TestEnvoyMetricsPort(t *testing.T) {
 	if _, body = scrape(); count(body) < before+5 {
 		t.Errorf("upstream requests of alpha: %d before 5 requests, %d after", before, count(body))
 	}
+	// Every Envoy metric the chart's Grafana dashboard queries exists.
+	used := regexp.MustCompile(`envoy_[a-z0-9_]+`).FindAllString(dashboardQueries(t), -1)
+	if len(used) < 5 {
+		t.Fatalf("the dashboard queries %d Envoy metrics; want its data-plane panels", len(used))
+	}
+	for _, name := range used {
+		if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).MatchString(body) {
+			t.Errorf("the dashboard queries %s, which Envoy does not serve", name)
+		}
+	}
 	for _, r := range []struct{ method, path string }{
 		{"GET", "/config_dump"}, {"GET", "/stats"}, {"GET", "/"}, {"POST", "/stats/prometheus"}, {"POST", "/healthcheck/fail"}, {"POST", "/quitquitquit"},
 	} {
@@ -68,4 +81,30 @@ func TestEnvoyMetricsPort(t *testing.T) {
 	if code, _ := f.get("a.example.com", "/"); code != 200 {
 		t.Errorf("after the refused admin requests: %d", code)
 	}
+}
+
+// dashboardQueries returns the PromQL of every panel of the chart's Grafana
+// dashboard, one per line, with the "by (...)" clauses and label matchers
+// removed: what is left names metrics only.
+func dashboardQueries(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../charts/xds-controller/files/dashboards/xds-controller.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Targets []struct{ Expr string } `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	var exprs []string
+	for _, p := range d.Panels {
+		for _, q := range p.Targets {
+			exprs = append(exprs, q.Expr)
+		}
+	}
+	return regexp.MustCompile(`by \([^)]*\)|[a-z_]+\s*(=~|!~|!=|=)\s*"[^"]*"`).ReplaceAllString(strings.Join(exprs, "\n"), "")
 }

@@ -1,13 +1,19 @@
 package kubernetes
 
 import (
+	"log/slog"
+	"os"
+	"regexp"
 	"testing"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/resources"
+	"github.com/xds-controller/xds-controller/pkg/status"
+	"github.com/xds-controller/xds-controller/pkg/xdsserver"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
@@ -32,5 +38,57 @@ func TestPipelineMetricsObserve(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.objects.WithLabelValues("HTTPRoute")); got != 0 {
 		t.Errorf("objects{HTTPRoute} = %v after a run without routes, want 0", got)
+	}
+}
+
+// collectorSink is a prometheus.Registerer that keeps what is registered.
+type collectorSink struct{ cs []prometheus.Collector }
+
+func (s *collectorSink) Register(c prometheus.Collector) error { s.cs = append(s.cs, c); return nil }
+func (s *collectorSink) MustRegister(cs ...prometheus.Collector) {
+	s.cs = append(s.cs, cs...)
+}
+func (s *collectorSink) Unregister(prometheus.Collector) bool { return false }
+
+// TestDashboardUsesOurMetrics: every xds_controller_* metric the chart's
+// Grafana dashboard queries is one the controller registers (the pipeline,
+// the status writer, the xDS server), a histogram's _bucket and _count
+// included; test/e2e checks its envoy_* names against a real Envoy.
+func TestDashboardUsesOurMetrics(t *testing.T) {
+	sink := &collectorSink{}
+	if err := registerAll(newPipelineMetrics().collectors())(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := status.NewWriter(nil, nil, status.Options{}).Register(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := xdsserver.New(slog.Default()).Register(sink); err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	ch := make(chan *prometheus.Desc, 100)
+	for _, c := range sink.cs {
+		go func() { c.Describe(ch); ch <- nil }()
+		for d := <-ch; d != nil; d = <-ch {
+			if m := fqName.FindStringSubmatch(d.String()); m != nil {
+				for _, suffix := range []string{"", "_bucket", "_count", "_sum"} {
+					known[m[1]+suffix] = true
+				}
+			}
+		}
+	}
+	b, err := os.ReadFile("../../../charts/xds-controller/files/dashboards/xds-controller.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`xds_controller_[a-z0-9_]+`).FindAllString(string(b), -1)
+	if len(used) < 5 {
+		t.Fatalf("the dashboard queries %d controller metrics; want its control-plane panels", len(used))
+	}
+	for _, name := range used {
+		if !known[name] {
+			t.Errorf("the dashboard queries %s, which the controller does not register", name)
+		}
 	}
 }

@@ -10,11 +10,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/infra"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/provisioner"
+	"github.com/xds-controller/xds-controller/pkg/proxystatus"
 	"github.com/xds-controller/xds-controller/pkg/status"
 )
 
@@ -62,6 +64,10 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 			c, err := kubernetes.New(cmd.Context(), cfg)
 			if err != nil {
 				return err
+			}
+			// xds_controller_proxies on /metrics, decided like proxy-status.
+			if err := ctrlmetrics.Registry.Register(proxystatus.NewCollector(c.XDS().Report)); err != nil {
+				return fmt.Errorf("registering xds_controller_proxies: %w", err)
 			}
 			return c.Start(cmd.Context())
 		},

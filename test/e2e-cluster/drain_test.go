@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,7 +71,7 @@ func (e *env) rollingRestart(mode string) {
 		}
 	}
 
-	clients := []*keepAliveLoad{e.startKeepAliveLoad(web, "foo.example.com", "/", "foo"), e.startKeepAliveLoad(web, "foo.example.com", "/", "foo")}
+	clients := []*load{e.startKeepAliveLoad(web, "foo.example.com", "/", "foo"), e.startKeepAliveLoad(web, "foo.example.com", "/", "foo")}
 	time.Sleep(3 * time.Second)
 	began := time.Now()
 	e.mustKubectl("", "-n", fleetNS, "rollout", "restart", "deployment/"+fleetName)
@@ -127,21 +126,11 @@ func (e *env) rollingRestart(mode string) {
 	e.steady(web, "foo.example.com", "/", "foo", 3*time.Second)
 }
 
-// keepAliveLoad is one client that reuses its connection (HTTP/1.1
-// keep-alive, one connection at a time) for requests sent one after the
-// other, 10 ms apart, until stop.
-type keepAliveLoad struct {
-	n, failed, closes atomic.Int64
-	mu                sync.Mutex
-	errs              []string
-	done              chan struct{}
-	wg                sync.WaitGroup
-}
-
-// startKeepAliveLoad sends GET http://addr:80path with Host host in a loop
-// over a keep-alive connection and counts the requests, those that fail or
-// are not answered by backend, and the responses with Connection: close.
-func (e *env) startKeepAliveLoad(addr, host, path, backend string) *keepAliveLoad {
+// startKeepAliveLoad sends GET http://addr:80path with Host host in a loop,
+// 10 ms apart, over one keep-alive connection at a time (HTTP/1.1), and
+// counts the requests, those that fail or are not answered by backend, and
+// the responses with Connection: close.
+func (e *env) startKeepAliveLoad(addr, host, path, backend string) *load {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	c := &http.Client{
 		Timeout: 10 * time.Second,
@@ -162,34 +151,9 @@ func (e *env) startKeepAliveLoad(addr, host, path, backend string) *keepAliveLoa
 			IdleConnTimeout:     time.Minute,
 		},
 	}
-	l := &keepAliveLoad{done: make(chan struct{})}
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		defer c.CloseIdleConnections()
-		for {
-			select {
-			case <-l.done:
-				return
-			default:
-			}
-			closed, err := keepAliveGet(c, addr, host, path, backend)
-			l.n.Add(1)
-			if closed {
-				l.closes.Add(1)
-			}
-			if err != nil {
-				l.failed.Add(1)
-				l.mu.Lock()
-				if len(l.errs) < 5 {
-					l.errs = append(l.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
-				}
-				l.mu.Unlock()
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	return l
+	return runLoad(10*time.Millisecond, func() (bool, error) {
+		return keepAliveGet(c, addr, host, path, backend)
+	}, c.CloseIdleConnections)
 }
 
 // keepAliveGet sends one request; closed: the response carried
@@ -220,12 +184,4 @@ func keepAliveGet(c *http.Client, addr, host, path, backend string) (closed bool
 		return resp.Close, fmt.Errorf("answered by %s, want %s-*", r.Pod, backend)
 	}
 	return resp.Close, nil
-}
-
-// stop ends the load and returns the requests sent, those that failed,
-// the responses with Connection: close and the first few errors.
-func (l *keepAliveLoad) stop() (n, failed, closes int64, errs []string) {
-	close(l.done)
-	l.wg.Wait()
-	return l.n.Load(), l.failed.Load(), l.closes.Load(), l.errs
 }

@@ -120,7 +120,7 @@ func (e *env) nack(mode string) {
 	e.eventually("web Programmed=True again after the controller pods were killed", 3*time.Minute, e.gatewayCondition("web", "Programmed", "True", "Programmed", ""))
 	t.Logf("controller pods replaced and web Programmed again %s after the kill", time.Since(began).Round(100*time.Millisecond))
 	time.Sleep(3 * time.Second)
-	n, failed, errs := load.stop()
+	n, failed, _, errs := load.stop()
 	t.Logf("controller kill under load: %d requests through web, %d failed %v", n, failed, errs)
 	if failed > 0 || n == 0 {
 		t.Errorf("killing the controller: %d of %d requests failed: %v", failed, n, errs)
@@ -292,32 +292,33 @@ func (e *env) getAt(addr, host, path string) (*echoResponse, error) {
 
 // load sends requests one after the other until stop.
 type load struct {
-	n, failed atomic.Int64
-	mu        sync.Mutex
-	errs      []string
-	done      chan struct{}
-	wg        sync.WaitGroup
+	n, failed, closes atomic.Int64
+	mu                sync.Mutex
+	errs              []string
+	done              chan struct{}
+	wg                sync.WaitGroup
 }
 
-// startLoad sends GET addr host path in a loop (a new connection each,
-// 20 ms apart) and counts the requests that fail or are not answered by
-// backend.
-func (e *env) startLoad(addr, host, path, backend string) *load {
+// runLoad calls send in a loop, pause apart, until stop, and counts the
+// requests, those that fail (send's error) and the responses with
+// Connection: close (send's closed); after runs once the loop ends.
+func runLoad(pause time.Duration, send func() (closed bool, err error), after func()) *load {
 	l := &load{done: make(chan struct{})}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
+		defer after()
 		for {
 			select {
 			case <-l.done:
 				return
 			default:
 			}
-			r, err := e.get(addr, host, path)
-			if err == nil && !strings.HasPrefix(r.Pod, backend+"-") {
-				err = fmt.Errorf("answered by %s", r.Pod)
-			}
+			closed, err := send()
 			l.n.Add(1)
+			if closed {
+				l.closes.Add(1)
+			}
 			if err != nil {
 				l.failed.Add(1)
 				l.mu.Lock()
@@ -326,16 +327,29 @@ func (e *env) startLoad(addr, host, path, backend string) *load {
 				}
 				l.mu.Unlock()
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(pause)
 		}
 	}()
 	return l
 }
 
-// stop ends the load and returns the requests sent, those that failed and
-// the first few errors.
-func (l *load) stop() (n, failed int64, errs []string) {
+// startLoad sends GET addr host path in a loop (a new connection each,
+// 20 ms apart) and counts the requests that fail or are not answered by
+// backend.
+func (e *env) startLoad(addr, host, path, backend string) *load {
+	return runLoad(20*time.Millisecond, func() (bool, error) {
+		r, err := e.get(addr, host, path)
+		if err == nil && !strings.HasPrefix(r.Pod, backend+"-") {
+			err = fmt.Errorf("answered by %s", r.Pod)
+		}
+		return false, err
+	}, func() {})
+}
+
+// stop ends the load and returns the requests sent, those that failed,
+// the responses with Connection: close and the first few errors.
+func (l *load) stop() (n, failed, closes int64, errs []string) {
 	close(l.done)
 	l.wg.Wait()
-	return l.n.Load(), l.failed.Load(), l.errs
+	return l.n.Load(), l.failed.Load(), l.closes.Load(), l.errs
 }

@@ -1,5 +1,12 @@
 # xds-controller — the project's vocabulary. `make help` lists the targets.
 SHELL := /bin/bash
+# Gateway API v1.7.0 needs Go 1.27: the go command fetches this toolchain from
+# the module proxy on first use (about 76 MB, cached in the module cache).
+# Explicit because machines may set GOTOOLCHAIN=local (go env, GOROOT/go.env),
+# which makes go.mod's go line an error instead of a download. The local
+# cluster's own helper modules still build with GOTOOLCHAIN=local
+# (hack/cluster/lib/build.sh).
+export GOTOOLCHAIN := go1.27.3
 GO ?= go
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

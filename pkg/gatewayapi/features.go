@@ -13,10 +13,12 @@ import (
 // every GatewayClass of ours reports it in status.supportedFeatures, and the
 // conformance run (conformance/) claims the same. A feature joins only when
 // its conformance tests pass in both deployment modes (make conformance
-// MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
-// its RetryBackendTimeout/RetryConnectionError (experimental channel: the
-// standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
-// there).
+// MODE=shared|dedicated TRY_FEATURES=...). Names are those of Gateway API
+// v1.7.0 (HTTPRouteRetry and HTTPRouteRetryBackendTimeout no longer exist
+// there). Not claimed yet: v1.7.0's new standard features HTTPRouteRetryCodes,
+// HTTPRouteRetryConnectionError, HTTPRouteBackendURLRewrite,
+// GRPCRouteRequestHeaderModifier and
+// GatewayRouteHostnameIntersectionPrecedence (not run in both modes yet).
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
 	features.SupportGateway,
@@ -73,9 +75,8 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGRPCRouteNamedRouteRule,
 
 	// GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP core and extended.
-	// TLSRouteModeMixed (a Terminate and a Passthrough listener on one port)
-	// is an experimental-channel feature whose test passes with the
-	// standard-channel CRDs.
+	// TLSRouteModeMixed: a Terminate and a Passthrough listener on one port
+	// (standard channel from v1.7.0).
 	features.SupportTLSRoute,
 	features.SupportTLSRouteModeTerminate,
 	features.SupportTLSRouteModeMixed,

@@ -301,7 +301,8 @@ type Timeouts struct {
 
 // Retry is an HTTPRoute rule retry policy (GEP-1731).
 type Retry struct {
-	// Attempts is the number of retries after the first try.
+	// Attempts is the number of retries after the first try; 0 disables
+	// retries (Envoy num_retries 0).
 	Attempts uint32 `json:"attempts"`
 	// Codes are the HTTP status codes that are retried.
 	Codes []uint32 `json:"codes,omitempty"`

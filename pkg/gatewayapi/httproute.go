@@ -62,6 +62,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 			r.ranks = append(r.ranks, httpRank(m))
 		}
 	}
+	rc.ruleMatches = matches
 	filters, extRef := rc.filters(rule.Filters, matches)
 	if filters.Redirect != nil && len(rule.BackendRefs) > 0 {
 		// HTTPRouteRule CEL rule.
@@ -71,6 +72,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%d backendRefs; at most %d are allowed", len(rule.BackendRefs), maxItems16)
 	}
 	backends := rc.backendRefs(rule.BackendRefs)
+	rc.hoistBackendPath(&filters, backends)
 	timeouts := rc.timeouts(rule.Timeouts)
 	retry := rc.retry(rule.Retry)
 

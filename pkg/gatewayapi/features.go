@@ -15,10 +15,7 @@ import (
 // its conformance tests pass in both deployment modes (make conformance
 // MODE=shared|dedicated TRY_FEATURES=...). Names are those of Gateway API
 // v1.7.0 (HTTPRouteRetry and HTTPRouteRetryBackendTimeout no longer exist
-// there). Not claimed yet: v1.7.0's new standard features HTTPRouteRetryCodes,
-// HTTPRouteRetryConnectionError, HTTPRouteBackendURLRewrite,
-// GRPCRouteRequestHeaderModifier and
-// GatewayRouteHostnameIntersectionPrecedence (not run in both modes yet).
+// there).
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
 	features.SupportGateway,
@@ -40,6 +37,9 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGatewayBackendClientCertificate,
 	// ListenerSet (GEP-1713): listenersets.go.
 	features.SupportListenerSet,
+	// GatewayRouteHostnameIntersectionPrecedence (v1.7.0): routes sharing
+	// a virtual host rank by their own hostname (precedence.go, l4routes.go).
+	features.SupportGatewayRouteHostnameIntersectionPrecedence,
 
 	// HTTPRoute extended.
 	features.SupportHTTPRouteDestinationPortMatching,
@@ -65,6 +65,12 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute303RedirectStatusCode,
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
+	// v1.7.0 standard: retries by status code and on connection errors
+	// (httproute.go retry; Envoy retry_on connect-failure,refused-stream),
+	// and URLRewrite on a backendRef (backends.go).
+	features.SupportHTTPRouteRetryCodes,
+	features.SupportHTTPRouteRetryConnectionError,
+	features.SupportHTTPRouteBackendURLRewrite,
 
 	// BackendTLSPolicy (GATEWAY-HTTP extended).
 	features.SupportBackendTLSPolicy,
@@ -73,6 +79,8 @@ var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-GRPC core and extended.
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
+	// GRPCRouteRequestHeaderModifier (v1.7.0): the shared filter code.
+	features.SupportGRPCRouteRequestHeaderModifier,
 
 	// GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP core and extended.
 	// TLSRouteModeMixed: a Terminate and a Passthrough listener on one port

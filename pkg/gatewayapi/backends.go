@@ -163,11 +163,13 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 // ports of protocol transport, TCP or UDP (else BackendNotFound).
 //
 // A BackendTLSPolicy targeting the port makes Envoy originate TLS as it
-// says (Backend.TLS) for HTTPRoutes and GRPCRoutes (GEP-1897); TLSRoutes,
-// TCPRoutes and UDPRoutes relay their bytes as they are (a passthrough
-// client's TLS must not be wrapped again); one that cannot be honoured makes the backend Invalid
-// (its share answers the failure status, never plaintext) without a
-// problem of the route's own: the policy's status says why.
+// says (Backend.TLS) for HTTPRoutes and GRPCRoutes (GEP-1897), and for
+// TLSRoutes where a Terminate listener serves them (addL4Route: Backend.TLS,
+// or Backend.TLSInvalid when it cannot be honoured; a Passthrough listener
+// relays the client's TLS as it is); TCPRoutes and UDPRoutes relay their
+// bytes as they are. One that cannot be honoured makes an HTTP backend
+// Invalid (its share answers the failure status, never plaintext) without
+// a problem of the route's own: the policy's status says why.
 func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
 	key := r.key
 	routeNS := key.Namespace
@@ -204,14 +206,18 @@ func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectRefe
 		Protocol:  appProtocol(sp.AppProtocol),
 		Endpoints: t.endpoints(svc, sp),
 	}
-	if key.Kind != KindHTTPRoute && key.Kind != KindGRPCRoute {
+	if key.Kind != KindHTTPRoute && key.Kind != KindGRPCRoute && key.Kind != KindTLSRoute {
 		return b, nil
 	}
 	if pol := t.backendTLSFor(r, svc, sp); pol != nil {
-		if pol.tls == nil {
+		switch {
+		case pol.tls != nil:
+			b.TLS = pol.tls.DeepCopy()
+		case key.Kind == KindTLSRoute:
+			b.TLSInvalid = true
+		default:
 			return &ir.Backend{Name: b.Name, Invalid: true}, nil
 		}
-		b.TLS = pol.tls.DeepCopy()
 	}
 	return b, nil
 }

@@ -120,6 +120,7 @@ type l4Entry struct {
 func (l *listenerState) addL4Route(r *routeState) {
 	for _, ru := range r.rules.rules {
 		route := &ir.L4Route{Name: fmt.Sprintf("%s/%s/%s", strings.ToLower(r.key.Kind), r.key.Namespace, r.key.Name), Backends: *ru.l4.DeepCopy()}
+		l.backendTLS(route.Backends.Backends)
 		origins := map[string]string{}
 		if r.key.Kind == KindTLSRoute {
 			for _, h := range routeHosts(l.hostname, r.hostnames) {
@@ -181,4 +182,25 @@ func sniOwners(es []*l4Entry) map[string]*l4Entry {
 		}
 	}
 	return owner
+}
+
+// backendTLS settles the BackendTLSPolicy of a TLSRoute's backends on l
+// (resolveBackend): a TLS listener in mode Terminate originates TLS as the
+// policy says, to a cluster of its own ("/tls" appended to the name, as a
+// Passthrough listener may relay to the same Service port without it), and
+// refuses the connections of a backend whose policy cannot be honoured
+// (TLSInvalid: an Invalid backend, also named ".../tls"); any other
+// listener relays the bytes as they are.
+func (l *listenerState) backendTLS(bs []*ir.Backend) {
+	terminate := l.protocol == ir.ProtocolTLS && l.tls != nil && l.tls.Mode != ir.TLSPassthrough
+	for i, b := range bs {
+		switch {
+		case !terminate:
+			b.TLS, b.TLSInvalid = nil, false
+		case b.TLSInvalid:
+			bs[i] = &ir.Backend{Name: b.Name + "/tls", Weight: b.Weight, Invalid: true}
+		case b.TLS != nil:
+			b.Name += "/tls"
+		}
+	}
 }

@@ -26,8 +26,12 @@ func TestClaimedFeaturesAreTheGatewayClassList(t *testing.T) {
 	if len(got) != len(gatewayapi.SupportedFeatures) {
 		t.Errorf("claimed %v, GatewayClass status says %v", got, gatewayapi.SupportedFeatures)
 	}
-	tried := claimedFeatures(" HTTPRouteRetryCodes ,")
-	if !slices.Contains(tried, features.SupportHTTPRouteRetryCodes) || len(tried) != len(got)+1 {
+	// A feature we do not claim (GatewayListenerFilters, experimental).
+	if slices.Contains(got, features.SupportGatewayListenerFilters) {
+		t.Fatal("GatewayListenerFilters is claimed: pick another unclaimed feature for this test")
+	}
+	tried := claimedFeatures(" GatewayListenerFilters ,")
+	if !slices.Contains(tried, features.SupportGatewayListenerFilters) || len(tried) != len(got)+1 {
 		t.Errorf("TRY_FEATURES not added: %v", tried)
 	}
 }

@@ -4,7 +4,7 @@
 # hack/cluster, ghcr.io/xds-controller/xds-controller:dev.)
 # The binary is the entrypoint at /xds-controller; the chart passes
 # `serve controller ...` as arguments.
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+FROM --platform=$BUILDPLATFORM golang:1.27 AS build
 ARG TARGETOS TARGETARCH VERSION=dev
 WORKDIR /src
 COPY go.mod go.sum ./

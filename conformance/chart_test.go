@@ -18,7 +18,7 @@ const (
 
 // chartValues are the values of a conformance install: the mode's
 // GatewayParameters on the default GatewayClass (xds-controller), the
-// Gateway API v1.6.3 standard-channel CRDs from the chart, and the
+// Gateway API v1.7.0 standard-channel CRDs from the chart, and the
 // comma-separated key=value pairs of CHART_SET on top (like `helm --set`,
 // e.g. envoy.image=docker.io/envoyproxy/envoy:v1.40.0 on kind).
 func chartValues(mode, set string) (map[string]any, error) {
@@ -50,6 +50,9 @@ func installChart(t *testing.T, dir, mode string) {
 	}
 	ns := releaseNamespace
 	kc := os.Getenv("KUBECONFIG")
+	if gw, _ := vals["gatewayAPI"].(map[string]any); gw["installCRDs"] == true {
+		prepareGatewayAPICRDs(t, kc, dir)
+	}
 	getter := &genericclioptions.ConfigFlags{KubeConfig: &kc, Namespace: &ns}
 	cfg := new(action.Configuration)
 	if err := cfg.Init(getter, releaseNamespace, "secret", func(format string, v ...any) {

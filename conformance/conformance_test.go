@@ -98,7 +98,7 @@ func mode() (string, error) {
 }
 
 // suiteVersion is the version of the conformance module this test runs
-// (v1.6.3): the reports folder it belongs in. It is read from this
+// (v1.7.0): the reports folder it belongs in. It is read from this
 // module's go.mod (test binaries carry no dependency versions in their
 // build information).
 func suiteVersion() (string, error) {

@@ -10,8 +10,8 @@ import (
 )
 
 func TestReportPathFollowsUpstreamNaming(t *testing.T) {
-	got := reportPath("v1.6.3", "abc1234", "dedicated")
-	if want := "reports/v1.6.3/standard-abc1234-dedicated-report.yaml"; got != want {
+	got := reportPath("v1.7.0", "abc1234", "dedicated")
+	if want := "reports/v1.7.0/standard-abc1234-dedicated-report.yaml"; got != want {
 		t.Fatalf("reportPath = %q, want %q", got, want)
 	}
 }
@@ -26,8 +26,12 @@ func TestClaimedFeaturesAreTheGatewayClassList(t *testing.T) {
 	if len(got) != len(gatewayapi.SupportedFeatures) {
 		t.Errorf("claimed %v, GatewayClass status says %v", got, gatewayapi.SupportedFeatures)
 	}
-	tried := claimedFeatures(" HTTPRouteRetry ,")
-	if !slices.Contains(tried, features.SupportHTTPRouteRetry) || len(tried) != len(got)+1 {
+	// A feature we do not claim (GatewayListenerFilters, experimental).
+	if slices.Contains(got, features.SupportGatewayListenerFilters) {
+		t.Fatal("GatewayListenerFilters is claimed: pick another unclaimed feature for this test")
+	}
+	tried := claimedFeatures(" GatewayListenerFilters ,")
+	if !slices.Contains(tried, features.SupportGatewayListenerFilters) || len(tried) != len(got)+1 {
 		t.Errorf("TRY_FEATURES not added: %v", tried)
 	}
 }
@@ -52,8 +56,8 @@ func TestSuiteVersionIsTheRequiredConformanceModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v != "v1.6.3" {
-		t.Errorf("suite version %q, want v1.6.3 (go.mod)", v)
+	if v != "v1.7.0" {
+		t.Errorf("suite version %q, want v1.7.0 (go.mod)", v)
 	}
 	got, err := requiredVersion([]byte("module x\nrequire sigs.k8s.io/gateway-api/conformance v1.2.3\n"), suiteModule)
 	if err != nil || got != "v1.2.3" {

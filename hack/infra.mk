@@ -1,6 +1,6 @@
 # Targets of the parameters API, the provisioner (pkg/infra) and the Helm
 # chart. Included by the Makefile.
-GATEWAY_API_VERSION ?= v1.6.3
+GATEWAY_API_VERSION ?= v1.7.0
 CHART_DIR := charts/xds-controller
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 

@@ -7,6 +7,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Go 1.27 (Gateway API v1.7.0); fetched from the module proxy on first use.
+export GOTOOLCHAIN=go1.27.3
 envoy=$(hack/install-envoy.sh)
 go build -o bin/xds-controller ./cmd/xds-controller
 go build -o bin/sample-backend ./examples/backend

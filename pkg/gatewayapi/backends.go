@@ -103,27 +103,44 @@ func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend,
 
 // backendFilters applies HTTPBackendRef filters to b, the backend of
 // backendRef k: Request- and ResponseHeaderModifier are supported, once
-// each; ExtensionRef is a reference that cannot be resolved (reported, and
-// true is returned); other types are UnsupportedValue. A
-// RequestHeaderModifier that sets Host rewrites the Host of the requests
-// sent to b (b.HostRewrite, Envoy's WeightedCluster ClusterWeight
-// host_rewrite_literal), unless the rule rewrites it already (rc.ruleHost):
-// then the rule is UnsupportedValue, as a request's Host has one rewrite
-// (headers.go).
+// each, and so is URLRewrite on kinds that have it (HTTPRoute; Gateway API
+// v1.7.0 HTTPRouteBackendURLRewrite); ExtensionRef is a reference that
+// cannot be resolved (reported, and true is returned); other types are
+// UnsupportedValue. A RequestHeaderModifier that sets Host, or a URLRewrite
+// hostname, rewrites the Host of the requests sent to b (b.HostRewrite,
+// Envoy's WeightedCluster ClusterWeight host_rewrite_literal), unless the
+// rule rewrites it already (rc.ruleHost) or the backendRef does twice: then
+// the rule is UnsupportedValue, as a request's Host has one rewrite
+// (headers.go). A URLRewrite path is recorded in rc.backendPaths for
+// hoistBackendPath.
 func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir.Backend) (extRef bool) {
 	seen := map[gwapiv1.HTTPRouteFilterType]bool{}
+	setHost := func(where, what, host string) {
+		switch {
+		case host == "":
+		case rc.ruleHost != "":
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: %s sets Host, which the rule rewrites already (%s); a request's Host has one rewrite: set Host on each backendRef instead", where, what, rc.ruleHost)
+		case b.HostRewrite != "":
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: %s sets Host, which another filter of the backendRef sets already; a request's Host has one rewrite", where, what)
+		default:
+			b.HostRewrite = host
+		}
+	}
 	for i, f := range fs {
 		where := fmt.Sprintf("backendRef %d: filter %d", k, i)
 		switch {
 		case f.Type == gwapiv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil && !seen[f.Type]:
 			var host string
 			b.RequestHeaders, host = rc.headerModifier(where, f.RequestHeaderModifier, true)
-			switch {
-			case host == "":
-			case rc.ruleHost != "":
-				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%s: RequestHeaderModifier sets Host, which the rule rewrites already (%s); a request's Host has one rewrite: set Host on each backendRef instead", where, rc.ruleHost)
-			default:
-				b.HostRewrite = host
+			setHost(where, "RequestHeaderModifier", host)
+		case f.Type == gwapiv1.HTTPRouteFilterURLRewrite && f.URLRewrite != nil && !seen[f.Type] &&
+			(rc.filterTypes == nil || rc.filterTypes[f.Type]):
+			setHost(where, "URLRewrite", rc.rewriteHostname(i, fmt.Sprintf("backendRef %d: urlRewrite", k), f.URLRewrite.Hostname))
+			if p := rc.pathModifier(i, fmt.Sprintf("backendRef %d: urlRewrite", k), f.URLRewrite.Path, rc.ruleMatches); p != nil {
+				if rc.backendPaths == nil {
+					rc.backendPaths = map[int]*ir.PathModifier{}
+				}
+				rc.backendPaths[k] = p
 			}
 		case f.Type == gwapiv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil && !seen[f.Type]:
 			b.ResponseHeaders, _ = rc.headerModifier(where, f.ResponseHeaderModifier, false)
@@ -146,11 +163,13 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 // ports of protocol transport, TCP or UDP (else BackendNotFound).
 //
 // A BackendTLSPolicy targeting the port makes Envoy originate TLS as it
-// says (Backend.TLS) for HTTPRoutes and GRPCRoutes (GEP-1897); TLSRoutes,
-// TCPRoutes and UDPRoutes relay their bytes as they are (a passthrough
-// client's TLS must not be wrapped again); one that cannot be honoured makes the backend Invalid
-// (its share answers the failure status, never plaintext) without a
-// problem of the route's own: the policy's status says why.
+// says (Backend.TLS) for HTTPRoutes and GRPCRoutes (GEP-1897), and for
+// TLSRoutes where a Terminate listener serves them (addL4Route: Backend.TLS,
+// or Backend.TLSInvalid when it cannot be honoured; a Passthrough listener
+// relays the client's TLS as it is); TCPRoutes and UDPRoutes relay their
+// bytes as they are. One that cannot be honoured makes an HTTP backend
+// Invalid (its share answers the failure status, never plaintext) without
+// a problem of the route's own: the policy's status says why.
 func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
 	key := r.key
 	routeNS := key.Namespace
@@ -187,14 +206,18 @@ func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectRefe
 		Protocol:  appProtocol(sp.AppProtocol),
 		Endpoints: t.endpoints(svc, sp),
 	}
-	if key.Kind != KindHTTPRoute && key.Kind != KindGRPCRoute {
+	if key.Kind != KindHTTPRoute && key.Kind != KindGRPCRoute && key.Kind != KindTLSRoute {
 		return b, nil
 	}
 	if pol := t.backendTLSFor(r, svc, sp); pol != nil {
-		if pol.tls == nil {
+		switch {
+		case pol.tls != nil:
+			b.TLS = pol.tls.DeepCopy()
+		case key.Kind == KindTLSRoute:
+			b.TLSInvalid = true
+		default:
 			return &ir.Backend{Name: b.Name, Invalid: true}, nil
 		}
-		b.TLS = pol.tls.DeepCopy()
 	}
 	return b, nil
 }
@@ -333,3 +356,42 @@ func slicePort(es *discoveryv1.EndpointSlice, sp *corev1.ServicePort) uint32 {
 }
 
 func durationSeconds(s int32) time.Duration { return time.Duration(s) * time.Second }
+
+// hoistBackendPath makes the path rewrite of the rule's backendRef
+// URLRewrite filters (rc.backendPaths) the rule's own (filters.URLRewrite.Path):
+// Envoy rewrites the path per route (RouteAction prefix_rewrite,
+// regex_rewrite), not per weighted cluster. So every valid backend of group
+// (the resolved backendRefs, in order) must have the same path rewrite, and
+// the rule none of its own; otherwise the rule is UnsupportedValue.
+func (rc *ruleContext) hoistBackendPath(filters *ir.HTTPFilters, group *ir.BackendGroup) {
+	if len(rc.backendPaths) == 0 || group == nil {
+		return
+	}
+	var path *ir.PathModifier
+	for k, b := range group.Backends {
+		if b.Invalid {
+			continue
+		}
+		p := rc.backendPaths[k]
+		switch {
+		case p == nil:
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "backendRef %d has no URLRewrite path while another backendRef of the rule rewrites the path; Envoy rewrites the path per rule, so every backendRef must rewrite it alike", k)
+			return
+		case path != nil && *p != *path:
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "backendRef %d rewrites the path unlike another backendRef of the rule; Envoy rewrites the path per rule, so every backendRef must rewrite it alike", k)
+			return
+		}
+		path = p
+	}
+	if path == nil {
+		return
+	}
+	if filters.URLRewrite != nil && filters.URLRewrite.Path != nil {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "the rule's URLRewrite and a backendRef's both rewrite the path; a request's path has one rewrite")
+		return
+	}
+	if filters.URLRewrite == nil {
+		filters.URLRewrite = &ir.URLRewrite{}
+	}
+	filters.URLRewrite.Path = path
+}

@@ -13,9 +13,8 @@ import (
 // every GatewayClass of ours reports it in status.supportedFeatures, and the
 // conformance run (conformance/) claims the same. A feature joins only when
 // its conformance tests pass in both deployment modes (make conformance
-// MODE=shared|dedicated TRY_FEATURES=...). Not claimed: HTTPRouteRetry and
-// its RetryBackendTimeout/RetryConnectionError (experimental channel: the
-// standard-channel CRDs prune spec.rules[].retry, so its test cannot pass
+// MODE=shared|dedicated TRY_FEATURES=...). Names are those of Gateway API
+// v1.7.0 (HTTPRouteRetry and HTTPRouteRetryBackendTimeout no longer exist
 // there).
 var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-HTTP core.
@@ -38,6 +37,9 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportGatewayBackendClientCertificate,
 	// ListenerSet (GEP-1713): listenersets.go.
 	features.SupportListenerSet,
+	// GatewayRouteHostnameIntersectionPrecedence (v1.7.0): routes sharing
+	// a virtual host rank by their own hostname (precedence.go, l4routes.go).
+	features.SupportGatewayRouteHostnameIntersectionPrecedence,
 
 	// HTTPRoute extended.
 	features.SupportHTTPRouteDestinationPortMatching,
@@ -63,6 +65,12 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportHTTPRoute303RedirectStatusCode,
 	features.SupportHTTPRoute307RedirectStatusCode,
 	features.SupportHTTPRoute308RedirectStatusCode,
+	// v1.7.0 standard: retries by status code and on connection errors
+	// (httproute.go retry; Envoy retry_on connect-failure,refused-stream),
+	// and URLRewrite on a backendRef (backends.go).
+	features.SupportHTTPRouteRetryCodes,
+	features.SupportHTTPRouteRetryConnectionError,
+	features.SupportHTTPRouteBackendURLRewrite,
 
 	// BackendTLSPolicy (GATEWAY-HTTP extended).
 	features.SupportBackendTLSPolicy,
@@ -71,11 +79,12 @@ var SupportedFeatures = []features.FeatureName{
 	// GATEWAY-GRPC core and extended.
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
+	// GRPCRouteRequestHeaderModifier (v1.7.0): the shared filter code.
+	features.SupportGRPCRouteRequestHeaderModifier,
 
 	// GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP core and extended.
-	// TLSRouteModeMixed (a Terminate and a Passthrough listener on one port)
-	// is an experimental-channel feature whose test passes with the
-	// standard-channel CRDs.
+	// TLSRouteModeMixed: a Terminate and a Passthrough listener on one port
+	// (standard channel from v1.7.0).
 	features.SupportTLSRoute,
 	features.SupportTLSRouteModeTerminate,
 	features.SupportTLSRouteModeMixed,

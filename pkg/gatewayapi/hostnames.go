@@ -41,21 +41,47 @@ func isWildcard(h string) bool { return strings.HasPrefix(h, "*.") }
 // host) when the listener has none. Hostnames compare case-insensitively.
 // An empty result means the route does not attach to the listener.
 func routeHostnames(listener string, route []string) []string {
+	var out []string
+	for _, h := range routeHosts(listener, route) {
+		out = append(out, h.host)
+	}
+	return out
+}
+
+// routeHost is one virtual host of a route on a listener and the route's
+// own hostname it comes from ("*" for a route without hostnames).
+type routeHost struct{ host, origin string }
+
+// routeHosts is routeHostnames with each host's origin: the route hostname
+// whose intersection with the listener's gave it, the most specific
+// (compareHosts) when several give the same host. The origin decides the
+// precedence among routes that share a virtual host (HTTPRoute
+// spec.hostnames: "evaluate precedence using the original hostnames
+// configured on the Route"; Gateway API v1.7.0
+// GatewayRouteHostnameIntersectionPrecedence).
+func routeHosts(listener string, route []string) []routeHost {
 	if len(route) == 0 {
 		if listener == "" {
-			return []string{"*"}
+			return []routeHost{{"*", "*"}}
 		}
-		return []string{listener}
+		return []routeHost{{listener, "*"}}
 	}
-	var out []string
+	var out []routeHost
 	for _, r := range route {
 		r = strings.ToLower(r)
 		h := r
 		if listener != "" {
 			h = intersectHostname(listener, r)
 		}
-		if h != "" && !slices.Contains(out, h) {
-			out = append(out, h)
+		if h == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(x routeHost) bool { return x.host == h })
+		switch {
+		case i < 0:
+			out = append(out, routeHost{h, r})
+		case compareHosts(r, out[i].origin) < 0:
+			out[i].origin = r
 		}
 	}
 	return out

@@ -62,6 +62,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 			r.ranks = append(r.ranks, httpRank(m))
 		}
 	}
+	rc.ruleMatches = matches
 	filters, extRef := rc.filters(rule.Filters, matches)
 	if filters.Redirect != nil && len(rule.BackendRefs) > 0 {
 		// HTTPRouteRule CEL rule.
@@ -71,6 +72,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "%d backendRefs; at most %d are allowed", len(rule.BackendRefs), maxItems16)
 	}
 	backends := rc.backendRefs(rule.BackendRefs)
+	rc.hoistBackendPath(&filters, backends)
 	timeouts := rc.timeouts(rule.Timeouts)
 	retry := rc.retry(rule.Retry)
 
@@ -222,16 +224,17 @@ func (rc *ruleContext) timeouts(to *gwapiv1.HTTPRouteTimeouts) *ir.Timeouts {
 }
 
 // retry maps HTTPRouteRule retry (GEP-1731) to the IR. Unset attempts
-// means one retry (Envoy's default); set, it must be at least 1 (schema
-// minimum) and fit Envoy's uint32. Codes must be within 400-599.
+// means one retry (the schema's default); set, it must be at least 0 (the
+// v1.7.0 schema minimum: an explicit 0 disables retries) and fit Envoy's
+// uint32. Codes must be within 400-599.
 func (rc *ruleContext) retry(r *gwapiv1.HTTPRouteRetry) *ir.Retry {
 	if r == nil {
 		return nil
 	}
 	out := &ir.Retry{Attempts: 1}
 	if r.Attempts != nil {
-		if *r.Attempts < 1 || int64(*r.Attempts) > math.MaxUint32 {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "retry.attempts %d is outside 1-%d", *r.Attempts, uint32(math.MaxUint32))
+		if *r.Attempts < 0 || int64(*r.Attempts) > math.MaxUint32 {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "retry.attempts %d is outside 0-%d", *r.Attempts, uint32(math.MaxUint32))
 		} else {
 			out.Attempts = uint32(*r.Attempts)
 		}

@@ -105,7 +105,10 @@ func (rc *ruleContext) translateL4Rule(refs []gwapiv1.BackendRef) *ruleIR {
 
 // l4Entry is one L4 route of a listener with what orders it.
 type l4Entry struct {
-	route   *ir.L4Route
+	route *ir.L4Route
+	// origins are, by SNI name of route.Hostnames, the TLSRoute's own
+	// hostname it comes from (routeHosts).
+	origins map[string]string
 	created metav1.Time
 	ns      string
 	name    string
@@ -117,20 +120,26 @@ type l4Entry struct {
 func (l *listenerState) addL4Route(r *routeState) {
 	for _, ru := range r.rules.rules {
 		route := &ir.L4Route{Name: fmt.Sprintf("%s/%s/%s", strings.ToLower(r.key.Kind), r.key.Namespace, r.key.Name), Backends: *ru.l4.DeepCopy()}
+		l.backendTLS(route.Backends.Backends)
+		origins := map[string]string{}
 		if r.key.Kind == KindTLSRoute {
-			for _, h := range routeHostnames(l.hostname, r.hostnames) {
-				if h != "*" {
-					route.Hostnames = append(route.Hostnames, h)
+			for _, h := range routeHosts(l.hostname, r.hostnames) {
+				if h.host != "*" {
+					route.Hostnames = append(route.Hostnames, h.host)
+					origins[h.host] = h.origin
 				}
 			}
 		}
-		l.l4Routes = append(l.l4Routes, &l4Entry{route: route, created: r.created, ns: r.key.Namespace, name: r.key.Name})
+		l.l4Routes = append(l.l4Routes, &l4Entry{route: route, origins: origins, created: r.created, ns: r.key.Namespace, name: r.key.Name})
 	}
 }
 
 // l4RoutesOf returns l's L4 routes for the IR, oldest route first, then by
 // "namespace/name": where routes claim the same SNI name (TLS) or a whole
-// TCP or UDP listener, the first wins. A TCP or UDP listener serves only
+// TCP or UDP listener, the first wins; except that an SNI name goes to the
+// TLSRoute whose own hostname it comes from is the most specific
+// (sniOwners; GatewayRouteHostnameIntersectionPrecedence), the others
+// leave it out. A TCP or UDP listener serves only
 // its oldest route; the others stay attached (Accepted=True, counted in
 // attachedRoutes) and take over when it goes, as TCPRoute conformance
 // (TCPRouteMultipleRoutesAttachment) expects.
@@ -141,12 +150,57 @@ func (l *listenerState) l4RoutesOf() []*ir.L4Route {
 		}
 		return strings.Compare(a.ns+"/"+a.name, b.ns+"/"+b.name)
 	})
+	owner := sniOwners(l.l4Routes)
 	var out []*ir.L4Route
 	for _, e := range l.l4Routes {
-		out = append(out, e.route)
+		r := e.route
+		if len(r.Hostnames) > 0 {
+			kept := slices.DeleteFunc(slices.Clone(r.Hostnames), func(h string) bool { return owner[h] != e })
+			if len(kept) == 0 {
+				continue // every SNI name of it goes to a more specific route
+			}
+			r.Hostnames = kept
+		}
+		out = append(out, r)
 	}
 	if len(out) > 1 && (l.protocol == ir.ProtocolTCP || l.protocol == ir.ProtocolUDP) {
 		out = out[:1]
 	}
 	return out
+}
+
+// sniOwners says which entry of es (sorted by age, then "namespace/name")
+// serves each SNI name: the one whose own hostname behind it (origins) is
+// the most specific (compareHosts), the first of those on a tie.
+func sniOwners(es []*l4Entry) map[string]*l4Entry {
+	owner := map[string]*l4Entry{}
+	for _, e := range es {
+		for _, h := range e.route.Hostnames {
+			if o, ok := owner[h]; !ok || compareHosts(e.origins[h], o.origins[h]) < 0 {
+				owner[h] = e
+			}
+		}
+	}
+	return owner
+}
+
+// backendTLS settles the BackendTLSPolicy of a TLSRoute's backends on l
+// (resolveBackend): a TLS listener in mode Terminate originates TLS as the
+// policy says, to a cluster of its own ("/tls" appended to the name, as a
+// Passthrough listener may relay to the same Service port without it), and
+// refuses the connections of a backend whose policy cannot be honoured
+// (TLSInvalid: an Invalid backend, also named ".../tls"); any other
+// listener relays the bytes as they are.
+func (l *listenerState) backendTLS(bs []*ir.Backend) {
+	terminate := l.protocol == ir.ProtocolTLS && l.tls != nil && l.tls.Mode != ir.TLSPassthrough
+	for i, b := range bs {
+		switch {
+		case !terminate:
+			b.TLS, b.TLSInvalid = nil, false
+		case b.TLSInvalid:
+			bs[i] = &ir.Backend{Name: b.Name + "/tls", Weight: b.Weight, Invalid: true}
+		case b.TLS != nil:
+			b.Name += "/tls"
+		}
+	}
 }

@@ -16,7 +16,11 @@ type routeEntry struct {
 	route *ir.HTTPRoute
 	// rank is the match's precedence key within its hostname, defined by
 	// the route's kind (httpRank, grpcRank): smaller first.
-	rank    []int
+	rank []int
+	// origin is the route's own hostname the virtual host comes from
+	// (routeHosts): among routes of one virtual host, the more specific
+	// origin comes first.
+	origin  string
 	created metav1.Time
 	ns      string
 	name    string
@@ -26,7 +30,10 @@ type routeEntry struct {
 
 // sortRoutes orders a listener's routes: grouped by virtual host (exact
 // hostnames first, longer first; then wildcards, longer first; "*" last),
-// and within a host by the match precedence of the routes' kind (rank:
+// within a host by the specificity of the route hostname it comes from
+// (origin, same order: a route naming abc.example.com before one whose
+// *.example.com met an abc.example.com listener; HTTPRoute spec.hostnames,
+// GatewayRouteHostnameIntersectionPrecedence), then by the match precedence of the routes' kind (rank:
 // HTTPRouteRule matches for HTTPRoutes, GRPCRouteRule matches for
 // GRPCRoutes; an HTTPRoute and a GRPCRoute never share a hostname on a
 // listener, resolveKindConflicts); then the oldest route
@@ -36,6 +43,7 @@ func sortRoutes(rs []*routeEntry) {
 	slices.SortStableFunc(rs, func(a, b *routeEntry) int {
 		return cmp.Or(
 			compareHosts(a.route.Hostname, b.route.Hostname),
+			compareHosts(a.origin, b.origin),
 			slices.Compare(a.rank, b.rank),
 			compareTime(a.created, b.created),
 			cmp.Compare(a.ns, b.ns),

@@ -439,16 +439,16 @@ func (t *translator) finishRoute(r *routeState) {
 // whose TLS backends present l's Gateway's client certificate
 // (applyBackendClientCert).
 func (l *listenerState) addRoutes(r *routeState) {
-	for _, host := range routeHostnames(l.hostname, r.hostnames) {
+	for _, h := range routeHosts(l.hostname, r.hostnames) {
 		for _, ru := range r.rules.rules {
 			for j, m := range ru.matches {
 				route := ru.template.DeepCopy()
 				l.gw.applyBackendClientCert(route)
 				route.Name = routeMatchName(r.key, ru.index, j)
-				route.Hostname = host
+				route.Hostname = h.host
 				route.Match = *m.DeepCopy()
 				l.routes = append(l.routes, &routeEntry{
-					route: route, rank: ru.ranks[j], created: r.created, ns: r.key.Namespace, name: r.key.Name, rule: ru.index, match: j,
+					route: route, rank: ru.ranks[j], origin: h.origin, created: r.created, ns: r.key.Namespace, name: r.key.Name, rule: ru.index, match: j,
 				})
 			}
 		}

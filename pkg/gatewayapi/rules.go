@@ -87,6 +87,13 @@ type ruleContext struct {
 	// sets Host (filters, headers.go). A backendRef that sets Host too is
 	// then refused (backendFilters). filters runs before backendRefs.
 	ruleHost string
+	// ruleMatches are the rule's translated matches (HTTPRoute), for the
+	// ReplacePrefixMatch of a backendRef URLRewrite.
+	ruleMatches []ir.HTTPMatch
+	// backendPaths are the path rewrites of the rule's backendRef URLRewrite
+	// filters, by backendRef index (backendFilters); hoistBackendPath turns
+	// them into the rule's.
+	backendPaths map[int]*ir.PathModifier
 	// refs are ResolvedRefs problems: the rule, or the part of it they
 	// touch, answers the failure status.
 	refs []*problem

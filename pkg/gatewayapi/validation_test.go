@@ -211,7 +211,7 @@ func TestInvalidRuleValues(t *testing.T) {
 		{name: "timeout backend longer", rule: func(r *gwapiv1.HTTPRouteRule) {
 			r.Timeouts = &gwapiv1.HTTPRouteTimeouts{Request: ptr(gwapiv1.Duration("1s")), BackendRequest: ptr(gwapiv1.Duration("2s"))}
 		}, want: "longer than timeouts.request"},
-		{name: "retry attempts", rule: func(r *gwapiv1.HTTPRouteRule) { r.Retry = &gwapiv1.HTTPRouteRetry{Attempts: ptr(0)} }, want: "retry.attempts"},
+		{name: "retry attempts", rule: func(r *gwapiv1.HTTPRouteRule) { r.Retry = &gwapiv1.HTTPRouteRetry{Attempts: ptr(-1)} }, want: "retry.attempts"},
 		{name: "retry code", rule: func(r *gwapiv1.HTTPRouteRule) {
 			r.Retry = &gwapiv1.HTTPRouteRetry{Codes: []gwapiv1.HTTPRouteRetryStatusCode{399}}
 		}, want: "retry code"},

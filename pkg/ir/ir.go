@@ -301,7 +301,8 @@ type Timeouts struct {
 
 // Retry is an HTTPRoute rule retry policy (GEP-1731).
 type Retry struct {
-	// Attempts is the number of retries after the first try.
+	// Attempts is the number of retries after the first try; 0 disables
+	// retries (Envoy num_retries 0).
 	Attempts uint32 `json:"attempts"`
 	// Codes are the HTTP status codes that are retried.
 	Codes []uint32 `json:"codes,omitempty"`
@@ -359,6 +360,12 @@ type Backend struct {
 	// TLS, when set, makes Envoy originate TLS to the endpoints
 	// (BackendTLSPolicy, GEP-1897).
 	TLS *BackendTLS `json:"tls,omitempty"`
+	// TLSInvalid marks a TLSRoute backend whose BackendTLSPolicy cannot be
+	// honoured: on a TLS listener in mode Terminate its connections are
+	// refused (never sent in plaintext); a Passthrough listener relays the
+	// client's own TLS and ignores the policy. Resolved per listener by
+	// the translator; Envoy translation never sees it set.
+	TLSInvalid bool `json:"tlsInvalid,omitempty"`
 	// RequestHeaders and ResponseHeaders are backendRef-level filters.
 	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
 	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`

@@ -574,7 +574,7 @@ func TestGatewayAPICRDs(t *testing.T) {
 			continue
 		}
 		ann := get(crd, "metadata", "annotations").(object)
-		if ann["gateway.networking.k8s.io/bundle-version"] != "v1.6.3" || ann["gateway.networking.k8s.io/channel"] != "standard" || ann["helm.sh/resource-policy"] != "keep" {
+		if ann["gateway.networking.k8s.io/bundle-version"] != "v1.7.0" || ann["gateway.networking.k8s.io/channel"] != "standard" || ann["helm.sh/resource-policy"] != "keep" {
 			t.Errorf("%s annotations %v", plural, ann)
 		}
 	}
@@ -665,8 +665,8 @@ func TestCRDCopies(t *testing.T) {
 		if err := sigsyaml.Unmarshal(b, &o); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
-		if !bytes.Contains(b, []byte("bundle-version: v1.6.3")) {
-			t.Errorf("%s is not v1.6.3", f)
+		if !bytes.Contains(b, []byte("bundle-version: v1.7.0")) {
+			t.Errorf("%s is not v1.7.0", f)
 		}
 	}
 }

@@ -34,7 +34,13 @@ build_go_image() {
   local pkg=$1 binname=$2 image=$3 moddir=${4:-$REPO_ROOT}
   local work; work=$CACHE/gobuild/$binname
   mkdir -p "$work"
-  log "go build $pkg in $moddir"
+  # The module's own toolchain line (go.mod `toolchain goX.Y.Z`) wins over a
+  # GOTOOLCHAIN=local machine setting, so `cluster up` and `cluster go-image`
+  # build the project with the Go it needs (go1.27.3 for Gateway API v1.7.0)
+  # without the Makefile; modules without that line keep the caller's.
+  local tc; tc=$(sed -n 's/^toolchain //p' "$moddir/go.mod" 2>/dev/null)
+  if [[ -n $tc ]]; then local -x GOTOOLCHAIN=$tc; fi
+  log "go build $pkg in $moddir${tc:+ ($tc)}"
   (cd "$moddir" && CGO_ENABLED=0 nice -n 5 go build -ldflags "-s -w ${GO_IMAGE_LDFLAGS:-}" -o "$work/$binname" "$pkg" >&2) \
     || die "go build $pkg failed"
   local ref; ref=$image-$(sha256sum "$work/$binname" | cut -c1-12)

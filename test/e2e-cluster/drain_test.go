@@ -41,14 +41,10 @@ func (e *env) rollingRestart(mode string) {
 	} else {
 		e.helmInstall(mode)
 	}
-	e.mustKubectl("", "apply", "-f", examplesDir)
-	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "deploy/bar", "--timeout=120s")
+	e.applyExamples()
 	web := e.gatewayAddress("web", 4*time.Minute)
 	e.expectBackend(web, "foo.example.com", "/", "foo", 3*time.Minute)
-	fleetNS, fleetName := releaseNamespace, "envoy-"+className
-	if mode == "Dedicated" {
-		fleetNS, fleetName = exampleNamespace, "web-"+className
-	}
+	fleetNS, fleetName := webFleet(mode)
 	e.fleetState(fleetNS, fleetName)
 	e.steady(web, "foo.example.com", "/", "foo", 3*time.Second)
 	selector := "app.kubernetes.io/name=envoy,app.kubernetes.io/instance=" + fleetName

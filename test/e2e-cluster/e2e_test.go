@@ -478,6 +478,23 @@ func TestGatewaysOnTheLocalCluster(t *testing.T) {
 	inBothModes(t, (*env).run)
 }
 
+// applyExamples runs `kubectl apply -f examples/` and waits for the echo
+// backends foo and bar to roll out.
+func (e *env) applyExamples() {
+	e.t.Helper()
+	e.mustKubectl("", "apply", "-f", examplesDir)
+	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "deploy/bar", "--timeout=120s")
+}
+
+// webFleet is the namespace and name of the Envoy fleet that serves the
+// example Gateway web in mode: the class's shared fleet, or web's own.
+func webFleet(mode string) (ns, name string) {
+	if mode == "Dedicated" {
+		return exampleNamespace, "web-" + className
+	}
+	return releaseNamespace, "envoy-" + className
+}
+
 // run is one mode's scenario.
 func (e *env) run(mode string) {
 	t := e.t
@@ -486,8 +503,7 @@ func (e *env) run(mode string) {
 	e.helmInstall(mode)
 
 	// `kubectl apply -f examples/`.
-	e.mustKubectl("", "apply", "-f", examplesDir)
-	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "deploy/bar", "--timeout=120s")
+	e.applyExamples()
 
 	// Both Gateways listen on port 80 and are Programmed with their own
 	// LoadBalancer address.
@@ -511,10 +527,7 @@ func (e *env) run(mode string) {
 	}
 
 	// Envoy's metrics port, scraped like Prometheus does.
-	fleetNS, fleetName := releaseNamespace, "envoy-"+className
-	if mode == "Dedicated" {
-		fleetNS, fleetName = exampleNamespace, "web-"+className
-	}
+	fleetNS, fleetName := webFleet(mode)
 	e.envoyMetrics(fleetNS, fleetName, web)
 
 	e.staticAddress()

@@ -65,15 +65,11 @@ func (e *env) nack(mode string) {
 		"replicas": 2,
 		"extraEnv": []any{map[string]any{"name": nackHookEnv, "value": nackPrefix}},
 	})
-	e.mustKubectl("", "apply", "-f", examplesDir)
-	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "deploy/bar", "--timeout=120s")
+	e.applyExamples()
 	web := e.gatewayAddress("web", 4*time.Minute)
 	e.expectBackend(web, "foo.example.com", "/", "foo", 3*time.Minute)
 	e.expectBackend(web, "bar.example.com", "/api/users", "bar", time.Minute)
-	fleetNS, fleetName := releaseNamespace, "envoy-"+className
-	if mode == "Dedicated" {
-		fleetNS, fleetName = exampleNamespace, "web-"+className
-	}
+	fleetNS, fleetName := webFleet(mode)
 	e.fleetState(fleetNS, fleetName)
 	e.logReports()
 

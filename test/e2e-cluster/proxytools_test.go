@@ -52,8 +52,7 @@ func (e *env) operatorTools(mode string) {
 		"replicas": 2,
 		"extraEnv": []any{map[string]any{"name": nackHookEnv, "value": nackPrefix}},
 	})
-	e.mustKubectl("", "apply", "-f", examplesDir)
-	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "deploy/bar", "--timeout=120s")
+	e.applyExamples()
 	web := e.gatewayAddress("web", 4*time.Minute)
 	e.expectBackend(web, "foo.example.com", "/", "foo", 3*time.Minute)
 	fleetNS, webScope := releaseNamespace, "gatewayclass/"+className

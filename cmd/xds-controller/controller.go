@@ -2,10 +2,13 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -68,6 +71,16 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 			// xds_controller_proxies on /metrics, decided like proxy-status.
 			if err := ctrlmetrics.Registry.Register(proxystatus.NewCollector(c.XDS().Report)); err != nil {
 				return fmt.Errorf("registering xds_controller_proxies: %w", err)
+			}
+			// The process's and the Go runtime's own metrics (process_*,
+			// go_*), which controller-runtime's registry does not carry.
+			for _, col := range []prometheus.Collector{
+				collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+				collectors.NewGoCollector(),
+			} {
+				if err := ctrlmetrics.Registry.Register(col); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+					return fmt.Errorf("registering the process metrics: %w", err)
+				}
 			}
 			return c.Start(cmd.Context())
 		},

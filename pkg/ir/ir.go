@@ -90,6 +90,10 @@ type Listener struct {
 	// attached to an HTTP or HTTPS listener, in match precedence order
 	// (first match wins).
 	HTTPRoutes []*HTTPRoute `json:"httpRoutes,omitempty"`
+	// NoAccessLog turns Envoy's access log off for the listener (an
+	// IngressClass's parameters, accessLog Off). Listeners that share an
+	// address and port log unless all of them say so.
+	NoAccessLog bool `json:"noAccessLog,omitempty"`
 	// L4Routes are the routes attached to a TLS, TCP or UDP listener,
 	// oldest first. A TCP or UDP listener has at most one; a TLS listener
 	// picks one by SNI, the first that claims a name.
@@ -140,12 +144,14 @@ type Certificate struct {
 	PrivateKey []byte `json:"privateKey"`
 }
 
-// HTTPRoute is one match of one rule of an HTTPRoute or a GRPCRoute for
-// one hostname: the unit that becomes one Envoy route in one virtual host.
+// HTTPRoute is one match of one rule of an HTTPRoute or a GRPCRoute, or
+// one path of an Ingress, for one hostname: the unit that becomes one
+// Envoy route in one virtual host.
 type HTTPRoute struct {
-	// Name is unique within a listener:
+	// Name is unique within a listener's virtual host:
 	// "<kind>/<namespace>/<name>/rule/<i>/match/<j>", kind "httproute" or
-	// "grpcroute".
+	// "grpcroute"; for an Ingress "ingress/<namespace>/<name>/rule/<i>/path/<j>"
+	// or ".../defaultBackend" (pkg/ingress).
 	Name string `json:"name"`
 	// Hostname is the virtual host this route lives in: a host name, a
 	// "*."-wildcard, or "*" for every host.

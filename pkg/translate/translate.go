@@ -1,5 +1,6 @@
 // Package translate runs the whole pure pipeline of xds-controller on one
-// resource snapshot: Gateway API -> IR and status (pkg/gatewayapi), IR
+// resource snapshot: Gateway API -> IR and status (pkg/gatewayapi), the
+// Ingresses of our IngressClasses into the same IR (pkg/ingress), IR
 // validation (pkg/ir), IR -> xDS (pkg/xdstranslator). The standalone mode,
 // the controller and the offline `translate` command all call Run, and it
 // renders both stages as YAML for golden tests and for people.
@@ -17,6 +18,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
@@ -35,19 +37,40 @@ type Output struct {
 	Refused map[string][]xdsvalidate.Problem
 }
 
-// Run translates res (sorted) with opts. It fails when the IR breaks an
-// invariant (a translator bug, reported with every violation) or the xDS
-// translation fails; status is still returned in Output.Result then.
+// Option tunes a Run beyond the Gateway API translation's options.
+type Option func(*runConfig)
+
+type runConfig struct {
+	ingress ingress.Config
+}
+
+// WithIngress places the Ingresses of our IngressClasses (default: the
+// zero ingress.Config, ports 80 and 443 of GatewayClass xds-controller's
+// fleet).
+func WithIngress(cfg ingress.Config) Option {
+	return func(c *runConfig) { c.ingress = cfg }
+}
+
+// Run translates res (sorted) with opts: the Gateway API objects, then the
+// Ingresses of our IngressClasses into the same IR (ingress.Translate, with
+// the same opts). It fails when the IR breaks an invariant (a translator
+// bug, reported with every violation) or the xDS translation fails; status
+// is still returned in Output.Result then.
 //
 // A panic in a translator (a bug, never the input's fault) is returned as an
 // error, so that one bad object cannot crash a long-running caller.
-func Run(res *resources.Resources, opts gatewayapi.Options) (out *Output, err error) {
+func Run(res *resources.Resources, opts gatewayapi.Options, more ...Option) (out *Output, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("translator panic (a bug; please report it with the input): %v", p)
 		}
 	}()
+	var rc runConfig
+	for _, o := range more {
+		o(&rc)
+	}
 	out = &Output{Result: gatewayapi.Translate(res, opts)}
+	ingress.Translate(res, opts, rc.ingress, out.Result)
 	if err := out.Result.IR.Validate(); err != nil {
 		return out, fmt.Errorf("invalid IR: %w", err)
 	}
@@ -82,7 +105,8 @@ func Run(res *resources.Resources, opts gatewayapi.Options) (out *Output, err er
 
 // MarshalIR renders the IR and the status as YAML: the top-level keys are
 // `ir`, `status` and, when there are any, `warnings`; status maps are keyed by "namespace/name" (a
-// GatewayClass by its name).
+// GatewayClass by its name). An Ingress's status shows its class, where it
+// is served and its problems.
 func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 	st := map[string]any{}
 	if r.Status != nil {
@@ -101,6 +125,13 @@ func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 				lss[k.String()] = v
 			}
 			st["listenerSets"] = lss
+		}
+		if len(r.Status.Ingresses) > 0 {
+			ings := map[string]any{}
+			for k, v := range r.Status.Ingresses {
+				ings[k.String()] = v
+			}
+			st["ingresses"] = ings
 		}
 		if len(r.Status.BackendTLSPolicies) > 0 {
 			ps := map[string]any{}

@@ -53,7 +53,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 		routes = append(routes, rc)
 		l.FilterChains = []*listenerv3.FilterChain{{
 			Name:    "http",
-			Filters: []*listenerv3.Filter{s.hcmFilter(statPrefix("http", fmt.Sprint(k.port)), name, cors)},
+			Filters: []*listenerv3.Filter{s.hcmFilter(statPrefix("http", fmt.Sprint(k.port)), name, cors, accessLog(ls...))},
 		}}
 	case ir.ProtocolHTTPS, ir.ProtocolTLS:
 		// More specific listeners first, so that a server name claimed by a
@@ -76,7 +76,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 					Name:             "https/" + il.Name,
 					FilterChainMatch: tlsChainMatch(il.Hostname),
-					Filters:          []*listenerv3.Filter{s.hcmFilter(statPrefix("https", fmt.Sprint(k.port)), rcName, cors)},
+					Filters:          []*listenerv3.Filter{s.hcmFilter(statPrefix("https", fmt.Sprint(k.port)), rcName, cors, accessLog(il))},
 					TransportSocket:  s.downstreamTLS(il.TLS, []string{"h2", "http/1.1"}),
 				})
 				continue
@@ -182,7 +182,15 @@ func compareHostSpecificity(a, b string) int {
 	return cmp.Or(cmp.Compare(rank(a), rank(b)), -cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
 }
 
-func (s *scopeBuilder) hcmFilter(stat, routeConfig string, cors bool) *listenerv3.Filter {
+// accessLog says whether the HTTP connection manager serving ls logs
+// requests: unless every one of them has NoAccessLog.
+func accessLog(ls ...*ir.Listener) bool {
+	return slices.ContainsFunc(ls, func(l *ir.Listener) bool { return !l.NoAccessLog })
+}
+
+// hcmFilter is the HTTP connection manager of a filter chain, with
+// Envoy's stdout access log when log is set.
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, cors, log bool) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	if cors {
 		filters = append(filters, &hcmv3.HttpFilter{
@@ -206,11 +214,13 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, cors bool) *listenerv
 		NormalizePath:                wrapperspb.Bool(true),
 		MergeSlashes:                 true,
 		PathWithEscapedSlashesAction: hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT,
-		AccessLog:                    []*accesslogv3.AccessLog{stdoutAccessLog()},
 		// WebSocket (HTTP/1.1 Upgrade) is forwarded to every backend: a
 		// Service port with appProtocol kubernetes.io/ws (GEP-1911) needs
 		// it, any other backend answers the upgrade as it sees fit.
 		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+	}
+	if log {
+		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
 	}
 	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
 }

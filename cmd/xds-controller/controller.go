@@ -17,6 +17,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/infra"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/provisioner"
 	"github.com/xds-controller/xds-controller/pkg/proxystatus"
@@ -107,5 +108,6 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.IntVar(&cfg.StatusWorkers, "status-workers", status.DefaultWorkers, "objects whose status is written at once")
 	f.StringVar(&cfg.ServiceAccount, "service-account", kubernetes.DefaultServiceAccount, "the controller's ServiceAccount (names the xDS server identity)")
 	f.StringVar(&prov.EnvoyImage, "envoy-image", infra.DefaultEnvoyImage, "Envoy image of the fleets whose GatewayParameters name none")
+	f.StringVar(&cfg.Ingress.GatewayClass, "ingress-gateway-class", ingress.DefaultGatewayClass, "GatewayClass whose Envoy fleet serves the Ingresses of IngressClasses with controller "+ingress.ControllerName+" (their GatewayParameters overlay its parameters)")
 	return cmd
 }

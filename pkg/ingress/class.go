@@ -257,3 +257,23 @@ func ClassOf(ing *networkingv1.Ingress, classes map[string]*Class) *Class {
 	}
 	return def
 }
+
+// ReferencedSecrets are the Secrets that the Ingresses of our
+// IngressClasses (the default ControllerName) name in spec.tls, in their
+// own namespaces, in the order of res: what the controller must read for
+// them.
+func ReferencedSecrets(res *resources.Resources) []types.NamespacedName {
+	classes := Classes(res, Config{})
+	var out []types.NamespacedName
+	for _, ing := range res.Ingresses {
+		if ing == nil || ClassOf(ing, classes) == nil {
+			continue
+		}
+		for _, t := range ing.Spec.TLS {
+			if t.SecretName != "" {
+				out = append(out, types.NamespacedName{Namespace: ing.Namespace, Name: t.SecretName})
+			}
+		}
+	}
+	return out
+}

@@ -138,16 +138,22 @@ func TestDefaults(t *testing.T) {
 	objs := render(t, nil)
 	k := kinds(objs)
 	for kind, n := range map[string]int{
-		"CustomResourceDefinition": 1, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
+		"CustomResourceDefinition": 2, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
 		"ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"GatewayClass": 1, "GatewayParameters": 1,
+		"GatewayClass": 1, "GatewayParameters": 1, "IngressClass": 1,
 	} {
 		if k[kind] != n {
 			t.Errorf("%d %s, want %d (all: %v)", k[kind], kind, n, k)
 		}
 	}
-	if crd := find(objs, "CustomResourceDefinition", "gatewayparameters.gateway.xds-controller.dev"); crd == nil {
-		t.Error("our CRD is not in the chart")
+	for _, name := range []string{"gatewayparameters.gateway.xds-controller.dev", "ingressclassparameters.gateway.xds-controller.dev"} {
+		if crd := find(objs, "CustomResourceDefinition", name); crd == nil {
+			t.Errorf("our CRD %s is not in the chart", name)
+		}
+	}
+	if ic := find(objs, "IngressClass", "xds-controller"); ic == nil || get(ic, "spec", "controller") != "xds-controller.dev/ingress-controller" ||
+		get(ic, "metadata", "annotations") != nil {
+		t.Errorf("IngressClass %v, want ours and not the default", ic)
 	}
 
 	dep := find(objs, "Deployment", "xds-controller")
@@ -194,8 +200,8 @@ func TestDefaults(t *testing.T) {
 	if str(gp, "spec", "mode") != "Shared" || get(gp, "spec", "envoy") != nil {
 		t.Errorf("default GatewayParameters %v", gp["spec"])
 	}
-	// No Gateway API CRDs unless asked.
-	if n := k["CustomResourceDefinition"]; n != 1 {
+	// No Gateway API CRDs unless asked: only our two.
+	if n := k["CustomResourceDefinition"]; n != 2 {
 		t.Errorf("%d CRDs", n)
 	}
 }
@@ -267,17 +273,22 @@ func TestRBAC(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"ClusterRole gateway.networking.k8s.io/gatewayclasses":        {"get", "list", "watch"},
-		"ClusterRole gateway.networking.k8s.io/gateways":              {"get", "list", "watch"},
-		"ClusterRole gateway.networking.k8s.io/httproutes":            {"get", "list", "watch"},
-		"ClusterRole gateway.networking.k8s.io/referencegrants":       {"get", "list", "watch"},
-		"ClusterRole gateway.networking.k8s.io/gateways/status":       {"patch", "update"},
-		"ClusterRole gateway.networking.k8s.io/httproutes/status":     {"patch", "update"},
-		"ClusterRole gateway.networking.k8s.io/gatewayclasses/status": {"patch", "update"},
-		"ClusterRole gateway.xds-controller.dev/gatewayparameters":    {"get", "list", "watch"},
-		"ClusterRole /namespaces":                                     {"get", "list", "watch"},
-		"ClusterRole /events":                                         {"create", "patch"},
-		"ClusterRole authentication.k8s.io/tokenreviews":              {"create"},
+		"ClusterRole gateway.networking.k8s.io/gatewayclasses":          {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/gateways":                {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/httproutes":              {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/referencegrants":         {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/gateways/status":         {"patch", "update"},
+		"ClusterRole gateway.networking.k8s.io/httproutes/status":       {"patch", "update"},
+		"ClusterRole gateway.networking.k8s.io/gatewayclasses/status":   {"patch", "update"},
+		"ClusterRole gateway.xds-controller.dev/gatewayparameters":      {"get", "list", "watch"},
+		"ClusterRole gateway.xds-controller.dev/ingressclassparameters": {"get", "list", "watch"},
+		"ClusterRole networking.k8s.io/ingresses":                       {"get", "list", "watch"},
+		"ClusterRole networking.k8s.io/ingressclasses":                  {"get", "list", "watch"},
+		"ClusterRole networking.k8s.io/ingresses/status":                {"patch", "update"},
+		"ClusterRole networking.k8s.io/ingressclasses/finalizers":       {"update"},
+		"ClusterRole /namespaces":                                       {"get", "list", "watch"},
+		"ClusterRole /events":                                           {"create", "patch"},
+		"ClusterRole authentication.k8s.io/tokenreviews":                {"create"},
 		"Role /pods": {"get", "list", "watch"},
 	}
 	for key, verbs := range want {
@@ -621,5 +632,28 @@ func TestExtraEnv(t *testing.T) {
 	}
 	if want := []string{"POD_NAME", "POD_NAMESPACE", "XDS_CONTROLLER_TESTHOOK_REJECT_PREFIX"}; !slices.Equal(names, want) {
 		t.Errorf("env %v, want %v", names, want)
+	}
+}
+
+// TestIngressClassValues: the IngressClass can be the cluster's default,
+// reference IngressClassParameters of the release namespace, or be left
+// out; the controller serves it with the chart's GatewayClass.
+func TestIngressClassValues(t *testing.T) {
+	objs := render(t, map[string]any{"ingressClass": map[string]any{"name": "edge", "default": true, "parametersName": "edge-params"}})
+	ic := find(objs, "IngressClass", "edge")
+	if ic == nil || str(ic, "metadata", "annotations", "ingressclass.kubernetes.io/is-default-class") != "true" {
+		t.Fatalf("IngressClass %v, want the default class", ic)
+	}
+	p := get(ic, "spec", "parameters").(object)
+	if p["apiGroup"] != "gateway.xds-controller.dev" || p["kind"] != "IngressClassParameters" || p["scope"] != "Namespace" ||
+		p["namespace"] != "xds-system" || p["name"] != "edge-params" {
+		t.Errorf("parameters %v", p)
+	}
+	c := get(find(objs, "Deployment", "xds-controller"), "spec", "template", "spec", "containers").([]any)[0].(object)
+	if !slices.Contains(c["args"].([]any), any("--ingress-gateway-class=xds-controller")) {
+		t.Errorf("args %v lack --ingress-gateway-class", c["args"])
+	}
+	if ic := find(render(t, map[string]any{"ingressClass": map[string]any{"create": false}}), "IngressClass", "xds-controller"); ic != nil {
+		t.Errorf("ingressClass.create=false rendered %v", ic)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/provisioner"
 )
@@ -207,6 +208,9 @@ type replicaOptions struct {
 	hooks       kubernetes.Hooks
 	// provision installs the provisioner (pkg/provisioner) instead of hooks.
 	provision bool
+	// ingressGatewayClass is the GatewayClass whose fleet serves the
+	// Ingresses (default ingress.DefaultGatewayClass).
+	ingressGatewayClass string
 }
 
 func startReplica(t *testing.T, o replicaOptions) *replica {
@@ -230,6 +234,7 @@ func startReplica(t *testing.T, o replicaOptions) *replica {
 		StatusQPS:       100,
 		StatusBurst:     100,
 		Hooks:           o.hooks,
+		Ingress:         ingress.Config{GatewayClass: o.ingressGatewayClass},
 
 		GracefulShutdownTimeout: 5 * time.Second,
 		Log:                     testLogger(t, o.identity),

@@ -63,6 +63,11 @@ func (o Options) ParametersRefused(gw types.NamespacedName) string {
 // wildcard as the first label only. It returns why h is not valid, or "".
 func ValidHostname(h string) string { return checkHostname(h) }
 
+// CompareHosts orders virtual host names as a listener's routes are
+// grouped (sortRoutes): exact names first, then "*." wildcards, then "*";
+// longer first; then by name.
+func CompareHosts(a, b string) int { return compareHosts(a, b) }
+
 // Refs resolves references for a producer of IR other than Translate (an
 // Ingress translator) with Translate's own rules, on the same snapshot:
 // Service ports by number or name to their endpoints (EndpointSlices, or

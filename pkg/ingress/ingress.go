@@ -362,9 +362,10 @@ func (t *translator) backend(is *ingressState, b networkingv1.IngressBackend, wh
 	return &ir.HTTPRoute{Backends: &ir.BackendGroup{Backends: []*ir.Backend{be}}}
 }
 
-// routes are the IR routes of the class, by virtual host: exact hosts
-// first, then wildcards, longest first, then "*" (the order Envoy picks a
-// virtual host in does not depend on it; it keeps the IR stable). In a
+// routes are the IR routes of the class, by virtual host
+// (gatewayapi.CompareHosts: exact hosts first, then wildcards, longest
+// first, then "*"; the order Envoy picks a virtual host in does not depend
+// on it, it keeps the IR stable). In a
 // host's virtual host: the host's own paths (a wildcard host's with its
 // one-label check), then the paths of rules without host (they apply to
 // every host), then the default backend; each group by comparePaths.
@@ -379,7 +380,7 @@ func (cs *classState) routes() []*ir.HTTPRoute {
 	if cs.defaultBackend != nil && !slices.Contains(vhosts, "*") {
 		vhosts = append(vhosts, "*")
 	}
-	slices.SortFunc(vhosts, compareVHosts)
+	slices.SortFunc(vhosts, gatewayapi.CompareHosts)
 	byPath := func(a, b *entry) int { return comparePaths(a.path, b.path) }
 	own := map[string][]*entry{}
 	for h, es := range cs.hosts {
@@ -409,21 +410,6 @@ func (cs *classState) routes() []*ir.HTTPRoute {
 		}
 	}
 	return out
-}
-
-// compareVHosts orders virtual hosts: exact names, then wildcards, then
-// "*"; longer first; then by name.
-func compareVHosts(a, b string) int {
-	rank := func(h string) int {
-		switch {
-		case h == "*":
-			return 2
-		case strings.HasPrefix(h, "*."):
-			return 1
-		}
-		return 0
-	}
-	return cmp.Or(cmp.Compare(rank(a), rank(b)), -cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
 }
 
 func deref(p *string) string {

@@ -8,6 +8,7 @@ package gatewayapi
 
 import (
 	"cmp"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -62,6 +63,11 @@ func (o Options) ParametersRefused(gw types.NamespacedName) string {
 // lower-case RFC 1123 labels, at most 253 characters, an optional "*."
 // wildcard as the first label only. It returns why h is not valid, or "".
 func ValidHostname(h string) string { return checkHostname(h) }
+
+// ValidHeaderName checks an HTTP header name (Gateway API HTTPHeaderName:
+// an RFC 7230 token of 1-256 characters); it returns why n is not one, or
+// "".
+func ValidHeaderName(n string) string { return checkHeaderName(n) }
 
 // CompareHosts orders virtual host names as a listener's routes are
 // grouped (sortRoutes): exact names first, then "*." wildcards, then "*";
@@ -134,6 +140,35 @@ func (r *Refs) Certificate(kind, ns, field, name string) (*ir.Certificate, strin
 		return nil, p.msg
 	}
 	return c, ""
+}
+
+// Filters translates HTTPRoute filters and timeouts for a rule of the
+// object of kind ns/name (an Ingress path whose annotations ask for them)
+// whose match is match, with HTTPRoute's own rules and validation
+// (filters.go, headers.go; timeouts as HTTPRouteRule timeouts): the IR
+// filters and timeouts, and why they cannot be used (each message without
+// the rule and filter indexes HTTPRoute's status would give). With
+// problems the results must not be served. Filters that reference other
+// objects (RequestMirror, ExtensionRef) are for routes only: refused here.
+func (r *Refs) Filters(kind, ns, name string, match ir.HTTPMatch, fs []gwapiv1.HTTPRouteFilter, to *gwapiv1.HTTPRouteTimeouts) (ir.HTTPFilters, *ir.Timeouts, []string) {
+	rc := &ruleContext{t: r.t, route: &routeState{key: RouteKey{Kind: kind, Namespace: ns, Name: name}}, failure: 500,
+		filterTypes: map[gwapiv1.HTTPRouteFilterType]bool{
+			gwapiv1.HTTPRouteFilterRequestHeaderModifier: true, gwapiv1.HTTPRouteFilterResponseHeaderModifier: true,
+			gwapiv1.HTTPRouteFilterRequestRedirect: true, gwapiv1.HTTPRouteFilterURLRewrite: true, gwapiv1.HTTPRouteFilterCORS: true,
+		}}
+	matches := []ir.HTTPMatch{match}
+	rc.ruleMatches = matches
+	filters, _ := rc.filters(fs, matches)
+	timeouts := rc.timeouts(to)
+	var msgs []string
+	for _, p := range append(rc.unsupported, rc.refs...) {
+		m := strings.TrimPrefix(p.msg, "rule 0: ")
+		if i := strings.Index(m, ": "); strings.HasPrefix(m, "filter ") && i > 0 {
+			m = m[i+2:]
+		}
+		msgs = append(msgs, m)
+	}
+	return filters, timeouts, msgs
 }
 
 // IngressStatus is what the translation of one Ingress of ours produced

@@ -95,7 +95,7 @@ func Translate(res *resources.Resources, opts gatewayapi.Options, cfg Config, ou
 		}
 		cs := byClass[c.Obj.Name]
 		if cs == nil {
-			cs = &classState{class: c, hosts: map[string][]*entry{}, claims: map[string]*ingressState{}}
+			cs = &classState{class: c, hosts: map[string][]*entry{}, claims: map[string]*entry{}}
 			byClass[c.Obj.Name] = cs
 		}
 		cs.ingresses = append(cs.ingresses, &ingressState{obj: ing, st: &gatewayapi.IngressStatus{Class: c.Obj.Name, Generation: ing.Generation}})
@@ -112,7 +112,7 @@ func Translate(res *resources.Resources, opts gatewayapi.Options, cfg Config, ou
 	}) {
 		cs := byClass[name]
 		if cs == nil {
-			cs = &classState{class: classes[name], hosts: map[string][]*entry{}, claims: map[string]*ingressState{}}
+			cs = &classState{class: classes[name], hosts: map[string][]*entry{}, claims: map[string]*entry{}}
 		}
 		t.translateClass(cs)
 		for _, is := range cs.ingresses {
@@ -139,9 +139,12 @@ type classState struct {
 	// hosts are the paths by virtual host ("*" for rules without host),
 	// in the order claimed.
 	hosts map[string][]*entry
-	// claims are who serves each host and path: "<vhost> <Exact|Prefix>
-	// <path>".
-	claims map[string]*ingressState
+	// claims are the entries that serve each host and path: "<vhost>
+	// <Exact|Prefix> <path>[ (regex)]".
+	claims map[string]*entry
+	// canaries are the canary Ingresses, read after all others
+	// (canary.go).
+	canaries []canaryIngress
 	// defaultBackend answers what no path matches; its owner is the oldest
 	// Ingress with a spec.defaultBackend.
 	defaultBackend *entry
@@ -162,11 +165,18 @@ func (s *ingressState) String() string { return s.obj.Namespace + "/" + s.obj.Na
 // entry is one path (or the default backend) of an Ingress: the IR route
 // it becomes in each virtual host it is served in.
 type entry struct {
-	host hostRule
-	path pathMatch
-	// route has the action (backends or a direct response) and the name;
-	// hostname and match are set per virtual host.
+	owner *ingressState
+	host  hostRule
+	path  pathMatch
+	// route has the action (backends or a direct response), the filters
+	// and the name; hostname and match are set per virtual host.
 	route *ir.HTTPRoute
+	// sslRedirect: on the HTTP listener the path redirects to HTTPS (the
+	// ssl-redirect annotations).
+	sslRedirect bool
+	// canary, when set, is the route of a canary Ingress selected by a
+	// header or cookie, served right before this one (canary.go).
+	canary *entry
 }
 
 // translateClass serves the Ingresses of one class, or reports why not.
@@ -195,8 +205,10 @@ func (t *translator) translateClass(cs *classState) {
 		is.st.Gateway = gw
 		t.readIngress(cs, is)
 	}
+	for _, c := range cs.canaries {
+		t.readCanary(cs, c)
+	}
 	g := &ir.Gateway{Namespace: gw.Namespace, Name: gw.Name, Class: string(gw.Spec.GatewayClassName), Scope: t.opts.ScopeOf(gw)}
-	routes := cs.routes()
 	noLog := cs.class.Params != nil && cs.class.Params.Spec.AccessLog != nil && *cs.class.Params.Spec.AccessLog == v1alpha1.AccessLogOff
 	for i, l := range gw.Spec.Listeners {
 		if l.Protocol == gwapiv1.HTTPSProtocolType && len(cs.certs) == 0 {
@@ -212,13 +224,17 @@ func (t *translator) translateClass(cs *classState) {
 			continue
 		}
 		il.NoAccessLog = noLog
-		il.HTTPRoutes = routes
 		if l.Protocol == gwapiv1.HTTPSProtocolType {
 			il.TLS = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: cs.certs}
-			il.HTTPRoutes = make([]*ir.HTTPRoute, len(routes))
-			for j, r := range routes {
-				il.HTTPRoutes[j] = r.DeepCopy()
+			il.HTTPRoutes = cs.routes(nil)
+		} else {
+			// HTTPS on the class's HTTPS port; the scheme's default port
+			// needs none in the Location.
+			port := uint32(gw.Spec.Listeners[1].Port)
+			if port == 443 {
+				port = 0
 			}
+			il.HTTPRoutes = cs.routes(&ir.Redirect{Scheme: "https", Port: port, StatusCode: 308})
 		}
 		g.Listeners = append(g.Listeners, il)
 		for _, is := range cs.ingresses {
@@ -276,9 +292,15 @@ func overlap(a, b netip.Addr) bool {
 }
 
 // readIngress reads one Ingress of the class (older ones were read
-// before): its certificates, default backend and paths.
+// before): its annotations, certificates, default backend and paths.
 func (t *translator) readIngress(cs *classState, is *ingressState) {
 	ing := is.obj
+	set := t.readSettings(cs, is)
+	if set.canary != nil {
+		// Its paths add to those of the others, read first.
+		cs.canaries = append(cs.canaries, canaryIngress{is: is, set: set})
+		return
+	}
 	for i, tls := range ing.Spec.TLS {
 		where := fmt.Sprintf("spec.tls[%d]", i)
 		if tls.SecretName == "" {
@@ -298,8 +320,10 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 		if cs.defaultBackend != nil {
 			is.problemf(ReasonConflict, "spec.defaultBackend is not used: the class's default backend is that of Ingress %s, which is older", routeOwner(cs.defaultBackend.route.Name))
 		} else {
-			cs.defaultBackend = &entry{host: hostRule{vhost: "*"}, path: pathMatch{value: "/"}, route: t.backend(is, *b, "spec.defaultBackend")}
-			cs.defaultBackend.route.Name = routeName(ing, "defaultBackend")
+			e := &entry{owner: is, host: hostRule{vhost: "*"}, path: pathMatch{value: "/"}, route: t.backend(is, *b, "spec.defaultBackend")}
+			e.route.Name = routeName(ing, "defaultBackend")
+			set.applyRoute(e.route, ing.Namespace, serviceName(*b), e.path, false)
+			cs.defaultBackend = e
 		}
 	}
 	for i, rule := range ing.Spec.Rules {
@@ -313,23 +337,24 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 		}
 		for j, p := range rule.HTTP.Paths {
 			where := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
-			pm, err := readPath(p)
+			pm, err := readPath(p, set.regex)
 			if err != nil {
 				is.problemf(ReasonInvalidPath, "%s: %v; the path is not served", where, err)
 				continue
 			}
 			claim := host.vhost + " " + pm.String()
-			if owner := cs.claims[claim]; owner != nil {
-				if owner == is {
+			if other := cs.claims[claim]; other != nil {
+				if other.owner == is {
 					is.problemf(ReasonConflict, "%s: host %s path %s is already a path of this Ingress; the first one is served", where, host.vhost, pm)
 				} else {
-					is.problemf(ReasonConflict, "%s: host %s path %s is served by Ingress %s, which is older; this one is not served", where, host.vhost, pm, owner)
+					is.problemf(ReasonConflict, "%s: host %s path %s is served by Ingress %s, which is older; this one is not served", where, host.vhost, pm, other.owner)
 				}
 				continue
 			}
-			cs.claims[claim] = is
-			e := &entry{host: host, path: pm, route: t.backend(is, p.Backend, where+".backend")}
+			e := &entry{owner: is, host: host, path: pm, route: t.backend(is, p.Backend, where+".backend"), sslRedirect: set.redirectsToHTTPS(ing, rule.Host)}
+			cs.claims[claim] = e
 			e.route.Name = routeName(ing, fmt.Sprintf("rule/%d/path/%d", i, j))
+			set.applyRoute(e.route, ing.Namespace, serviceName(p.Backend), pm, true)
 			cs.hosts[host.vhost] = append(cs.hosts[host.vhost], e)
 		}
 	}
@@ -362,14 +387,16 @@ func (t *translator) backend(is *ingressState, b networkingv1.IngressBackend, wh
 	return &ir.HTTPRoute{Backends: &ir.BackendGroup{Backends: []*ir.Backend{be}}}
 }
 
-// routes are the IR routes of the class, by virtual host
+// routes are the IR routes of one listener of the class, by virtual host
 // (gatewayapi.CompareHosts: exact hosts first, then wildcards, longest
 // first, then "*"; the order Envoy picks a virtual host in does not depend
-// on it, it keeps the IR stable). In a
-// host's virtual host: the host's own paths (a wildcard host's with its
-// one-label check), then the paths of rules without host (they apply to
-// every host), then the default backend; each group by comparePaths.
-func (cs *classState) routes() []*ir.HTTPRoute {
+// on it, it keeps the IR stable). In a host's virtual host: the host's own
+// paths (a wildcard host's with its one-label check), then the paths of
+// rules without host (they apply to every host), then the default
+// backend; each group by comparePaths. On the HTTP listener (toHTTPS set)
+// the paths whose annotations ask for it answer with that redirect to
+// HTTPS instead (keeping their allowed source ranges).
+func (cs *classState) routes(toHTTPS *ir.Redirect) []*ir.HTTPRoute {
 	vhosts := slices.Collect(func(yield func(string) bool) {
 		for h := range cs.hosts {
 			if !yield(h) {
@@ -387,12 +414,20 @@ func (cs *classState) routes() []*ir.HTTPRoute {
 		own[h] = slices.SortedStableFunc(slices.Values(es), byPath)
 	}
 	var out []*ir.HTTPRoute
-	add := func(vhost string, e *entry, own bool) {
+	var add func(vhost string, e *entry, own bool)
+	add = func(vhost string, e *entry, own bool) {
+		if e.canary != nil {
+			add(vhost, e.canary, own)
+		}
 		r := e.route.DeepCopy()
 		r.Hostname = vhost
-		r.Match = ir.HTTPMatch{Path: e.path.irPath()}
+		r.Match = ir.HTTPMatch{Path: e.path.irPath(), Headers: r.Match.Headers}
 		if own {
-			r.Match.Headers = e.host.authorityMatch()
+			r.Match.Headers = append(e.host.authorityMatch(), r.Match.Headers...)
+		}
+		if toHTTPS != nil && e.sslRedirect {
+			r.Backends, r.DirectResponse, r.Timeouts, r.Retry = nil, nil, nil, nil
+			r.Filters = ir.HTTPFilters{Redirect: toHTTPS.DeepCopy(), AllowedSourceRanges: r.Filters.AllowedSourceRanges}
 		}
 		out = append(out, r)
 	}
@@ -410,6 +445,14 @@ func (cs *classState) routes() []*ir.HTTPRoute {
 		}
 	}
 	return out
+}
+
+// serviceName is the Service a backend names ("" for none).
+func serviceName(b networkingv1.IngressBackend) string {
+	if b.Service == nil {
+		return ""
+	}
+	return b.Service.Name
 }
 
 func deref(p *string) string {

@@ -131,7 +131,7 @@ func TestReadPath(t *testing.T) {
 		{typ(networkingv1.PathTypePrefix), "/a/%2F", "error: %2f"},
 		{typ(networkingv1.PathTypePrefix), "/a/..", "error: /.."},
 	} {
-		m, err := readPath(networkingv1.HTTPIngressPath{Path: tc.path, PathType: tc.typ})
+		m, err := readPath(networkingv1.HTTPIngressPath{Path: tc.path, PathType: tc.typ}, false)
 		got := m.String()
 		if err != nil {
 			got = "error: " + err.Error()

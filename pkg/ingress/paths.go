@@ -6,6 +6,7 @@ package ingress
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -20,6 +21,11 @@ type pathMatch struct {
 	// exact is pathType Exact; otherwise the path matches by element
 	// (Prefix, and ImplementationSpecific, which we treat as Prefix).
 	exact bool
+	// regex: the path is a regular expression (the use-regex and
+	// rewrite-target annotations), matched case-insensitively from the
+	// path's start as ingress-nginx does: the whole path for Exact,
+	// a beginning of it otherwise.
+	regex bool
 	// value is the path; for a prefix without its trailing slashes ("/"
 	// stays "/"), since "/foo/" and "/foo" match the same requests.
 	value string
@@ -37,8 +43,10 @@ type pathMatch struct {
 // type, must not contain "//", "/./", "/../", an encoded slash (%2f) or end
 // with "/." or "/.."; nor may it hold '?', '#', spaces or control
 // characters, which no request path matched by Envoy contains. pathType is
-// required. The error says what is wrong.
-func readPath(p networkingv1.HTTPIngressPath) (pathMatch, error) {
+// required. With regex (annotations) the path is a regular expression: it
+// must start with "/" and be RE2 (Envoy's syntax; Perl's lookarounds and
+// backreferences are not). The error says what is wrong.
+func readPath(p networkingv1.HTTPIngressPath, regex bool) (pathMatch, error) {
 	if p.PathType == nil {
 		return pathMatch{}, fmt.Errorf("pathType is required (Exact, Prefix or ImplementationSpecific)")
 	}
@@ -50,6 +58,15 @@ func readPath(p networkingv1.HTTPIngressPath) (pathMatch, error) {
 	case networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific:
 	default:
 		return pathMatch{}, fmt.Errorf("pathType %q is not Exact, Prefix or ImplementationSpecific", *p.PathType)
+	}
+	if regex {
+		if !strings.HasPrefix(value, "/") || len(value) > maxPathLength || strings.IndexFunc(value, unicode.IsControl) >= 0 {
+			return pathMatch{}, fmt.Errorf("path %q must start with / and be at most %d characters without control characters", value, maxPathLength)
+		}
+		if _, err := regexp.Compile("(?i)" + value); err != nil {
+			return pathMatch{}, fmt.Errorf("path %q is not an RE2 regular expression (use-regex, rewrite-target): %v", value, err)
+		}
+		return pathMatch{exact: exact, regex: true, value: value}, nil
 	}
 	if why := checkPath(value); why != "" {
 		return pathMatch{}, fmt.Errorf("path %q %s", value, why)
@@ -80,21 +97,48 @@ func checkPath(v string) string {
 	return ""
 }
 
-// irPath is the path match Envoy serves.
+// irPath is the path match Envoy serves. A regular expression matches
+// the whole path in Envoy, so a prefix one gets ".*" appended.
 func (m pathMatch) irPath() *ir.StringMatch {
-	if m.exact {
+	switch {
+	case m.regex && m.exact:
+		return &ir.StringMatch{Type: ir.MatchRegex, Value: "(?i)" + m.value}
+	case m.regex:
+		return &ir.StringMatch{Type: ir.MatchRegex, Value: "(?i)(?:" + m.value + ").*"}
+	case m.exact:
 		return &ir.StringMatch{Type: ir.MatchExact, Value: m.value}
 	}
 	return &ir.StringMatch{Type: ir.MatchPathPrefix, Value: m.value}
 }
 
-// String is "Exact /a" or "Prefix /a" (ImplementationSpecific shows as
-// Prefix: it is served as one).
-func (m pathMatch) String() string {
+// rewritePattern is the pattern a rewrite-target that refers to groups up
+// to \refs replaces: the whole path, the groups numbered as in the
+// Ingress's regular expression, and empty groups appended up to refs, so
+// that a group the path does not have substitutes nothing, as an unset
+// capture does in ingress-nginx (and Envoy is never given a substitution
+// of a group its pattern lacks).
+func (m pathMatch) rewritePattern(refs int) string {
+	p := "(?i)^(?:" + m.value + ").*"
 	if m.exact {
-		return "Exact " + m.value
+		p = "(?i)^(?:" + m.value + ")$"
 	}
-	return "Prefix " + m.value
+	if re, err := regexp.Compile(p); err == nil && re.NumSubexp() < refs {
+		p += strings.Repeat("()", refs-re.NumSubexp())
+	}
+	return p
+}
+
+// String is "Exact /a" or "Prefix /a" (ImplementationSpecific shows as
+// Prefix: it is served as one), with " (regex)" for a regular expression.
+func (m pathMatch) String() string {
+	s := "Prefix " + m.value
+	if m.exact {
+		s = "Exact " + m.value
+	}
+	if m.regex {
+		s += " (regex)"
+	}
+	return s
 }
 
 // comparePaths orders the paths of one host by the Ingress API's

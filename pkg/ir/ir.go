@@ -218,6 +218,12 @@ type HTTPFilters struct {
 	URLRewrite      *URLRewrite     `json:"urlRewrite,omitempty"`
 	Mirrors         []*Mirror       `json:"mirrors,omitempty"`
 	CORS            *CORS           `json:"cors,omitempty"`
+	// AllowedSourceRanges, when set, are the only client address ranges
+	// (CIDRs, canonical) the route answers; others get 403 (an Ingress's
+	// whitelist-source-range annotation). The client address is Envoy's
+	// remote address (the peer, or X-Forwarded-For's as the HTTP
+	// connection manager trusts it).
+	AllowedSourceRanges []string `json:"allowedSourceRanges,omitempty"`
 }
 
 // Header is a header name and value.
@@ -243,17 +249,24 @@ type HeaderModifier struct {
 // PathModifierType is how a redirect or rewrite changes the path.
 type PathModifierType string
 
-// Path modifier types (Gateway API HTTPPathModifierType).
+// Path modifier types (Gateway API HTTPPathModifierType, and
+// RegexReplace for an Ingress's rewrite-target annotation).
 const (
 	ReplaceFullPath    PathModifierType = "ReplaceFullPath"
 	ReplacePrefixMatch PathModifierType = "ReplacePrefixMatch"
+	// RegexReplace replaces what Pattern matches of the path (the query
+	// is kept) by Value, in which \1 to \9 are Pattern's groups (Envoy
+	// RouteAction regex_rewrite). A URLRewrite only, never a redirect.
+	RegexReplace PathModifierType = "RegexReplace"
 )
 
 // PathModifier replaces the full path, or the part the PathPrefix match
-// matched.
+// matched, or what Pattern matches.
 type PathModifier struct {
 	Type  PathModifierType `json:"type"`
 	Value string           `json:"value"`
+	// Pattern is the RE2 expression of RegexReplace.
+	Pattern string `json:"pattern,omitempty"`
 }
 
 // Redirect is a RequestRedirect filter. Empty fields keep the request's.

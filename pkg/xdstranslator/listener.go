@@ -13,6 +13,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -46,14 +47,14 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 	var routes []*routev3.RouteConfiguration
 	switch ls[0].Protocol {
 	case ir.ProtocolHTTP:
-		rc, cors, err := s.routeConfig(name, ls, nil)
+		rc, use, err := s.routeConfig(name, ls, nil)
 		if err != nil {
 			return nil, nil, err
 		}
 		routes = append(routes, rc)
 		l.FilterChains = []*listenerv3.FilterChain{{
 			Name:    "http",
-			Filters: []*listenerv3.Filter{s.hcmFilter(statPrefix("http", fmt.Sprint(k.port)), name, cors, accessLog(ls...))},
+			Filters: []*listenerv3.Filter{s.hcmFilter(statPrefix("http", fmt.Sprint(k.port)), name, use, accessLog(ls...))},
 		}}
 	case ir.ProtocolHTTPS, ir.ProtocolTLS:
 		// More specific listeners first, so that a server name claimed by a
@@ -68,7 +69,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				}
 				used[il.Hostname] = true
 				rcName := HTTPSRouteConfigName(name, il.Name)
-				rc, cors, err := s.routeConfig(rcName, []*ir.Listener{il}, misdirectedHosts(il, ordered))
+				rc, use, err := s.routeConfig(rcName, []*ir.Listener{il}, misdirectedHosts(il, ordered))
 				if err != nil {
 					return nil, nil, err
 				}
@@ -76,7 +77,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 					Name:             "https/" + il.Name,
 					FilterChainMatch: tlsChainMatch(il.Hostname),
-					Filters:          []*listenerv3.Filter{s.hcmFilter(statPrefix("https", fmt.Sprint(k.port)), rcName, cors, accessLog(il))},
+					Filters:          []*listenerv3.Filter{s.hcmFilter(statPrefix("https", fmt.Sprint(k.port)), rcName, use, accessLog(il))},
 					TransportSocket:  s.downstreamTLS(il.TLS, []string{"h2", "http/1.1"}),
 				})
 				continue
@@ -188,11 +189,19 @@ func accessLog(ls ...*ir.Listener) bool {
 	return slices.ContainsFunc(ls, func(l *ir.Listener) bool { return !l.NoAccessLog })
 }
 
-// hcmFilter is the HTTP connection manager of a filter chain, with
-// Envoy's stdout access log when log is set.
-func (s *scopeBuilder) hcmFilter(stat, routeConfig string, cors, log bool) *listenerv3.Filter {
+// hcmFilter is the HTTP connection manager of a filter chain, with the
+// optional filters its routes use (RBAC first, then CORS; the router
+// last) and Envoy's stdout access log when log is set.
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
-	if cors {
+	if use.rbac {
+		// No rules: routes without a per-route policy let everyone in.
+		filters = append(filters, &hcmv3.HttpFilter{
+			Name:       filterRBAC,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&rbacv3.RBAC{})},
+		})
+	}
+	if use.cors {
 		filters = append(filters, &hcmv3.HttpFilter{
 			Name:       filterCORS,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},

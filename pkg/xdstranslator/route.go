@@ -26,9 +26,9 @@ import (
 // routeConfig renders the HTTP routes of the listeners ls (that share one
 // HTTP connection manager) as the route configuration name, plus a virtual
 // host answering 421 for each domain of misdirected (misdirectedHosts)
-// that no route's virtual host has. It reports whether a route uses CORS,
-// so that the CORS filter joins the chain.
-func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string) (*routev3.RouteConfiguration, bool, error) {
+// that no route's virtual host has. It reports which optional filters the
+// routes use (CORS, RBAC), so that they join the chain.
+func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string) (*routev3.RouteConfiguration, filterUse, error) {
 	// A request for host H is served by the most specific listener whose
 	// hostname covers H: only that listener's routes go into H's virtual
 	// host.
@@ -56,7 +56,7 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 		}
 		return v
 	}
-	usesCORS := false
+	var used filterUse
 	for _, l := range ls {
 		if h := strings.ToLower(l.Hostname); h != "" && owner(h) == l {
 			vhost(h)
@@ -66,11 +66,11 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 			if len(ls) > 1 && owner(host) != l {
 				continue
 			}
-			route, cors, err := s.route(r, l.GatewayPort)
+			route, use, err := s.route(r, l.GatewayPort)
 			if err != nil {
-				return nil, false, fmt.Errorf("route %s: %w", r.Name, err)
+				return nil, used, fmt.Errorf("route %s: %w", r.Name, err)
 			}
-			usesCORS = usesCORS || cors
+			used.add(use)
 			v := vhost(host)
 			v.Routes = append(v.Routes, route)
 		}
@@ -95,7 +95,7 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 	for _, h := range order {
 		rc.VirtualHosts = append(rc.VirtualHosts, vhosts[h])
 	}
-	return rc, usesCORS, nil
+	return rc, used, nil
 }
 
 // covers says whether a listener with hostname listener accepts requests
@@ -112,7 +112,7 @@ func covers(listener, host string) bool {
 
 // route renders one IR HTTP route of a listener whose Gateway port is
 // listenerPort.
-func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Route, bool, error) {
+func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Route, filterUse, error) {
 	out := &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match, r.GRPC)}
 	f := &r.Filters
 	if h := f.RequestHeaders; h != nil {
@@ -121,20 +121,20 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 	if h := f.ResponseHeaders; h != nil {
 		out.ResponseHeadersToAdd, out.ResponseHeadersToRemove = headerMods(h)
 	}
-	cors := false
+	var use filterUse
 	switch {
 	case r.DirectResponse != nil:
 		out.Action = directResponse(r.DirectResponse)
 	case f.Redirect != nil:
 		rd, err := redirect(f.Redirect, r.Match.Path, listenerPort)
 		if err != nil {
-			return nil, false, err
+			return nil, use, err
 		}
 		out.Action = &routev3.Route_Redirect{Redirect: rd}
 	case r.Backends != nil:
 		ra, direct, err := s.routeAction(r)
 		if err != nil {
-			return nil, false, err
+			return nil, use, err
 		}
 		if direct != nil {
 			out.Action = directResponse(direct)
@@ -143,12 +143,23 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 		out.Action = &routev3.Route_Route{Route: ra}
 		if f.CORS != nil {
 			out.TypedPerFilterConfig = map[string]*anypb.Any{filterCORS: toAny(corsPolicy(f.CORS))}
-			cors = true
+			use.cors = true
 		}
 	default:
-		return nil, false, fmt.Errorf("the route has no action")
+		return nil, use, fmt.Errorf("the route has no action")
 	}
-	return out, cors, nil
+	if len(f.AllowedSourceRanges) > 0 {
+		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
+		if err != nil {
+			return nil, use, err
+		}
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[filterRBAC] = toAny(p)
+		use.rbac = true
+	}
+	return out, use, nil
 }
 
 // routeMatch renders a route's match; a gRPC route matches only gRPC
@@ -406,6 +417,11 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 					return nil, nil, err
 				}
 				ra.PrefixRewrite, ra.RegexRewrite = prefix, re
+			case ir.RegexReplace:
+				ra.RegexRewrite = &matcherv3.RegexMatchAndSubstitute{
+					Pattern:      &matcherv3.RegexMatcher{Regex: p.Pattern},
+					Substitution: p.Value,
+				}
 			default:
 				return nil, nil, fmt.Errorf("unknown path modifier %q", p.Type)
 			}

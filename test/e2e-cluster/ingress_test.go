@@ -43,12 +43,14 @@ func (e *env) ingress(mode string) {
 		t.Errorf("Ingress address %s, Service %s/%s has %+v", addr, svc.Namespace, svc.Name, svc.Status.LoadBalancer.Ingress)
 	}
 
-	e.expectBackend(addr, "shop.example.com", "/", "foo", 3*time.Minute)
-	e.expectBackend(addr, "shop.example.com", "/checkout", "bar", time.Minute)
-	e.expectBackend(addr, "shop.example.com", "/checkout/cart", "foo", time.Minute) // Exact is exact
-	e.expectBackend(addr, "api.example.com", "/v1/users", "bar", time.Minute)
-	if r, err := e.get(addr, "api.example.com", "/v2"); err == nil {
-		t.Errorf("api.example.com/v2 (no path of the Ingress) answered: %+v", r)
+	// rewrite-target /$2: the backend sees the rewritten path.
+	e.expectRewritten(addr, "shop.example.com", "/store/items", "foo", "/items", 3*time.Minute)
+	e.expectRewritten(addr, "shop.example.com", "/checkout", "bar", "/", time.Minute)
+	e.expectRewritten(addr, "api.example.com", "/v1/users", "bar", "/users", time.Minute)
+	for _, p := range []string{"/checkout/cart", "/v2"} { // Exact is exact; no such path
+		if r, err := e.get(addr, "shop.example.com", p); err == nil {
+			t.Errorf("shop.example.com%s (no path of the Ingress) answered: %+v", p, r)
+		}
 	}
 
 	// HTTPS on 443 with the Secret's certificate, by SNI.
@@ -68,6 +70,22 @@ func (e *env) ingress(mode string) {
 	}
 	// The Gateways of the same fleet answer beside it.
 	e.expectBackend(e.gatewayAddress("web", 2*time.Minute), "foo.example.com", "/", "foo", time.Minute)
+}
+
+// expectRewritten waits until GET addr host path is answered by the echo
+// backend backend, which saw the path rewritten.
+func (e *env) expectRewritten(addr, host, path, backend, rewritten string, timeout time.Duration) {
+	e.t.Helper()
+	e.eventually(fmt.Sprintf("http://%s%s Host %s -> %s as %s", addr, path, host, backend, rewritten), timeout, func() error {
+		r, err := e.get(addr, host, path)
+		if err != nil {
+			return err
+		}
+		if r.Namespace != exampleNamespace || !strings.HasPrefix(r.Pod, backend+"-") || r.Path != rewritten {
+			return fmt.Errorf("answered by pod %s/%s for path %s, want %s/%s-* for %s", r.Namespace, r.Pod, r.Path, exampleNamespace, backend, rewritten)
+		}
+		return nil
+	})
 }
 
 // ingressAddress waits until the Ingress in the example namespace has an

@@ -127,6 +127,12 @@ func (t *translator) readCanary(cs *classState, ci canaryIngress) {
 				continue
 			}
 			main := cs.claims[host.vhost+" "+pm.String()]
+			if alt, err := readPath(p, !ci.set.regex); main == nil && err == nil {
+				// The main Ingress's paths may be regular expressions
+				// (its rewrite-target) while the canary's are not, or
+				// the other way round: the path is the same.
+				main = cs.claims[host.vhost+" "+alt.String()]
+			}
 			switch {
 			case main == nil:
 				is.problemf(ReasonConflict, "%s: no other Ingress of the class serves host %s path %s, and a canary only adds to one; not served", where, host.vhost, pm)
@@ -150,7 +156,7 @@ func (t *translator) readCanary(cs *classState, ci canaryIngress) {
 				cr.Name = routeName(is.obj, fmt.Sprintf("rule/%d/path/%d", i, j))
 				cr.Backends = r.Backends.DeepCopy()
 				cr.Match.Headers = []ir.StringMatch{*m}
-				main.canary = &entry{owner: is, host: host, path: pm, route: cr, sslRedirect: main.sslRedirect}
+				main.canary = &entry{owner: is, host: host, path: main.path, route: cr, sslRedirect: main.sslRedirect}
 			}
 			if c.weight > 0 {
 				mb := main.route.Backends.Backends

@@ -136,3 +136,135 @@ func TestIngressBesideHTTPRoute(t *testing.T) {
 		f.waitOutput(re.String(), from, re, 10*time.Second)
 	}
 }
+
+// annotationsYAML: IngressClass e2e-ann (ours) and Ingresses using
+// ingress-nginx's annotations, read as ours: rewrite-target with a regex
+// capture, ssl-redirect for the TLS host, a source range that excludes
+// loopback, a canary by header, and a response header of our own.
+const annotationsYAML = `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: e2e-ann}
+spec: {controller: xds-controller.dev/ingress-controller}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: rewrite
+  namespace: default
+  annotations:
+    nginx.ingress.kubernetes.io/rewrite-target: /$2
+    xds-controller.dev/response-headers-set: "X-Via: ingress"
+spec:
+  ingressClassName: e2e-ann
+  rules:
+  - host: rw.example.com
+    http:
+      paths:
+      - {path: /app(/|$)(.*), pathType: ImplementationSpecific, backend: {service: {name: alpha, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: secure
+  namespace: default
+  annotations:
+    nginx.ingress.kubernetes.io/ssl-redirect: "true"
+spec:
+  ingressClassName: e2e-ann
+  tls: [{hosts: [secure.example.com], secretName: ann-cert}]
+  rules:
+  - host: secure.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: beta, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: guarded
+  namespace: default
+  annotations:
+    nginx.ingress.kubernetes.io/whitelist-source-range: 192.0.2.0/24
+spec:
+  ingressClassName: e2e-ann
+  rules:
+  - host: guarded.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: alpha, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: canary
+  namespace: default
+  annotations:
+    nginx.ingress.kubernetes.io/canary: "true"
+    nginx.ingress.kubernetes.io/canary-by-header: X-Canary
+spec:
+  ingressClassName: e2e-ann
+  rules:
+  - host: rw.example.com
+    http:
+      paths:
+      - {path: /app(/|$)(.*), pathType: ImplementationSpecific, backend: {service: {name: beta, port: {number: 80}}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: ann-cert, namespace: default}
+type: kubernetes.io/tls
+data:
+  tls.crt: {{.Cert}}
+  tls.key: {{.Key}}
+`
+
+// TestIngressAnnotations: ingress-nginx's annotations on the wire, served
+// by one Envoy beside the Gateway's HTTPRoutes.
+func TestIngressAnnotations(t *testing.T) {
+	httpPort, httpsPort := freePort(t), freePort(t)
+	cert := newCA(t, "annotations CA").issue(t, "secure.example.com")
+	f := start(t, func(f *fixture) {
+		render(t, filepath.Join(f.dir, "ingress.yaml"), annotationsYAML, map[string]any{
+			"Cert": base64.StdEncoding.EncodeToString(cert.certPEM), "Key": base64.StdEncoding.EncodeToString(cert.keyPEM),
+		})
+		f.args = append(f.args, "--ingress-http-address", fmt.Sprintf("127.0.0.1:%d", httpPort),
+			"--ingress-https-address", fmt.Sprintf("127.0.0.1:%d", httpsPort))
+	})
+	poll(t, "the rewritten path", func() error {
+		if code, body := f.getOn(httpPort, "rw.example.com", "/app/users/7"); code != 200 || !strings.HasPrefix(body, "alpha /users/7") {
+			return fmt.Errorf("%d %q", code, body)
+		}
+		return nil
+	})
+	noRedirect := &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(host, path string, headers ...string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", httpPort, path), nil)
+		req.Host = host
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatalf("%s%s: %v", host, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, body := do("rw.example.com", "/APP"); resp.StatusCode != 200 || !strings.HasPrefix(body, "alpha / ") || resp.Header.Get("X-Via") != "ingress" {
+		t.Errorf("/APP (case-insensitive; $2 empty): %d %q X-Via %q, want 200 alpha / with X-Via: ingress", resp.StatusCode, body, resp.Header.Get("X-Via"))
+	}
+	if resp, body := do("rw.example.com", "/app/x", "X-Canary", "always"); resp.StatusCode != 200 || !strings.HasPrefix(body, "beta /x") {
+		t.Errorf("canary by header: %d %q, want beta /x", resp.StatusCode, body)
+	}
+	if resp, _ := do("secure.example.com", "/pay?x=1"); resp.StatusCode != 308 || resp.Header.Get("Location") != fmt.Sprintf("https://secure.example.com:%d/pay?x=1", httpsPort) {
+		t.Errorf("ssl-redirect: %d Location %q, want 308 to the HTTPS port", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := do("guarded.example.com", "/"); resp.StatusCode != 403 {
+		t.Errorf("a client outside the allowed source ranges: %d, want 403", resp.StatusCode)
+	}
+	if code, body := f.get("a.example.com", "/x"); code != 200 || !strings.HasPrefix(body, "alpha /x") {
+		t.Errorf("the HTTPRoute beside: %d %q", code, body)
+	}
+}

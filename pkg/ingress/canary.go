@@ -16,6 +16,8 @@ import (
 	"regexp"
 	"strconv"
 
+	networkingv1 "k8s.io/api/networking/v1"
+
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
@@ -110,61 +112,45 @@ func (c *canary) match() *ir.StringMatch {
 // left as they are.
 func (t *translator) readCanary(cs *classState, ci canaryIngress) {
 	is, c := ci.is, ci.set.canary
-	for i, rule := range is.obj.Spec.Rules {
-		host, err := readHost(rule.Host)
-		if err != nil {
-			is.problemf(ReasonInvalidHost, "spec.rules[%d]: %v; the rule is not served", i, err)
-			continue
+	is.paths(ci.set.regex, func(i, j int, _ networkingv1.IngressRule, host hostRule, p networkingv1.HTTPIngressPath, pm pathMatch, where string) {
+		main := cs.claims[host.vhost+" "+pm.String()]
+		if alt, err := readPath(p, !ci.set.regex); main == nil && err == nil {
+			// The main Ingress's paths may be regular expressions
+			// (its rewrite-target) while the canary's are not, or
+			// the other way round: the path is the same.
+			main = cs.claims[host.vhost+" "+alt.String()]
 		}
-		if rule.HTTP == nil {
-			continue
+		switch {
+		case main == nil:
+			is.problemf(ReasonConflict, "%s: no other Ingress of the class serves host %s path %s, and a canary only adds to one; not served", where, host.vhost, pm)
+			return
+		case main.canary != nil || main.route.Backends != nil && len(main.route.Backends.Backends) > 1:
+			is.problemf(ReasonConflict, "%s: host %s path %s has a canary already (an older Ingress's); this one is not served", where, host.vhost, pm)
+			return
+		case main.route.Backends == nil:
+			is.problemf(ReasonConflict, "%s: host %s path %s of Ingress %s answers an error; the canary is not added", where, host.vhost, pm, main.owner)
+			return
 		}
-		for j, p := range rule.HTTP.Paths {
-			where := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
-			pm, err := readPath(p, ci.set.regex)
-			if err != nil {
-				is.problemf(ReasonInvalidPath, "%s: %v; the path is not served", where, err)
-				continue
-			}
-			main := cs.claims[host.vhost+" "+pm.String()]
-			if alt, err := readPath(p, !ci.set.regex); main == nil && err == nil {
-				// The main Ingress's paths may be regular expressions
-				// (its rewrite-target) while the canary's are not, or
-				// the other way round: the path is the same.
-				main = cs.claims[host.vhost+" "+alt.String()]
-			}
-			switch {
-			case main == nil:
-				is.problemf(ReasonConflict, "%s: no other Ingress of the class serves host %s path %s, and a canary only adds to one; not served", where, host.vhost, pm)
-				continue
-			case main.canary != nil || main.route.Backends != nil && len(main.route.Backends.Backends) > 1:
-				is.problemf(ReasonConflict, "%s: host %s path %s has a canary already (an older Ingress's); this one is not served", where, host.vhost, pm)
-				continue
-			case main.route.Backends == nil:
-				is.problemf(ReasonConflict, "%s: host %s path %s of Ingress %s answers an error; the canary is not added", where, host.vhost, pm, main.owner)
-				continue
-			}
-			r := t.backend(is, p.Backend, where+".backend")
-			if r.Backends == nil {
-				continue // reported; the main path keeps all of its traffic
-			}
-			for _, b := range r.Backends.Backends {
-				ci.set.applyBackend(b, is.obj.Namespace, serviceName(p.Backend))
-			}
-			if m := c.match(); m != nil {
-				cr := main.route.DeepCopy()
-				cr.Name = routeName(is.obj, fmt.Sprintf("rule/%d/path/%d", i, j))
-				cr.Backends = r.Backends.DeepCopy()
-				cr.Match.Headers = []ir.StringMatch{*m}
-				main.canary = &entry{owner: is, host: host, path: main.path, route: cr, sslRedirect: main.sslRedirect}
-			}
-			if c.weight > 0 {
-				mb := main.route.Backends.Backends
-				mb[0].Weight = uint32(c.total - c.weight)
-				cb := r.Backends.Backends[0]
-				cb.Weight = uint32(c.weight)
-				main.route.Backends.Backends = append(mb, cb)
-			}
+		r := t.backend(is, p.Backend, where+".backend")
+		if r.Backends == nil {
+			return // reported; the main path keeps all of its traffic
 		}
-	}
+		for _, b := range r.Backends.Backends {
+			ci.set.applyBackend(b, is.obj.Namespace, serviceName(p.Backend))
+		}
+		if m := c.match(); m != nil {
+			cr := main.route.DeepCopy()
+			cr.Name = routeName(is.obj, fmt.Sprintf("rule/%d/path/%d", i, j))
+			cr.Backends = r.Backends.DeepCopy()
+			cr.Match.Headers = []ir.StringMatch{*m}
+			main.canary = &entry{owner: is, host: host, path: main.path, route: cr, sslRedirect: main.sslRedirect}
+		}
+		if c.weight > 0 {
+			mb := main.route.Backends.Backends
+			mb[0].Weight = uint32(c.total - c.weight)
+			cb := r.Backends.Backends[0]
+			cb.Weight = uint32(c.weight)
+			main.route.Backends.Backends = append(mb, cb)
+		}
+	})
 }

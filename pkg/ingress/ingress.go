@@ -326,7 +326,30 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 			cs.defaultBackend = e
 		}
 	}
-	for i, rule := range ing.Spec.Rules {
+	is.paths(set.regex, func(i, j int, rule networkingv1.IngressRule, host hostRule, p networkingv1.HTTPIngressPath, pm pathMatch, where string) {
+		claim := host.vhost + " " + pm.String()
+		if other := cs.claims[claim]; other != nil {
+			if other.owner == is {
+				is.problemf(ReasonConflict, "%s: host %s path %s is already a path of this Ingress; the first one is served", where, host.vhost, pm)
+			} else {
+				is.problemf(ReasonConflict, "%s: host %s path %s is served by Ingress %s, which is older; this one is not served", where, host.vhost, pm, other.owner)
+			}
+			return
+		}
+		e := &entry{owner: is, host: host, path: pm, route: t.backend(is, p.Backend, where+".backend"), sslRedirect: set.redirectsToHTTPS(ing, rule.Host)}
+		cs.claims[claim] = e
+		e.route.Name = routeName(ing, fmt.Sprintf("rule/%d/path/%d", i, j))
+		set.applyRoute(e.route, ing.Namespace, serviceName(p.Backend), pm, true)
+		cs.hosts[host.vhost] = append(cs.hosts[host.vhost], e)
+	})
+}
+
+// paths calls each for every path of the Ingress whose rule's host and
+// path (a regular expression with regex) are valid, with the indexes of
+// the rule and the path, the path read, and where it is
+// ("spec.rules[i].http.paths[j]"); invalid ones are reported.
+func (is *ingressState) paths(regex bool, each func(i, j int, rule networkingv1.IngressRule, host hostRule, p networkingv1.HTTPIngressPath, pm pathMatch, where string)) {
+	for i, rule := range is.obj.Spec.Rules {
 		host, err := readHost(rule.Host)
 		if err != nil {
 			is.problemf(ReasonInvalidHost, "spec.rules[%d]: %v; the rule is not served", i, err)
@@ -337,25 +360,12 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 		}
 		for j, p := range rule.HTTP.Paths {
 			where := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
-			pm, err := readPath(p, set.regex)
+			pm, err := readPath(p, regex)
 			if err != nil {
 				is.problemf(ReasonInvalidPath, "%s: %v; the path is not served", where, err)
 				continue
 			}
-			claim := host.vhost + " " + pm.String()
-			if other := cs.claims[claim]; other != nil {
-				if other.owner == is {
-					is.problemf(ReasonConflict, "%s: host %s path %s is already a path of this Ingress; the first one is served", where, host.vhost, pm)
-				} else {
-					is.problemf(ReasonConflict, "%s: host %s path %s is served by Ingress %s, which is older; this one is not served", where, host.vhost, pm, other.owner)
-				}
-				continue
-			}
-			e := &entry{owner: is, host: host, path: pm, route: t.backend(is, p.Backend, where+".backend"), sslRedirect: set.redirectsToHTTPS(ing, rule.Host)}
-			cs.claims[claim] = e
-			e.route.Name = routeName(ing, fmt.Sprintf("rule/%d/path/%d", i, j))
-			set.applyRoute(e.route, ing.Namespace, serviceName(p.Backend), pm, true)
-			cs.hosts[host.vhost] = append(cs.hosts[host.vhost], e)
+			each(i, j, rule, host, p, pm, where)
 		}
 	}
 }

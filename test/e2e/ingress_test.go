@@ -68,17 +68,24 @@ data:
   tls.key: {{.Key}}
 `
 
-func TestIngressBesideHTTPRoute(t *testing.T) {
-	httpPort, httpsPort := freePort(t), freePort(t)
-	ca := newCA(t, "ingress e2e CA")
-	cert := ca.issue(t, "shop.example.com")
-	f := start(t, func(f *fixture) {
-		render(t, filepath.Join(f.dir, "ingress.yaml"), ingressYAML, map[string]any{
+// startIngress starts standalone mode on gatewayYAML and routesYAML (see
+// start) and the Ingress YAML text (its {{.Cert}} and {{.Key}} are
+// cert's), serving Ingresses on two fresh loopback ports, which it returns.
+func startIngress(t *testing.T, text string, cert testCert) (f *fixture, httpPort, httpsPort int) {
+	httpPort, httpsPort = freePort(t), freePort(t)
+	f = start(t, func(f *fixture) {
+		render(t, filepath.Join(f.dir, "ingress.yaml"), text, map[string]any{
 			"Cert": base64.StdEncoding.EncodeToString(cert.certPEM), "Key": base64.StdEncoding.EncodeToString(cert.keyPEM),
 		})
 		f.args = append(f.args, "--ingress-http-address", fmt.Sprintf("127.0.0.1:%d", httpPort),
 			"--ingress-https-address", fmt.Sprintf("127.0.0.1:%d", httpsPort))
 	})
+	return f, httpPort, httpsPort
+}
+
+func TestIngressBesideHTTPRoute(t *testing.T) {
+	ca := newCA(t, "ingress e2e CA")
+	f, httpPort, httpsPort := startIngress(t, ingressYAML, ca.issue(t, "shop.example.com"))
 	took := poll(t, "the Ingress's HTTP listener", func() error {
 		if code, body := f.getOn(httpPort, "shop.example.com", "/api/users"); code != 200 || !strings.HasPrefix(body, "beta /api/users") {
 			return fmt.Errorf("%d %q", code, body)
@@ -221,15 +228,7 @@ data:
 // TestIngressAnnotations: ingress-nginx's annotations on the wire, served
 // by one Envoy beside the Gateway's HTTPRoutes.
 func TestIngressAnnotations(t *testing.T) {
-	httpPort, httpsPort := freePort(t), freePort(t)
-	cert := newCA(t, "annotations CA").issue(t, "secure.example.com")
-	f := start(t, func(f *fixture) {
-		render(t, filepath.Join(f.dir, "ingress.yaml"), annotationsYAML, map[string]any{
-			"Cert": base64.StdEncoding.EncodeToString(cert.certPEM), "Key": base64.StdEncoding.EncodeToString(cert.keyPEM),
-		})
-		f.args = append(f.args, "--ingress-http-address", fmt.Sprintf("127.0.0.1:%d", httpPort),
-			"--ingress-https-address", fmt.Sprintf("127.0.0.1:%d", httpsPort))
-	})
+	f, httpPort, httpsPort := startIngress(t, annotationsYAML, newCA(t, "annotations CA").issue(t, "secure.example.com"))
 	poll(t, "the rewritten path", func() error {
 		if code, body := f.getOn(httpPort, "rw.example.com", "/app/users/7"); code != 200 || !strings.HasPrefix(body, "alpha /users/7") {
 			return fmt.Errorf("%d %q", code, body)

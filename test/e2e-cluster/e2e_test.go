@@ -533,6 +533,9 @@ func (e *env) run(mode string) {
 		t.Errorf("web answered an unrouted host: %+v", r)
 	}
 
+	// The example Ingress, on the same fleet (ingress_test.go).
+	e.ingressServed()
+
 	// Envoy's metrics port, scraped like Prometheus does.
 	fleetNS, fleetName := webFleet(mode)
 	e.envoyMetrics(fleetNS, fleetName, web)

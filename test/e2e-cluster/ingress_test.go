@@ -21,18 +21,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// TestIngressOnTheLocalCluster is the Ingress part of
+// TestGatewaysOnTheLocalCluster (which runs it too) alone.
 func TestIngressOnTheLocalCluster(t *testing.T) {
-	inBothModes(t, (*env).ingress)
+	inBothModes(t, func(e *env, mode string) {
+		e.cleanup()
+		e.helmInstall(mode)
+		e.applyExamples()
+		e.ingressServed()
+	})
 }
 
-// ingress is one mode's Ingress scenario: helm install, the examples
-// (with the Ingress), then HTTP and HTTPS through the Ingress's address.
-func (e *env) ingress(mode string) {
+// ingressServed checks the example Ingress (applied with the examples):
+// status.loadBalancer from the IngressClass's Service, HTTP with the
+// rewrite and HTTPS through it, and a Gateway of the same fleet beside it.
+func (e *env) ingressServed() {
 	t := e.t
-	e.cleanup()
-	e.helmInstall(mode)
-	e.applyExamples()
-
 	addr := e.ingressAddress("shop", 4*time.Minute)
 	t.Logf("Ingress shop: status.loadBalancer %s", addr)
 	svc, err := e.kube.CoreV1().Services(releaseNamespace).Get(context.Background(), "ingress-"+className+"-"+className, metav1.GetOptions{})

@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,6 +53,37 @@ func sortRoutes(rs []*routeEntry) {
 			cmp.Compare(a.match, b.match),
 		)
 	})
+}
+
+// withFallthrough returns a listener's routes rs plus, in every virtual
+// host h among them, a copy of each route of a broader virtual host of
+// theirs that covers h ("*", or a "*." wildcard whose suffix h has): a
+// request for h matches that route's hostname too, so what h's own routes
+// do not match falls through to it. HTTPRoute spec.hostnames: "precedence
+// must be given to rules from the HTTPRoute with the largest number of
+// characters in a matching hostname" (precedence, not exclusion); Envoy
+// picks one virtual host per request, the most specific, so the broader
+// routes must be in it. The copies keep their origin, which is broader
+// than h's own routes' (routeHosts), so sortRoutes puts them after. Routes
+// of two kinds never have intersecting hostnames on a listener
+// (resolveKindConflicts), so a copy never mixes kinds in a virtual host.
+func withFallthrough(rs []*routeEntry) []*routeEntry {
+	hosts := map[string]bool{}
+	for _, e := range rs {
+		hosts[e.route.Hostname] = true
+	}
+	out := slices.Clone(rs)
+	for _, h := range slices.Sorted(maps.Keys(hosts)) {
+		for _, e := range rs {
+			if w := e.route.Hostname; w != h && (w == "*" || isWildcard(w) && intersectHostname(w, h) == h) {
+				c := *e
+				c.route = e.route.DeepCopy()
+				c.route.Hostname = h
+				out = append(out, &c)
+			}
+		}
+	}
+	return out
 }
 
 func compareHosts(a, b string) int {

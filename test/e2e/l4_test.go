@@ -222,6 +222,28 @@ func dialTLS(port int, sni string, roots *x509.CertPool) (*x509.Certificate, str
 	return leaf, string(b), err
 }
 
+// tlsEcho opens a TLS connection to Envoy's port with sni as its server
+// name, verifying the certificate against roots and offering ALPN h2 and
+// http/1.1, writes msg and reads as many bytes back; it returns the
+// session's state and what it read.
+func tlsEcho(port int, sni string, roots *x509.CertPool, msg string) (tls.ConnectionState, string, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{
+		ServerName: sni, RootCAs: roots, NextProtos: []string{"h2", "http/1.1"},
+	})
+	if err != nil {
+		return tls.ConnectionState{}, "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, msg); err != nil {
+		return conn.ConnectionState(), "", err
+	}
+	echo := make([]byte, len(msg))
+	_, err = io.ReadFull(conn, echo)
+	return conn.ConnectionState(), string(echo), err
+}
+
 // closedWithoutData says whether conn is closed by its peer before sending
 // anything (nil), or else what happened.
 func closedWithoutData(conn net.Conn) error {
@@ -389,25 +411,7 @@ func TestL4TLSRouteTerminate(t *testing.T) {
 			})
 	})
 
-	// exchange writes msg through the listener and reads the echo; it
-	// returns the session's state and the echo.
-	exchange := func(sni, msg string) (tls.ConnectionState, string, error) {
-		d := &net.Dialer{Timeout: 2 * time.Second}
-		conn, err := tls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", term), &tls.Config{
-			ServerName: sni, RootCAs: roots, NextProtos: []string{"h2", "http/1.1"},
-		})
-		if err != nil {
-			return tls.ConnectionState{}, "", err
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := io.WriteString(conn, msg); err != nil {
-			return conn.ConnectionState(), "", err
-		}
-		echo := make([]byte, len(msg))
-		_, err = io.ReadFull(conn, echo)
-		return conn.ConnectionState(), string(echo), err
-	}
+	exchange := func(sni, msg string) (tls.ConnectionState, string, error) { return tlsEcho(term, sni, roots, msg) }
 
 	took := poll(t, "terminated TLS to the echo backend", func() error {
 		_, echo, err := exchange("term.example.test", "ping\n")

@@ -6,27 +6,18 @@ package e2e
 import (
 	"crypto/x509"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"regexp"
 	"testing"
 	"time"
 )
 
-// tlsMixedRoutesYAML: the Secret of the Terminate listener term
-// (term.example.test) and its TLSRoute terminate to the plain echo
-// backend; on the Passthrough listener pass (*.example.test), the older
-// TLSRoute wide (*.example.test) to TLS backend A and the newer narrow
-// (abc.example.test) to TLS backend B.
-const tlsMixedRoutesYAML = secretYAML + `---
-apiVersion: gateway.networking.k8s.io/v1
-kind: TLSRoute
-metadata: {name: terminate, namespace: default}
-spec:
-  parentRefs: [{name: gw, sectionName: term}]
-  hostnames: [term.example.test]
-  rules: [{backendRefs: [{name: echo, port: 80}]}]
----
+// tlsMixedRoutesYAML: tlsTerminateRoutesYAML (the Secret of the Terminate
+// listener term and its TLSRoute terminate for term.example.test to the
+// plain echo backend); on the Passthrough listener pass (*.example.test),
+// the older TLSRoute wide (*.example.test) to TLS backend A and the newer
+// narrow (abc.example.test) to TLS backend B.
+const tlsMixedRoutesYAML = tlsTerminateRoutesYAML + `---
 apiVersion: gateway.networking.k8s.io/v1
 kind: TLSRoute
 metadata: {name: wide, namespace: default, creationTimestamp: "2026-01-01T00:00:00Z"}
@@ -118,30 +109,8 @@ func TestTLSRouteModeMixed(t *testing.T) {
 	}
 	t.Logf("term.example.test: terminated with %s, the backend received the plain bytes", describe(termCert.leaf))
 
-	for _, c := range []struct {
-		sni      string
-		cert     testCert
-		greeting string
-	}{
-		{"abc.example.test", certB, "hello from b\n"},
-		{"other.example.test", certA, "hello from a\n"},
-	} {
-		var leaf *x509.Certificate
-		var got string
-		poll(t, "SNI "+c.sni, func() error {
-			var err error
-			leaf, got, err = dialTLS(port, c.sni, roots)
-			if err == nil && got == "" {
-				err = errors.New("no greeting")
-			}
-			return err
-		})
-		if leaf.SerialNumber.Cmp(c.cert.leaf.SerialNumber) != 0 || got != c.greeting {
-			t.Errorf("SNI %s: %s, greeting %q; want %s, greeting %q", c.sni, describe(leaf), got, describe(c.cert.leaf), c.greeting)
-		} else {
-			t.Logf("SNI %s: relayed to %s, greeting %q", c.sni, describe(leaf), got)
-		}
-	}
+	expectGreeting(t, port, "abc.example.test", roots, certB, "hello from b\n")
+	expectGreeting(t, port, "other.example.test", roots, certA, "hello from a\n")
 
 	beforeA, beforeB = shakesA.Load(), shakesB.Load()
 	if leaf, got, err := dialTLS(port, "nothing.invalid", roots); closedByEnvoy(err) != nil {

@@ -64,23 +64,44 @@ func sortRoutes(rs []*routeEntry) {
 // characters in a matching hostname" (precedence, not exclusion); Envoy
 // picks one virtual host per request, the most specific, so the broader
 // routes must be in it. The copies keep their origin, which is broader
-// than h's own routes' (routeHosts), so sortRoutes puts them after. Routes
-// of two kinds never have intersecting hostnames on a listener
-// (resolveKindConflicts), so a copy never mixes kinds in a virtual host.
+// than h's own routes' (routeHosts), so sortRoutes puts them after. A
+// route match is in a virtual host once: one that h has already (a route
+// naming both h and a wildcard covering it) is not copied, and of one that
+// several broader virtual hosts have, the copy with the most specific
+// origin is kept. Routes of two kinds never have intersecting hostnames on
+// a listener (resolveKindConflicts), so a copy never mixes kinds in a
+// virtual host.
 func withFallthrough(rs []*routeEntry) []*routeEntry {
-	hosts := map[string]bool{}
+	// hosts are the virtual hosts by name, each with its route matches
+	// (IR route names).
+	hosts := map[string]map[string]bool{}
 	for _, e := range rs {
-		hosts[e.route.Hostname] = true
+		if hosts[e.route.Hostname] == nil {
+			hosts[e.route.Hostname] = map[string]bool{}
+		}
+		hosts[e.route.Hostname][e.route.Name] = true
 	}
 	out := slices.Clone(rs)
 	for _, h := range slices.Sorted(maps.Keys(hosts)) {
+		copies := map[string]*routeEntry{}
+		var order []string
 		for _, e := range rs {
-			if w := e.route.Hostname; w != h && (w == "*" || isWildcard(w) && intersectHostname(w, h) == h) {
-				c := *e
-				c.route = e.route.DeepCopy()
-				c.route.Hostname = h
-				out = append(out, &c)
+			name := e.route.Name
+			if hosts[h][name] || !coversHost(e.route.Hostname, h) {
+				continue
 			}
+			if c, ok := copies[name]; !ok {
+				order = append(order, name)
+			} else if compareHosts(e.origin, c.origin) >= 0 {
+				continue
+			}
+			copies[name] = e
+		}
+		for _, name := range order {
+			c := *copies[name]
+			c.route = c.route.DeepCopy()
+			c.route.Hostname = h
+			out = append(out, &c)
 		}
 	}
 	return out

@@ -75,17 +75,26 @@ func withFallthrough(rs []*routeEntry) []*routeEntry {
 	// hosts are the virtual hosts by name, each with its route matches
 	// (IR route names).
 	hosts := map[string]map[string]bool{}
+	// broad are the routes of "*" and wildcard hosts, the only ones that
+	// cover another host.
+	var broad []*routeEntry
 	for _, e := range rs {
 		if hosts[e.route.Hostname] == nil {
 			hosts[e.route.Hostname] = map[string]bool{}
 		}
 		hosts[e.route.Hostname][e.route.Name] = true
+		if h := e.route.Hostname; h == "*" || isWildcard(h) {
+			broad = append(broad, e)
+		}
+	}
+	if len(broad) == 0 {
+		return rs
 	}
 	out := slices.Clone(rs)
 	for _, h := range slices.Sorted(maps.Keys(hosts)) {
 		copies := map[string]*routeEntry{}
 		var order []string
-		for _, e := range rs {
+		for _, e := range broad {
 			name := e.route.Name
 			if hosts[h][name] || !coversHost(e.route.Hostname, h) {
 				continue

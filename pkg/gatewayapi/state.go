@@ -151,8 +151,9 @@ func (t *translator) result() *Result {
 				continue
 			}
 			l := ls.irListener()
-			sortRoutes(ls.routes)
-			for _, r := range ls.routes {
+			routes := withFallthrough(ls.routes)
+			sortRoutes(routes)
+			for _, r := range routes {
 				l.HTTPRoutes = append(l.HTTPRoutes, r.route)
 			}
 			l.L4Routes = ls.l4RoutesOf()

@@ -40,6 +40,9 @@ type gatewayState struct {
 	// backendCert is spec.tls.backend clientCertificateRef resolved, nil
 	// when the Gateway has none (backendcert.go).
 	backendCert *backendClientCert
+	// routeStats: the HTTP routes on its listeners get a StatName
+	// (Options.RouteStats).
+	routeStats bool
 }
 
 func (g *gatewayState) accepted() bool {
@@ -72,7 +75,8 @@ func (t *translator) translateGateways() {
 		if t.gatewayIndex[nn(gw.Namespace, gw.Name)] != nil {
 			continue // a duplicate object: the first one wins
 		}
-		gs := &gatewayState{obj: gw, nn: nn(gw.Namespace, gw.Name), scope: t.scope(gw)}
+		gs := &gatewayState{obj: gw, nn: nn(gw.Namespace, gw.Name), scope: t.scope(gw),
+			routeStats: t.opts.RouteStats != nil && t.opts.RouteStats(gw)}
 		gs.address, gs.refused = gatewayAddress(gw.Spec.Addresses, t.opts.AddressesOnService)
 		if p := gatewaySpecProblem(gw); p != nil {
 			gs.refused = p

@@ -445,6 +445,9 @@ func (l *listenerState) addRoutes(r *routeState) {
 				route := ru.template.DeepCopy()
 				l.gw.applyBackendClientCert(route)
 				route.Name = routeMatchName(r.key, ru.index, j)
+				if l.gw.routeStats {
+					route.StatName = routeRuleName(r.key, ru.index)
+				}
 				route.Hostname = h.host
 				route.Match = *m.DeepCopy()
 				l.routes = append(l.routes, &routeEntry{
@@ -466,7 +469,14 @@ var routeKinds = map[string]string{
 // rule i of a route: "<kind>/<namespace>/<name>/rule/<i>/match/<j>", kind
 // lower-cased ("httproute/default/web/rule/0/match/0").
 func routeMatchName(k RouteKey, rule, match int) string {
-	return fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", strings.ToLower(k.Kind), k.Namespace, k.Name, rule, match)
+	return fmt.Sprintf("%s/match/%d", routeRuleName(k, rule), match)
+}
+
+// routeRuleName names rule i of a route, the prefix of its matches' IR
+// route names: "<kind>/<namespace>/<name>/rule/<i>" (the IR HTTPRoute
+// StatName).
+func routeRuleName(k RouteKey, rule int) string {
+	return fmt.Sprintf("%s/%s/%s/rule/%d", strings.ToLower(k.Kind), k.Namespace, k.Name, rule)
 }
 
 // ParseRouteMatchName reads a name made by the translator for the IR route

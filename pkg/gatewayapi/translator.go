@@ -26,6 +26,10 @@ type Options struct {
 	// BindPort maps a Gateway listener port to the port Envoy binds.
 	// Default: the listener's own port.
 	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
+	// RouteStats says whether Envoy keeps per-route statistics for the
+	// HTTPRoute and GRPCRoute rules on gw's listeners (ir.HTTPRoute
+	// StatName; GatewayParameters spec.metrics.routeStats). Default: no.
+	RouteStats func(gw *gwapiv1.Gateway) bool
 	// InvalidParameters are the GatewayClasses and Gateways whose
 	// parametersRef the caller refused (parameters.go). Default: none.
 	InvalidParameters *InvalidParameters

@@ -178,6 +178,15 @@ type HTTPRoute struct {
 	// invalid backends with 503, which Envoy sends gRPC clients as
 	// grpc-status 14 UNAVAILABLE (GRPCRouteRule backendRefs).
 	GRPC bool `json:"grpc,omitempty"`
+	// StatName, when set, asks for per-route statistics (request counts
+	// by response class, latency, retries, timeouts of the requests the
+	// route forwards) kept under this name: the rule's,
+	// "<kind>/<namespace>/<name>/rule/<i>", shared by its matches and
+	// hostnames. Empty: none (the default; each named route costs the
+	// proxies some memory and the metrics scraper some series). Set by
+	// pkg/gatewayapi for the routes of Gateways whose parameters ask for
+	// them (GatewayParameters spec.metrics.routeStats).
+	StatName string `json:"statName,omitempty"`
 }
 
 // HTTPMatch is one HTTPRouteMatch: every condition must hold.

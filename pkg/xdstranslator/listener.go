@@ -41,7 +41,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 	l := &listenerv3.Listener{
 		Name:                          name,
 		Address:                       socketAddress(k.address, k.port, k.udp),
-		StatPrefix:                    listenerStatPrefix(k),
+		StatPrefix:                    sharedStatName(k, ls, s.gateway),
 		PerConnectionBufferLimitBytes: wrapperspb.UInt32(32768),
 	}
 	var routes []*routev3.RouteConfiguration
@@ -54,7 +54,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 		routes = append(routes, rc)
 		l.FilterChains = []*listenerv3.FilterChain{{
 			Name:    "http",
-			Filters: []*listenerv3.Filter{s.hcmFilter(statPrefix("http", fmt.Sprint(k.port)), name, use, accessLog(ls...))},
+			Filters: []*listenerv3.Filter{s.hcmFilter(httpStatName(k, ls, s.gateway), name, use, accessLog(ls...))},
 		}}
 	case ir.ProtocolHTTPS, ir.ProtocolTLS:
 		// More specific listeners first, so that a server name claimed by a
@@ -77,7 +77,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 					Name:             "https/" + il.Name,
 					FilterChainMatch: tlsChainMatch(il.Hostname),
-					Filters:          []*listenerv3.Filter{s.hcmFilter(statPrefix("https", fmt.Sprint(k.port)), rcName, use, accessLog(il))},
+					Filters:          []*listenerv3.Filter{s.hcmFilter(listenerStatName(il), rcName, use, accessLog(il))},
 					TransportSocket:  s.downstreamTLS(il.TLS, []string{"h2", "http/1.1"}),
 				})
 				continue
@@ -99,7 +99,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 					chain := &listenerv3.FilterChain{
 						Name:             "tls/" + il.Name + "/" + label,
 						FilterChainMatch: tlsChainMatch(sni),
-						Filters:          []*listenerv3.Filter{s.tcpProxyFilter(statPrefix("tls", fmt.Sprint(k.port)), &r.Backends)},
+						Filters:          []*listenerv3.Filter{s.tcpProxyFilter(listenerStatName(il), &r.Backends)},
 					}
 					if il.TLS != nil && il.TLS.Mode == ir.TLSTerminate {
 						// TLSRouteModeTerminate: Envoy terminates with the
@@ -122,7 +122,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 		if len(il.L4Routes) > 0 {
 			l.FilterChains = []*listenerv3.FilterChain{{
 				Name:    "tcp/" + il.Name,
-				Filters: []*listenerv3.Filter{s.tcpProxyFilter(statPrefix("tcp", fmt.Sprint(k.port)), &il.L4Routes[0].Backends)},
+				Filters: []*listenerv3.Filter{s.tcpProxyFilter(listenerStatName(il), &il.L4Routes[0].Backends)},
 			}}
 		}
 	case ir.ProtocolUDP:
@@ -131,7 +131,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 			return nil, nil, nil
 		}
 		l.UdpListenerConfig = &listenerv3.UdpListenerConfig{}
-		l.ListenerFilters = []*listenerv3.ListenerFilter{s.udpProxyFilter(statPrefix("udp", fmt.Sprint(k.port)), il.L4Routes[0])}
+		l.ListenerFilters = []*listenerv3.ListenerFilter{s.udpProxyFilter(listenerStatName(il), il.L4Routes[0])}
 		l.PerConnectionBufferLimitBytes = nil
 		return l, nil, nil
 	default:

@@ -3,6 +3,8 @@ package xdstranslator
 import (
 	"strconv"
 	"strings"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
 // Reserved names. Nothing in the IR can produce them: IR backend names
@@ -48,25 +50,104 @@ func HTTPSRouteConfigName(envoyListener, irListener string) string {
 	return envoyListener + "/" + irListener
 }
 
-// statPrefix turns a name into a stat prefix without the characters that
-// Envoy's stat tag extraction splits on.
-func statPrefix(parts ...string) string {
-	s := strings.Join(parts, "_")
-	return strings.NewReplacer(".", "_", ":", "_", "/", "_").Replace(s)
+// Stat names. Envoy splits a stat name into elements at "." and its tag
+// extraction (the labels of /stats/prometheus) takes one element per
+// label: "http.<prefix>.downstream_rq_xx" gives
+// envoy_http_conn_manager_prefix="<prefix>". So every name below is one
+// element: statSafe turns the dots of Kubernetes names into "_", which no
+// Kubernetes name contains, so the mapping back is unambiguous. "/"
+// separates the parts, as in the IR's names, and "=" marks a name that
+// is not a Gateway listener's (no Kubernetes name contains either).
+// Envoy 1.40 limits neither a stat name's length nor the length of an
+// element (its old --max-obj-name-len is gone); the longest name here is
+// that of a ListenerSet listener, under 900 characters.
+
+// statSafe returns s with every character other than an ASCII letter or
+// digit, "-", "_", "/", "*" and "=" replaced by "_": "." (Envoy's element
+// separator) and ":" (which Envoy itself turns into "_" in listener stat
+// prefixes) above all. Kubernetes names (namespaces, Gateways, listener
+// section names, routes) differ only by their dots there, so two distinct
+// valid names stay distinct.
+func statSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
+			r == '-', r == '_', r == '/', r == '*', r == '=':
+			return r
+		}
+		return '_'
+	}, s)
 }
 
-// listenerStatPrefix names a listener in stats: "port_<port>" for the
-// wildcard addresses, "<address>_<port>" otherwise, with "_udp" for UDP.
-func listenerStatPrefix(k bindKey) string {
-	p := "port_" + strconv.FormatUint(uint64(k.port), 10)
-	if k.address != "0.0.0.0" && k.address != "::" {
-		p = statPrefix(k.address, strconv.FormatUint(uint64(k.port), 10))
+// listenerStatName names one Gateway listener in stats: its IR name made
+// stat-safe, "<namespace>/<gateway>/<listener>", or for a listener of a
+// ListenerSet "<namespace>/<gateway>/<set namespace>/<set>/<listener>".
+// It is the stat_prefix of every filter chain that serves that listener
+// alone (HTTP connection manager, tcp_proxy, udp_proxy).
+func listenerStatName(il *ir.Listener) string { return statSafe(il.Name) }
+
+// sharedStatName names in stats what serves the IR listeners ls of the
+// Envoy listener k together: the Envoy listener itself (Listener
+// stat_prefix), and the HTTP connection manager of several HTTP listeners
+// on one port. gateway maps an IR listener to its Gateway,
+// "<namespace>/<name>". When every listener is of one Gateway and one
+// Gateway port (always so with a provisioner: each Gateway port gets a
+// bind port of its own) the name is "<namespace>/<gateway>/port=<gateway
+// port>"; else, several Gateways sharing the bind port (standalone mode),
+// it is the bind port's: "port=<port>", or "<address>/port=<port>" for a
+// specific address. "/udp" is appended for a UDP listener, so that the
+// TCP and UDP Envoy listeners of one port keep apart.
+func sharedStatName(k bindKey, ls []*ir.Listener, gateway map[*ir.Listener]string) string {
+	n := ""
+	if len(ls) > 0 {
+		gw, port := gateway[ls[0]], ls[0].GatewayPort
+		for _, l := range ls[1:] {
+			if gateway[l] != gw || l.GatewayPort != port {
+				gw = ""
+				break
+			}
+		}
+		if gw != "" {
+			n = gw + "/port=" + strconv.FormatUint(uint64(port), 10)
+		}
+	}
+	if n == "" {
+		n = "port=" + strconv.FormatUint(uint64(k.port), 10)
+		if k.address != "0.0.0.0" && k.address != "::" {
+			n = k.address + "/" + n
+		}
 	}
 	if k.udp {
-		p += "_udp"
+		n += "/udp"
 	}
-	return p
+	return statSafe(n)
 }
+
+// httpStatName is the stat_prefix of the HTTP connection manager that
+// serves the HTTP listeners ls of the Envoy listener k: the Gateway
+// listener's name when there is one (listenerStatName), else their
+// shared name (sharedStatName).
+func httpStatName(k bindKey, ls []*ir.Listener, gateway map[*ir.Listener]string) string {
+	if len(ls) == 1 {
+		return listenerStatName(ls[0])
+	}
+	return sharedStatName(k, ls, gateway)
+}
+
+// virtualHostName names the virtual host of hostname host ("*" for every
+// host) that the Gateway listener owner serves; Envoy roots route
+// statistics there ("vhost.<name>.route.<route stat prefix>."; Prometheus
+// label envoy_virtual_host): "<listener stat name>/<host>", e.g.
+// "default/gw/http/a_example_com", "default/gw/http/*_example_com",
+// "default/gw/http/*".
+func virtualHostName(owner *ir.Listener, host string) string {
+	return listenerStatName(owner) + "/" + statSafe(host)
+}
+
+// routeStatName is the Envoy Route stat_prefix of an IR route whose
+// StatName is set: StatName made stat-safe,
+// "<kind>/<namespace>/<name>/rule/<i>" (Prometheus label envoy_route).
+func routeStatName(r *ir.HTTPRoute) string { return statSafe(r.StatName) }
 
 // WeightedClusterName names the cluster that weighs the backends of the
 // route routeName (an IR L4 route name, "udproute/<ns>/<name>") as

@@ -26,8 +26,11 @@ import (
 // routeConfig renders the HTTP routes of the listeners ls (that share one
 // HTTP connection manager) as the route configuration name, plus a virtual
 // host answering 421 for each domain of misdirected (misdirectedHosts)
-// that no route's virtual host has. It reports which optional filters the
-// routes use (CORS, RBAC), so that they join the chain.
+// that no route's virtual host has (misdirected is only given with one
+// listener, an HTTPS one). Each virtual host is named after the listener
+// whose routes it holds and its hostname (virtualHostName). It reports
+// which optional filters the routes use (CORS, RBAC), so that they join
+// the chain.
 func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string) (*routev3.RouteConfiguration, filterUse, error) {
 	// A request for host H is served by the most specific listener whose
 	// hostname covers H: only that listener's routes go into H's virtual
@@ -47,10 +50,10 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 	}
 	vhosts := map[string]*routev3.VirtualHost{}
 	var order []string
-	vhost := func(host string) *routev3.VirtualHost {
+	vhost := func(host string, l *ir.Listener) *routev3.VirtualHost {
 		v, ok := vhosts[host]
 		if !ok {
-			v = &routev3.VirtualHost{Name: host, Domains: []string{host}}
+			v = &routev3.VirtualHost{Name: virtualHostName(l, host), Domains: []string{host}}
 			vhosts[host] = v
 			order = append(order, host)
 		}
@@ -59,7 +62,7 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 	var used filterUse
 	for _, l := range ls {
 		if h := strings.ToLower(l.Hostname); h != "" && owner(h) == l {
-			vhost(h)
+			vhost(h, l)
 		}
 		for _, r := range l.HTTPRoutes {
 			host := strings.ToLower(r.Hostname)
@@ -71,7 +74,7 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 				return nil, used, fmt.Errorf("route %s: %w", r.Name, err)
 			}
 			used.add(use)
-			v := vhost(host)
+			v := vhost(host, l)
 			v.Routes = append(v.Routes, route)
 		}
 	}
@@ -79,7 +82,7 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 		if _, ok := vhosts[h]; ok {
 			continue
 		}
-		v := vhost(h)
+		v := vhost(h, ls[0])
 		v.Routes = []*routev3.Route{{
 			Name:   "misdirected/" + h,
 			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
@@ -141,6 +144,11 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 			break
 		}
 		out.Action = &routev3.Route_Route{Route: ra}
+		if r.StatName != "" {
+			// Route statistics count upstream requests: only a route
+			// that forwards gets them.
+			out.StatPrefix = routeStatName(r)
+		}
 		if f.CORS != nil {
 			out.TypedPerFilterConfig = map[string]*anypb.Any{filterCORS: toAny(corsPolicy(f.CORS))}
 			use.cors = true

@@ -18,11 +18,13 @@
 //	                                       tcp_proxy; in mode Terminate with the listener's
 //	                                       certificates (SDS) and no ALPN
 //	  TCP listener                         filter chain "tcp/<ns>/<gw>/<l>"
-//	HTTPRoute.Hostname                     VirtualHost named after the hostname, domains [hostname]
-//	                                       ("*" for every host); the route configuration sets
-//	                                       ignore_port_in_host_matching, so "Host: a.com:8080"
-//	                                       matches domain "a.com" while the header is kept
+//	HTTPRoute.Hostname                     VirtualHost "<ns>/<gw>/<l>/<hostname>" (dots as "_"),
+//	                                       domains [hostname] ("*" for every host); the route
+//	                                       configuration sets ignore_port_in_host_matching, so
+//	                                       "Host: a.com:8080" matches domain "a.com" while the
+//	                                       header is kept
 //	HTTPRoute.Name                         Route.name "httproute/<ns>/<name>/rule/<i>/match/<j>"
+//	HTTPRoute.StatName                     Route.stat_prefix "httproute/<ns>/<name>/rule/<i>" (dots as "_")
 //	Backend.Name                           Cluster and ClusterLoadAssignment "service/<ns>/<name>/<port>"
 //	invalid Backend                        weighted cluster InvalidBackendCluster (never defined)
 //	Certificate.Name                       Secret "<ns>/<secret>" (SDS over ADS), for listener
@@ -30,7 +32,8 @@
 //
 // So HTTPRoute default/web, rule 0, match 0, hostname a.com, attached to an
 // HTTP listener on port 8080 is: Listener "listener/0.0.0.0/8080" -> HCM ->
-// RouteConfiguration "listener/0.0.0.0/8080" -> VirtualHost "a.com" ->
+// RouteConfiguration "listener/0.0.0.0/8080" -> VirtualHost
+// "default/gw/http/a_com" ->
 // Route "httproute/default/web/rule/0/match/0" -> Cluster
 // "service/default/web/80" -> ClusterLoadAssignment of the same name.
 //
@@ -51,10 +54,21 @@
 //     backends, GEP-1911), access log to stdout (unless every listener of
 //     the chain has NoAccessLog), router last. The CORS filter is added only
 //     when a route of the chain uses CORS.
+//   - Stat names (names.go; docs/metrics.md maps each to the Gateway API):
+//     a filter chain that serves one Gateway listener (the HCM of one HTTP
+//     listener or of an HTTPS listener, a TLS chain's and a TCP listener's
+//     tcp_proxy, udp_proxy) has the listener's name as stat_prefix,
+//     "<ns>/<gw>/<listener>" (ListenerSet listeners
+//     "<ns>/<gw>/<set ns>/<set>/<listener>"); the HCM that several HTTP
+//     listeners share, and every Envoy listener, are named after their
+//     Gateway and Gateway port, "<ns>/<gw>/port=<port>" ("/udp" appended
+//     for UDP), or after the bind port ("port=<port>") when several
+//     Gateways share it. Dots become "_" (Envoy's tag extraction splits at
+//     "."). Route stat_prefix only where the IR asks (HTTPRoute.StatName)
+//     and the route forwards.
 //   - Listeners: per_connection_buffer_limit_bytes 32 KiB (Envoy's edge
 //     recommendation), "::" with ipv4_compat so one listener serves both
-//     families, stat_prefix "port_<port>" ("<address>_<port>" for a
-//     specific address; "_udp" appended for UDP). HTTPS and TLS chains
+//     families. HTTPS and TLS chains
 //     match transport_protocol "tls" (tls_inspector), so plain text on a
 //     TLS port is closed. When two TLS listeners or passthrough routes claim
 //     one server name, the most specific listener wins, then IR order.
@@ -140,7 +154,7 @@ func Translate(x *ir.IR) (map[string]*Resources, error) {
 			order = append(order, gw.Scope)
 		}
 		for _, l := range gw.Listeners {
-			s.addListener(l)
+			s.addListener(gw, l)
 		}
 	}
 	out := make(map[string]*Resources, len(scopes))
@@ -166,7 +180,10 @@ type bindKey struct {
 type scopeBuilder struct {
 	binds     map[bindKey][]*ir.Listener
 	bindOrder []bindKey
-	clusters  map[string]*ir.Backend
+	// gateway is the Gateway of each IR listener, "<namespace>/<name>"
+	// (stat names: sharedStatName).
+	gateway  map[*ir.Listener]string
+	clusters map[string]*ir.Backend
 	// weighted are the clusters that weigh several backends as localities
 	// (UDP routes; udpProxyFilter), by name.
 	weighted map[string][]*ir.Backend
@@ -176,14 +193,16 @@ type scopeBuilder struct {
 func newScopeBuilder() *scopeBuilder {
 	return &scopeBuilder{
 		binds:    map[bindKey][]*ir.Listener{},
+		gateway:  map[*ir.Listener]string{},
 		clusters: map[string]*ir.Backend{},
 		weighted: map[string][]*ir.Backend{},
 		secrets:  map[string]*ir.Certificate{},
 	}
 }
 
-func (s *scopeBuilder) addListener(l *ir.Listener) {
+func (s *scopeBuilder) addListener(gw *ir.Gateway, l *ir.Listener) {
 	k := bindKey{address: l.Address, port: l.Port, udp: l.Protocol == ir.ProtocolUDP}
+	s.gateway[l] = gw.Namespace + "/" + gw.Name
 	if _, ok := s.binds[k]; !ok {
 		s.bindOrder = append(s.bindOrder, k)
 	}

@@ -392,7 +392,7 @@ func TestFeatureIR(t *testing.T) {
 	rc := routeConfig(t, r, "listener/0.0.0.0/8080")
 	var hosts []string
 	for _, vh := range rc.VirtualHosts {
-		hosts = append(hosts, vh.Name)
+		hosts = append(hosts, vh.Domains[0])
 		for _, route := range vh.Routes {
 			if strings.Contains(route.Name, "shadowed") {
 				t.Errorf("shadowed route %s is in virtual host %s", route.Name, vh.Name)
@@ -417,7 +417,7 @@ func TestFeatureIR(t *testing.T) {
 		if len(v.Routes) == 1 && v.Routes[0].GetDirectResponse() != nil {
 			what = fmt.Sprint(v.Routes[0].GetDirectResponse().GetStatus())
 		}
-		got[v.Name] = what
+		got[v.Domains[0]] = what
 	}
 	if want := map[string]string{"secure.example.com": "421", "bar.example.com": "1 routes", "*.example.com": "0 routes", "*": "421"}; !maps.Equal(got, want) {
 		t.Errorf("https-wild virtual hosts %v, want %v", got, want)

@@ -45,6 +45,12 @@ type GatewayParametersSpec struct {
 	// +optional
 	Service *ServiceSpec `json:"service,omitempty"`
 
+	// Metrics configures the statistics Envoy keeps for the Gateway. It
+	// applies per Gateway in both modes: in Shared mode too, a Gateway's
+	// own value decides for the routes on its listeners.
+	// +optional
+	Metrics *MetricsSpec `json:"metrics,omitempty"`
+
 	// PodTemplate is a partial pod template (metadata and spec of a
 	// corev1.PodTemplateSpec) merged onto the rendered Envoy pod template
 	// like `kubectl apply` merges a manifest: a strategic merge patch, so
@@ -91,6 +97,24 @@ type EnvoySpec struct {
 	// +kubebuilder:validation:Maximum=3600
 	// +optional
 	DrainSeconds *int32 `json:"drainSeconds,omitempty"`
+}
+
+// MetricsSpec configures the statistics Envoy keeps for a Gateway, on top
+// of those it always keeps (per Gateway listener, per backend cluster; see
+// docs/metrics.md).
+type MetricsSpec struct {
+	// RouteStats, when true, makes Envoy keep statistics per rule of every
+	// HTTPRoute and GRPCRoute on the Gateway's listeners, per hostname:
+	// the requests the rule forwards by response code and class, their
+	// latency (a histogram), retries and timeouts (Envoy Route
+	// stat_prefix; Prometheus metrics envoy_vhost_route_* with the labels
+	// envoy_virtual_host="<namespace>/<gateway>/<listener>/<hostname>" and
+	// envoy_route="<kind>/<namespace>/<route>/rule/<index>"). Each rule
+	// costs every Envoy of the fleet about 1 KiB and the metrics scraper
+	// about 30 series per pod once it has traffic, so it is off by
+	// default (as Envoy recommends). Default: false.
+	// +optional
+	RouteStats *bool `json:"routeStats,omitempty"`
 }
 
 // ServiceSpec configures a Gateway's Service.

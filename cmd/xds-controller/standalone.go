@@ -57,6 +57,7 @@ a usable spec.tls (docs/ingress.md).`,
 	f.Uint32Var(&cfg.AdminPort, "admin-port", 9901, "Envoy admin port on 127.0.0.1")
 	f.Uint32Var(&cfg.ReadinessPort, "readiness-port", 19001, "Envoy readiness port (GET /ready)")
 	f.Uint32Var(&cfg.EnvoyMetricsPort, "envoy-metrics-port", 0, "Envoy's Prometheus metrics port on 127.0.0.1 (GET /stats/prometheus only; 0: none)")
+	f.BoolVar(&cfg.RouteStats, "route-stats", false, "Envoy keeps statistics per route rule of every Gateway (GatewayParameters spec.metrics.routeStats in a cluster; docs/metrics.md)")
 	f.StringVar(&cfg.TrustDomain, "trust-domain", "xds-controller.local", "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.SVIDLifetime, "svid-lifetime", identity.DefaultSVIDLifetime, "validity of Envoy's SVIDs (renewed at half of it, without restarting Envoy)")
 	f.DurationVar(&cfg.Debounce, "debounce", 0, "wait this long after a file change before re-reading (default 50ms)")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
@@ -12,7 +13,7 @@ import (
 
 func newTranslateCommand() *cobra.Command {
 	var path, output string
-	var showSecrets bool
+	var showSecrets, routeStats bool
 	cmd := &cobra.Command{
 		Use:   "translate -f PATH [--output ir|xds]",
 		Short: "Translate Gateway API YAML offline and print the IR and status, or the xDS resources",
@@ -31,7 +32,7 @@ the rest is translated. Exits non-zero when any document failed to load.`,
 			for _, p := range problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), "error:", p)
 			}
-			out, err := translate.Run(res, gatewayapi.Options{})
+			out, err := translate.Run(res, gatewayapi.Options{RouteStats: func(*gwapiv1.Gateway) bool { return routeStats }})
 			if err != nil {
 				return err
 			}
@@ -59,6 +60,7 @@ the rest is translated. Exits non-zero when any document failed to load.`,
 	cmd.Flags().StringVarP(&path, "file", "f", "", "YAML file or folder (required)")
 	cmd.Flags().StringVarP(&output, "output", "o", "ir", "ir or xds")
 	cmd.Flags().BoolVar(&showSecrets, "show-secrets", false, "print private keys in xDS secrets")
+	cmd.Flags().BoolVar(&routeStats, "route-stats", false, "per-route Envoy statistics for every Gateway (GatewayParameters spec.metrics.routeStats)")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }

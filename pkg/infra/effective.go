@@ -68,6 +68,7 @@ func DefaultResources() corev1.ResourceRequirements {
 //   - envoy.drainSeconds: default DefaultDrainSeconds;
 //   - service.type: default LoadBalancer; service.annotations merge key by
 //     key, the Gateway's value winning;
+//   - metrics.routeStats: left nil when neither sets it (off);
 //   - podTemplate: the Gateway's overlay merged onto the class's as a
 //     strategic merge patch (containers, env, volumes... by name) with
 //     tolerations merged by key. Overlays should have passed Validate; if
@@ -137,8 +138,18 @@ func Effective(classParams, gatewayParams *v1alpha1.GatewayParametersSpec) v1alp
 		}
 	}
 	out.Service.Annotations = ann
+	if rs := firstSet(routeStats(g), routeStats(c)); rs != nil {
+		out.Metrics = &v1alpha1.MetricsSpec{RouteStats: ptr.To(*rs)}
+	}
 	out.PodTemplate = mergeOverlays(c.PodTemplate, g.PodTemplate)
 	return out
+}
+
+func routeStats(s *v1alpha1.GatewayParametersSpec) *bool {
+	if s.Metrics == nil {
+		return nil
+	}
+	return s.Metrics.RouteStats
 }
 
 func envoyImage(s *v1alpha1.GatewayParametersSpec) *string {

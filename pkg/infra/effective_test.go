@@ -28,6 +28,12 @@ func TestEffectiveDefaults(t *testing.T) {
 	if got.PodTemplate != nil {
 		t.Errorf("podTemplate: %s", got.PodTemplate.Raw)
 	}
+	if got.Metrics != nil {
+		t.Errorf("metrics: %s, want unset (no route statistics)", toJSON(t, got.Metrics))
+	}
+	if m := Effective(&v1alpha1.GatewayParametersSpec{Metrics: &v1alpha1.MetricsSpec{RouteStats: ptr.To(true)}}, nil).Metrics; m == nil || !*m.RouteStats {
+		t.Errorf("the class's routeStats: %v", m)
+	}
 	if got.Envoy.DrainSeconds == nil || *got.Envoy.DrainSeconds != DefaultDrainSeconds {
 		t.Errorf("drainSeconds: %v, want the default %d", got.Envoy.DrainSeconds, DefaultDrainSeconds)
 	}
@@ -58,8 +64,10 @@ func TestEffectivePrecedence(t *testing.T) {
 			Type:        ptr.To(corev1.ServiceTypeNodePort),
 			Annotations: map[string]string{"a": "class", "b": "class"},
 		},
+		Metrics: &v1alpha1.MetricsSpec{RouteStats: ptr.To(true)},
 	}
 	gw := &v1alpha1.GatewayParametersSpec{
+		Metrics:  &v1alpha1.MetricsSpec{RouteStats: ptr.To(false)},
 		Replicas: ptr.To[int32](0),
 		Envoy:    &v1alpha1.EnvoySpec{Image: ptr.To("gw/envoy:2"), DrainSeconds: ptr.To[int32](0)},
 		Service:  &v1alpha1.ServiceSpec{Annotations: map[string]string{"b": "gw", "c": "gw"}},
@@ -77,6 +85,7 @@ func TestEffectivePrecedence(t *testing.T) {
 			Type:        ptr.To(corev1.ServiceTypeNodePort),
 			Annotations: map[string]string{"a": "class", "b": "gw", "c": "gw"},
 		},
+		Metrics: &v1alpha1.MetricsSpec{RouteStats: ptr.To(false)}, // gateway wins, even with false
 	}
 	if d := cmp.Diff(toJSON(t, want), toJSON(t, got)); d != "" {
 		t.Errorf("Effective (-want +got):\n%s", d)

@@ -206,6 +206,13 @@ func (r *Resolver) BindPortFor(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uin
 	return r.ports.BindPort(gw, port)
 }
 
+// RouteStatsFor is gw's effective spec.metrics.routeStats (false when
+// unset, and for a Gateway without valid parameters).
+func (r *Resolver) RouteStatsFor(gw *gwapiv1.Gateway) bool {
+	p, ok := r.Effective(gw)
+	return ok && p.Metrics != nil && p.Metrics.RouteStats != nil && *p.Metrics.RouteStats
+}
+
 // ServiceFor is gw's Service <gateway>-<class> in its namespace (both
 // modes).
 func (r *Resolver) ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName {

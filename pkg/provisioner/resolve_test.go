@@ -105,6 +105,32 @@ func TestResolveModesAndPorts(t *testing.T) {
 	}
 }
 
+// TestResolveRouteStats: metrics.routeStats of the class's parameters
+// applies to its Gateways, Shared and Dedicated alike, unless a Gateway's
+// own parameters say otherwise; unset, there are none.
+func TestResolveRouteStats(t *testing.T) {
+	res := &resources.Resources{
+		GatewayClasses: []*gwapiv1.GatewayClass{class("xds", classRef("defaults")), class("plain", nil)},
+		Gateways: []*gwapiv1.Gateway{
+			gw("apps", "a", "xds", 0, nil),
+			gw("apps", "d", "xds", 1, gwRef("dedicated")),
+			gw("apps", "off", "xds", 2, gwRef("off")),
+			gw("apps", "p", "plain", 3, nil),
+		},
+	}
+	ps := []*v1alpha1.GatewayParameters{
+		params(sys, "defaults", v1alpha1.GatewayParametersSpec{Metrics: &v1alpha1.MetricsSpec{RouteStats: ptr.To(true)}}),
+		params("apps", "dedicated", v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}),
+		params("apps", "off", v1alpha1.GatewayParametersSpec{Metrics: &v1alpha1.MetricsSpec{RouteStats: ptr.To(false)}}),
+	}
+	r := Resolve(res, ps, gatewayapi.ControllerName)
+	for i, want := range []bool{true, true, false, false} {
+		if got := r.RouteStatsFor(res.Gateways[i]); got != want {
+			t.Errorf("RouteStatsFor(%s) = %v, want %v", res.Gateways[i].Name, got, want)
+		}
+	}
+}
+
 // TestResolveKeepsLiveBindPorts: the bind ports on our live Services win
 // over fresh assignment (a Gateway keeps its port when an older one
 // appears); Services of others are ignored.

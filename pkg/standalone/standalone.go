@@ -77,6 +77,10 @@ type Config struct {
 	// EnvoyMetricsPort, when not 0, is where Envoy serves GET
 	// /stats/prometheus (and nothing else of its admin) on 127.0.0.1.
 	EnvoyMetricsPort uint32
+	// RouteStats makes Envoy keep per-route statistics for the routes of
+	// every Gateway (gatewayapi.Options.RouteStats), as GatewayParameters
+	// spec.metrics.routeStats does in a cluster.
+	RouteStats bool
 	// TrustDomain of the SPIFFE IDs on the xDS channel.
 	TrustDomain string
 	// SVIDLifetime is the validity of Envoy's SVIDs, renewed at half of it
@@ -268,8 +272,10 @@ func (r *runner) reload(ctx context.Context) {
 	for f, keys := range loaded.Kept {
 		lines["load "+f] = "has errors; serving the last good version of " + strings.Join(keys, ", ")
 	}
-	out, err := translate.Run(loaded.Resources, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }},
-		translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}))
+	out, err := translate.Run(loaded.Resources, gatewayapi.Options{
+		Scope:      func(*gwapiv1.Gateway) string { return Scope },
+		RouteStats: func(*gwapiv1.Gateway) bool { return r.cfg.RouteStats },
+	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}))
 	translated := time.Now()
 	if out != nil && out.Result != nil {
 		for _, w := range out.Result.Status.Warnings {

@@ -550,6 +550,15 @@ func TestModeAndEnvoyValues(t *testing.T) {
 		t.Errorf("args %s, want --envoy-image", args)
 	}
 
+	if get(spec, "metrics") != nil {
+		t.Errorf("metrics %v without monitoring.routeStats", get(spec, "metrics"))
+	}
+	// monitoring.routeStats: the class's Gateways keep per-route statistics.
+	objs = render(t, map[string]any{"mode": "", "monitoring": map[string]any{"routeStats": true}})
+	if gp := find(objs, "GatewayParameters", "xds-controller-defaults"); fmt.Sprint(get(gp, "spec", "metrics", "routeStats")) != "true" || get(gp, "spec", "mode") != nil {
+		t.Errorf("monitoring.routeStats: GatewayParameters %v", gp)
+	}
+
 	// No mode and no envoy settings: no GatewayParameters, no parametersRef.
 	objs = render(t, map[string]any{"mode": ""})
 	if find(objs, "GatewayParameters", "xds-controller-defaults") != nil {

@@ -32,6 +32,10 @@ type Resolver interface {
 	// BindPortFor is the port Envoy binds for a listener port of gw
 	// (infra.BindPorts.BindPort).
 	BindPortFor(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
+	// RouteStatsFor says whether Envoy keeps per-route statistics for the
+	// routes on gw's listeners (GatewayParameters spec.metrics.routeStats;
+	// gatewayapi.Options.RouteStats).
+	RouteStatsFor(gw *gwapiv1.Gateway) bool
 	// ServiceFor is the Service that exposes gw; its load balancer
 	// ingress (else its ClusterIP) becomes the Gateway's status.addresses.
 	ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName
@@ -109,6 +113,9 @@ func (SharedResolver) BindPortFor(_ *gwapiv1.Gateway, port gwapiv1.PortNumber) u
 	return uint32(port)
 }
 
+// RouteStatsFor is false: no parameters are read.
+func (SharedResolver) RouteStatsFor(*gwapiv1.Gateway) bool { return false }
+
 // ServiceFor is the Gateway's Service in both modes:
 // <gateway>-<class> (infra.GatewayServiceName) in the Gateway's namespace.
 func (SharedResolver) ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName {
@@ -138,6 +145,7 @@ func TranslateOptions(controller gwapiv1.GatewayController, r Resolver) gatewaya
 		ControllerName:    controller,
 		Scope:             r.ScopeFor,
 		BindPort:          r.BindPortFor,
+		RouteStats:        r.RouteStatsFor,
 		InvalidParameters: r.InvalidParameters(),
 		// The Gateway's Service carries spec.addresses (infra.Renderer);
 		// Envoy binds the wildcard address in its pods.

@@ -507,7 +507,9 @@ func (e *env) run(mode string) {
 	t := e.t
 	ctx := context.Background()
 	e.cleanup()
-	e.helmInstall(mode)
+	// Per-route statistics on (the class's GatewayParameters), for
+	// envoyMetrics.
+	e.helmInstallWith(mode, map[string]any{"monitoring": map[string]any{"routeStats": true}})
 
 	// `kubectl apply -f examples/`.
 	e.applyExamples()

@@ -26,17 +26,24 @@ func TestStatSafe(t *testing.T) {
 	}
 }
 
+// gatewayListeners returns a map from IR listener to Gateway, as the
+// scopeBuilder keeps it, and a function that makes a listener of a
+// Gateway and records it there.
+func gatewayListeners() (map[*ir.Listener]string, func(name, gateway string, gatewayPort uint32) *ir.Listener) {
+	gw := map[*ir.Listener]string{}
+	return gw, func(name, gateway string, gatewayPort uint32) *ir.Listener {
+		x := &ir.Listener{Name: name, GatewayPort: gatewayPort}
+		gw[x] = gateway
+		return x
+	}
+}
+
 // Distinct Gateway listeners, ListenerSet listeners and shared names never
 // get one stat name: Kubernetes names only differ by their dots, which
 // become "_", a character none of them has, and the shared names carry
 // "=", which none has either.
 func TestStatNamesDoNotCollide(t *testing.T) {
-	gw := map[*ir.Listener]string{}
-	l := func(name, gateway string, gatewayPort uint32) *ir.Listener {
-		x := &ir.Listener{Name: name, GatewayPort: gatewayPort}
-		gw[x] = gateway
-		return x
-	}
+	gw, l := gatewayListeners()
 	k := bindKey{address: "0.0.0.0", port: 10080}
 	names := map[string]string{}
 	add := func(what, name string) {
@@ -68,12 +75,7 @@ func TestStatNamesDoNotCollide(t *testing.T) {
 }
 
 func TestSharedStatName(t *testing.T) {
-	gw := map[*ir.Listener]string{}
-	l := func(name, gateway string, gatewayPort uint32) *ir.Listener {
-		x := &ir.Listener{Name: name, GatewayPort: gatewayPort}
-		gw[x] = gateway
-		return x
-	}
+	gw, l := gatewayListeners()
 	a, b := l("default/web/a", "default/web", 80), l("default/web/b", "default/web", 80)
 	other := l("default/other/a", "default/other", 80)
 	other443 := l("default/web/c", "default/web", 443)

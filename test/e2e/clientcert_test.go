@@ -321,7 +321,8 @@ func TestClientCertValidation(t *testing.T) {
 		{strict, "fail_verify_no_cert"}, {strict, "fail_verify_error"},
 		{fallback, "no_certificate"}, {fallback, "fail_verify_error"},
 	} {
-		name := fmt.Sprintf("listener.127_0_0_1_%d.ssl.%s", c.port, c.stat)
+		// The Envoy listener of Gateway default/gw's port (docs/metrics.md).
+		name := fmt.Sprintf("listener.default/gw/port=%d.ssl.%s", c.port, c.stat)
 		poll(t, name, func() error {
 			n, err := envoyCounter(f.admin, name)
 			if err == nil && n != len(clientCertVersions) {

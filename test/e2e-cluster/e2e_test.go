@@ -220,6 +220,7 @@ func (e *env) helmInstallWith(mode string, extra map[string]any) {
 // helmInstallValues is helmInstall with the given values.
 func (e *env) helmInstallValues(mode string, values map[string]any) {
 	e.t.Helper()
+	e.applyChartCRDs()
 	cfg := e.helmConfig()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
@@ -237,6 +238,28 @@ func (e *env) helmInstallValues(mode string, values map[string]any) {
 		e.t.Fatalf("helm install (mode %s): %v", mode, err)
 	}
 	e.t.Logf("helm install --set mode=%s: %s", mode, time.Since(start).Round(100*time.Millisecond))
+}
+
+// applyChartCRDs applies the chart's own CRDs (crds/: GatewayParameters,
+// IngressClassParameters), as the chart's README asks after an upgrade:
+// Helm installs crds/ only where a CRD is missing and never updates it,
+// and the local cluster keeps the CRDs of an earlier run. It waits until the API server keeps
+// the newest field (a server-side dry run of spec.metrics.routeStats).
+func (e *env) applyChartCRDs() {
+	e.t.Helper()
+	e.mustKubectl("", "apply", "--server-side", "--force-conflicts", "--field-manager", "xds-e2e", "-f", chartDir+"/crds/")
+	probe := `apiVersion: gateway.xds-controller.dev/v1alpha1
+kind: GatewayParameters
+metadata: {name: crd-probe, namespace: default}
+spec: {metrics: {routeStats: true}}
+`
+	e.eventually("the GatewayParameters CRD keeps spec.metrics", time.Minute, func() error {
+		out, err := e.kubectl(probe, "create", "--dry-run=server", "-o", "jsonpath={.spec.metrics.routeStats}", "-f", "-")
+		if err == nil && strings.TrimSpace(out) != "true" {
+			err = fmt.Errorf("spec.metrics.routeStats pruned: %q", out)
+		}
+		return err
+	})
 }
 
 func chartValues(mode string) map[string]any {

@@ -35,16 +35,46 @@ type Output struct {
 	Refused map[string][]xdsvalidate.Problem
 }
 
-// Run translates res (sorted) with opts. It fails when the IR breaks an
-// invariant (a translator bug, reported with every violation) or the xDS
-// translation fails; status is still returned in Output.Result then.
+// Run translates res (sorted) with opts from scratch: the reference that
+// Cache.Run, which translates only what changed, must equal. It fails when
+// the IR breaks an invariant (a translator bug, reported with every
+// violation) or the xDS translation fails; status is still returned in
+// Output.Result then.
 //
 // A panic in a translator (a bug, never the input's fault) is returned as an
 // error, so that one bad object cannot crash a long-running caller.
-func Run(res *resources.Resources, opts gatewayapi.Options) (out *Output, err error) {
+func Run(res *resources.Resources, opts gatewayapi.Options) (*Output, error) {
+	return NewCache().Run(res, opts)
+}
+
+// Cache carries what one run of the pipeline computed to the next run, so
+// that a run costs what changed since the last one, not what exists:
+// routes whose object and inputs are unchanged keep their IR and status,
+// unchanged IR keeps its Envoy resources, and unchanged Envoy resources
+// keep their validation verdict. Objects are recognised by identity: the
+// caller hands over an object once and never modifies it afterwards (a
+// changed object is a new pointer), as pkg/resources requires anyway.
+//
+// The output of a run shares unchanged parts with the previous run's
+// output: neither may be modified. A Cache is not safe for concurrent use;
+// the zero value is not usable (NewCache).
+type Cache struct{}
+
+// NewCache returns an empty cache: its first run translates everything.
+func NewCache() *Cache { return &Cache{} }
+
+// Run translates res (sorted) with opts, like the package's Run, reusing
+// what the previous run of c computed for the objects that did not change.
+// The output is identical to Run's on the same input (the property test
+// checks it). After a failure c starts over: the next run translates
+// everything again.
+func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options) (out *Output, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("translator panic (a bug; please report it with the input): %v", p)
+		}
+		if err != nil {
+			*c = *NewCache()
 		}
 	}()
 	out = &Output{Result: gatewayapi.Translate(res, opts)}

@@ -85,7 +85,6 @@ func newWorld(rng *rand.Rand, objs []object) *world {
 	return w
 }
 
-
 // find returns a pointer to every value of type T under o's exported
 // fields (o itself excluded), so that edits reach a route kind's
 // hostnames, backendRefs and parentRefs without knowing the kind.

@@ -184,7 +184,7 @@ func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectRefe
 		return nil, &problem{string(gwapiv1.RouteReasonRefNotPermitted),
 			fmt.Sprintf("Service %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", name, ns, key.Kind, routeNS)}
 	}
-	svc := t.services[nn(ns, string(ref.Name))]
+	svc := t.service(nn(ns, string(ref.Name)))
 	if svc == nil {
 		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s not found", name)}
 	}
@@ -303,36 +303,36 @@ func sliceAddress(typ discoveryv1.AddressType, a string) (string, bool) {
 	return "", false
 }
 
-// checkEndpointSlices reports, once per EndpointSlice, the addresses that
-// endpoints drops: invalid ones and those not of the slice's addressType.
-func (t *translator) checkEndpointSlices() {
-	for _, es := range t.res.EndpointSlices {
-		if es == nil || es.Labels[discoveryv1.LabelServiceName] == "" {
-			continue
-		}
-		name := es.Namespace + "/" + es.Name
-		switch es.AddressType {
-		case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN:
-		default:
-			t.warnf("EndpointSlice %s: addressType %s is not IPv4, IPv6 or FQDN; its endpoints are not used", name, q(string(es.AddressType)))
-			continue
-		}
-		var bad []string
-		for _, ep := range es.Endpoints {
-			for _, a := range ep.Addresses {
-				if _, ok := sliceAddress(es.AddressType, a); !ok {
-					bad = append(bad, q(a))
-				}
+// sliceWarning is the Status.Warnings entry of an EndpointSlice of a
+// Service (labelled kubernetes.io/service-name) whose addresses endpoints
+// drops: invalid ones and those not of the slice's addressType; "" when
+// there are none.
+func sliceWarning(es *discoveryv1.EndpointSlice) string {
+	if es.Labels[discoveryv1.LabelServiceName] == "" {
+		return ""
+	}
+	name := es.Namespace + "/" + es.Name
+	switch es.AddressType {
+	case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN:
+	default:
+		return fmt.Sprintf("EndpointSlice %s: addressType %s is not IPv4, IPv6 or FQDN; its endpoints are not used", name, q(string(es.AddressType)))
+	}
+	var bad []string
+	for _, ep := range es.Endpoints {
+		for _, a := range ep.Addresses {
+			if _, ok := sliceAddress(es.AddressType, a); !ok {
+				bad = append(bad, q(a))
 			}
-		}
-		if len(bad) > 0 {
-			shown := bad
-			if len(shown) > 5 {
-				shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(bad)-5))
-			}
-			t.warnf("EndpointSlice %s: dropped %d address(es) that are not valid %s addresses: %s", name, len(bad), es.AddressType, strings.Join(shown, ", "))
 		}
 	}
+	if len(bad) == 0 {
+		return ""
+	}
+	shown := bad
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(bad)-5))
+	}
+	return fmt.Sprintf("EndpointSlice %s: dropped %d address(es) that are not valid %s addresses: %s", name, len(bad), es.AddressType, strings.Join(shown, ", "))
 }
 
 // slicePort is the port of an EndpointSlice that serves the Service port

@@ -22,10 +22,14 @@ type routeEntry struct {
 	// origin comes first.
 	origin  string
 	created metav1.Time
+	kind    string
 	ns      string
 	name    string
 	rule    int
 	match   int
+	// stale marks the entry of a route that changed since it was added:
+	// the listener drops it (listenerState.refresh).
+	stale bool
 }
 
 // sortRoutes orders a listener's routes: grouped by virtual host (exact
@@ -38,20 +42,51 @@ type routeEntry struct {
 // GRPCRoutes; an HTTPRoute and a GRPCRoute never share a hostname on a
 // listener, resolveKindConflicts); then the oldest route
 // (creationTimestamp); then the route first by "namespace/name"; then rule
-// order, then match order.
+// order, then match order; then by kind, which never decides (two kinds
+// do not share a hostname) but makes the order total, so that inserting
+// entries into a sorted list (mergeRoutes) gives what sorting gives.
 func sortRoutes(rs []*routeEntry) {
-	slices.SortStableFunc(rs, func(a, b *routeEntry) int {
-		return cmp.Or(
-			compareHosts(a.route.Hostname, b.route.Hostname),
-			compareHosts(a.origin, b.origin),
-			slices.Compare(a.rank, b.rank),
-			compareTime(a.created, b.created),
-			cmp.Compare(a.ns, b.ns),
-			cmp.Compare(a.name, b.name),
-			cmp.Compare(a.rule, b.rule),
-			cmp.Compare(a.match, b.match),
-		)
-	})
+	slices.SortStableFunc(rs, compareEntries)
+}
+
+func compareEntries(a, b *routeEntry) int {
+	return cmp.Or(
+		compareHosts(a.route.Hostname, b.route.Hostname),
+		compareHosts(a.origin, b.origin),
+		slices.Compare(a.rank, b.rank),
+		compareTime(a.created, b.created),
+		cmp.Compare(a.ns, b.ns),
+		cmp.Compare(a.name, b.name),
+		cmp.Compare(a.rule, b.rule),
+		cmp.Compare(a.match, b.match),
+		cmp.Compare(a.kind, b.kind),
+	)
+}
+
+// mergeRoutes returns the entries of sorted (in precedence order) that
+// are not stale, with added inserted where they belong; sorted's array is
+// reused. A few entries are inserted by binary search, many by sorting
+// everything again.
+func mergeRoutes(sorted, added []*routeEntry) []*routeEntry {
+	kept := slices.DeleteFunc(sorted, func(e *routeEntry) bool { return e.stale })
+	if len(added) == 0 {
+		return kept
+	}
+	if len(added)*8 > len(kept) {
+		out := append(kept, added...)
+		sortRoutes(out)
+		return out
+	}
+	sortRoutes(added)
+	out := make([]*routeEntry, 0, len(kept)+len(added))
+	from := 0
+	for _, e := range added {
+		at, _ := slices.BinarySearchFunc(kept[from:], e, compareEntries)
+		out = append(out, kept[from:from+at]...)
+		out = append(out, e)
+		from += at
+	}
+	return append(out, kept[from:]...)
 }
 
 func compareHosts(a, b string) int {

@@ -42,6 +42,11 @@ func parseRouteName(n string) (ruleRef, bool) {
 // problem. It reports whether it changed the IR, and every problem found,
 // by scope (those of x: when the IR did not change they are the final
 // verdict on x, so the caller need not check it again).
+//
+// What it changes it copies first: the IR routes, the listeners' route
+// lists and the route statuses in res may be shared with earlier results
+// (translate.Cache); only res.IR's listeners and res.Status.Routes, the
+// map, are res's own.
 func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool, map[string][]xdsvalidate.Problem) {
 	type verdict struct {
 		msgs    []string
@@ -93,22 +98,28 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 	}
 	for _, g := range res.IR.Gateways {
 		for _, l := range g.Listeners {
-			kept := l.HTTPRoutes[:0]
+			var kept []*ir.HTTPRoute
+			touched := false
 			for _, r := range l.HTTPRoutes {
 				ref, ok := parseRouteName(r.Name)
 				v := rules[ref.prefix]
 				switch {
 				case !ok || v == nil:
 				case v.dropped[r.Name]:
+					touched = true
 					continue
 				case v.whole:
 					// A problem outside the matches: the rule answers 500.
-					r.Backends, r.Filters, r.Timeouts, r.Retry = nil, ir.HTTPFilters{}, nil, nil
-					r.DirectResponse = &ir.DirectResponse{StatusCode: xdstranslator.FailureStatus(r)}
+					cp := *r
+					cp.Backends, cp.Filters, cp.Timeouts, cp.Retry = nil, ir.HTTPFilters{}, nil, nil
+					cp.DirectResponse = &ir.DirectResponse{StatusCode: xdstranslator.FailureStatus(r)}
+					r, touched = &cp, true
 				}
 				kept = append(kept, r)
 			}
-			l.HTTPRoutes = kept
+			if touched {
+				l.HTTPRoutes = kept
+			}
 		}
 	}
 	for _, prefix := range order {
@@ -116,6 +127,8 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 		if st == nil {
 			continue
 		}
+		st = st.DeepCopy()
+		res.Status.Routes[routes[prefix]] = st
 		for i := range st.Parents {
 			conds := &st.Parents[i].Conditions
 			gen := int64(0)

@@ -58,10 +58,12 @@ func Run(res *resources.Resources, opts gatewayapi.Options) (*Output, error) {
 // The output of a run shares unchanged parts with the previous run's
 // output: neither may be modified. A Cache is not safe for concurrent use;
 // the zero value is not usable (NewCache).
-type Cache struct{}
+type Cache struct {
+	gw *gatewayapi.Cache
+}
 
 // NewCache returns an empty cache: its first run translates everything.
-func NewCache() *Cache { return &Cache{} }
+func NewCache() *Cache { return &Cache{gw: gatewayapi.NewCache()} }
 
 // Run translates res (sorted) with opts, like the package's Run, reusing
 // what the previous run of c computed for the objects that did not change.
@@ -77,7 +79,7 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options) (out *Out
 			*c = *NewCache()
 		}
 	}()
-	out = &Output{Result: gatewayapi.Translate(res, opts)}
+	out = &Output{Result: c.gw.Translate(res, opts)}
 	if err := out.Result.IR.Validate(); err != nil {
 		return out, fmt.Errorf("invalid IR: %w", err)
 	}

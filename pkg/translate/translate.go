@@ -59,11 +59,12 @@ func Run(res *resources.Resources, opts gatewayapi.Options) (*Output, error) {
 // output: neither may be modified. A Cache is not safe for concurrent use;
 // the zero value is not usable (NewCache).
 type Cache struct {
-	gw *gatewayapi.Cache
+	gw  *gatewayapi.Cache
+	xds *xdstranslator.Cache
 }
 
 // NewCache returns an empty cache: its first run translates everything.
-func NewCache() *Cache { return &Cache{gw: gatewayapi.NewCache()} }
+func NewCache() *Cache { return &Cache{gw: gatewayapi.NewCache(), xds: xdstranslator.NewCache()} }
 
 // Run translates res (sorted) with opts, like the package's Run, reusing
 // what the previous run of c computed for the objects that did not change.
@@ -83,7 +84,7 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options) (out *Out
 	if err := out.Result.IR.Validate(); err != nil {
 		return out, fmt.Errorf("invalid IR: %w", err)
 	}
-	x, err := xdstranslator.Translate(out.Result.IR)
+	x, err := c.xds.Translate(out.Result.IR)
 	if err != nil {
 		return out, fmt.Errorf("xDS translation: %w", err)
 	}
@@ -94,7 +95,7 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options) (out *Out
 	// What is left (problems outside HTTPRoute routes) refuses the scope.
 	changed, problems := blame(out.Result, x)
 	if changed {
-		if x, err = xdstranslator.Translate(out.Result.IR); err != nil {
+		if x, err = c.xds.Translate(out.Result.IR); err != nil {
 			return out, fmt.Errorf("xDS translation: %w", err)
 		}
 		problems = nil

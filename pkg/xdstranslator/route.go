@@ -28,7 +28,14 @@ import (
 // host answering 421 for each domain of misdirected (misdirectedHosts)
 // that no route's virtual host has. It reports whether a route uses CORS,
 // so that the CORS filter joins the chain.
+//
+// A listener's routes come grouped by hostname (pkg/gatewayapi sorts them
+// so): each run of routes with one hostname is a virtual host, rendered
+// once and then found in the scope's cache (virtualHost) while its routes
+// are the same objects. Virtual hosts are ordered most specific first
+// (compareHostSpecificity).
 func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string) (*routev3.RouteConfiguration, bool, error) {
+	s.configs[name] = true
 	// A request for host H is served by the most specific listener whose
 	// hostname covers H: only that listener's routes go into H's virtual
 	// host.
@@ -45,57 +52,86 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 		}
 		return nil
 	}
-	vhosts := map[string]*routev3.VirtualHost{}
-	var order []string
-	vhost := func(host string) *routev3.VirtualHost {
-		v, ok := vhosts[host]
-		if !ok {
-			v = &routev3.VirtualHost{Name: host, Domains: []string{host}}
-			vhosts[host] = v
-			order = append(order, host)
-		}
-		return v
-	}
+	var vhosts []*routev3.VirtualHost
 	usesCORS := false
 	for _, l := range ls {
-		if h := strings.ToLower(l.Hostname); h != "" && owner(h) == l {
-			vhost(h)
+		own := strings.ToLower(l.Hostname)
+		if own != "" && owner(own) != l {
+			own = ""
 		}
-		for _, r := range l.HTTPRoutes {
-			host := strings.ToLower(r.Hostname)
+		for i := 0; i < len(l.HTTPRoutes); {
+			host := strings.ToLower(l.HTTPRoutes[i].Hostname)
+			j := i + 1
+			for j < len(l.HTTPRoutes) && strings.ToLower(l.HTTPRoutes[j].Hostname) == host {
+				j++
+			}
+			run := l.HTTPRoutes[i:j]
+			i = j
 			if len(ls) > 1 && owner(host) != l {
 				continue
 			}
-			route, cors, err := s.route(r, l.GatewayPort)
+			m, err := s.virtualHost(name, host, run, l.GatewayPort)
 			if err != nil {
-				return nil, false, fmt.Errorf("route %s: %w", r.Name, err)
+				return nil, false, err
 			}
-			usesCORS = usesCORS || cors
-			v := vhost(host)
-			v.Routes = append(v.Routes, route)
+			usesCORS = usesCORS || m.cors
+			vhosts = append(vhosts, m.vhost)
+			if host == own {
+				own = ""
+			}
+		}
+		if own != "" {
+			// The listener's hostname gets a virtual host, empty if need
+			// be, so that its requests never reach a less specific one.
+			vhosts = append(vhosts, &routev3.VirtualHost{Name: own, Domains: []string{own}})
 		}
 	}
+	byName := func(a, b *routev3.VirtualHost) int { return compareHostSpecificity(a.Name, b.Name) }
+	if !slices.IsSortedFunc(vhosts, byName) {
+		slices.SortStableFunc(vhosts, byName)
+	}
+	vhosts = mergeVirtualHosts(vhosts)
 	for _, h := range misdirected {
-		if _, ok := vhosts[h]; ok {
+		i, found := slices.BinarySearchFunc(vhosts, h, func(v *routev3.VirtualHost, h string) int { return compareHostSpecificity(v.Name, h) })
+		if found {
 			continue
 		}
-		v := vhost(h)
-		v.Routes = []*routev3.Route{{
-			Name:   "misdirected/" + h,
-			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-			Action: directResponse(&ir.DirectResponse{StatusCode: 421}),
-		}}
+		vhosts = slices.Insert(vhosts, i, &routev3.VirtualHost{
+			Name:    h,
+			Domains: []string{h},
+			Routes: []*routev3.Route{{
+				Name:   "misdirected/" + h,
+				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+				Action: directResponse(&ir.DirectResponse{StatusCode: 421}),
+			}},
+		})
 	}
-	slices.SortFunc(order, compareHostSpecificity)
+	if prev := s.cache.configs[name]; prev != nil && slices.Equal(prev.vhosts, vhosts) {
+		return prev.config, prev.cors, nil
+	}
 	rc := &routev3.RouteConfiguration{
 		Name:                     name,
 		IgnorePortInHostMatching: true,
-		VirtualHosts:             make([]*routev3.VirtualHost, 0, len(order)),
+		VirtualHosts:             vhosts,
 	}
-	for _, h := range order {
-		rc.VirtualHosts = append(rc.VirtualHosts, vhosts[h])
-	}
+	s.cache.configs[name] = &configMemo{vhosts: vhosts, config: rc, cors: usesCORS}
 	return rc, usesCORS, nil
+}
+
+// mergeVirtualHosts merges neighbours of vhosts (sorted by name) that have
+// one name: a listener whose routes of one hostname do not come together
+// (an IR made by hand) gets one virtual host with all of them, in order.
+func mergeVirtualHosts(vhosts []*routev3.VirtualHost) []*routev3.VirtualHost {
+	for i := 1; i < len(vhosts); i++ {
+		if vhosts[i].Name != vhosts[i-1].Name {
+			continue
+		}
+		merged := &routev3.VirtualHost{Name: vhosts[i].Name, Domains: vhosts[i].Domains,
+			Routes: append(slices.Clone(vhosts[i-1].Routes), vhosts[i].Routes...)}
+		vhosts = slices.Replace(vhosts, i-1, i+1, merged)
+		i--
+	}
+	return vhosts
 }
 
 // covers says whether a listener with hostname listener accepts requests
@@ -111,9 +147,10 @@ func covers(listener, host string) bool {
 }
 
 // route renders one IR HTTP route of a listener whose Gateway port is
-// listenerPort.
-func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Route, bool, error) {
-	out := &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match, r.GRPC)}
+// listenerPort. It reports whether the route uses CORS, and the valid
+// backends it sends requests to (and mirrors), whose clusters it needs.
+func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3.Route, cors bool, used []*ir.Backend, err error) {
+	out = &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match, r.GRPC)}
 	f := &r.Filters
 	if h := f.RequestHeaders; h != nil {
 		out.RequestHeadersToAdd, out.RequestHeadersToRemove = headerMods(h)
@@ -121,21 +158,21 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 	if h := f.ResponseHeaders; h != nil {
 		out.ResponseHeadersToAdd, out.ResponseHeadersToRemove = headerMods(h)
 	}
-	cors := false
 	switch {
 	case r.DirectResponse != nil:
 		out.Action = directResponse(r.DirectResponse)
 	case f.Redirect != nil:
 		rd, err := redirect(f.Redirect, r.Match.Path, listenerPort)
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
 		out.Action = &routev3.Route_Redirect{Redirect: rd}
 	case r.Backends != nil:
-		ra, direct, err := s.routeAction(r)
+		ra, direct, u, err := routeAction(r)
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
+		used = u
 		if direct != nil {
 			out.Action = directResponse(direct)
 			break
@@ -146,9 +183,9 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 			cors = true
 		}
 	default:
-		return nil, false, fmt.Errorf("the route has no action")
+		return nil, false, nil, fmt.Errorf("the route has no action")
 	}
-	return out, cors, nil
+	return out, cors, used, nil
 }
 
 // routeMatch renders a route's match; a gRPC route matches only gRPC
@@ -342,23 +379,22 @@ func prefixReplacement(match *ir.StringMatch, repl string) (string, *matcherv3.R
 }
 
 // routeAction forwards to the route's backends. It returns a direct
-// response instead when no request can reach a valid backend.
-func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.DirectResponse, error) {
+// response instead when no request can reach a valid backend, and the
+// valid backends it uses (those with a weight, and mirrors).
+func routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.DirectResponse, []*ir.Backend, error) {
 	ra := &routev3.RouteAction{}
-	var live []*ir.Backend
-	valid := 0
+	var live, used []*ir.Backend
 	for _, b := range r.Backends.Backends {
 		if b.Weight == 0 {
 			continue
 		}
 		live = append(live, b)
 		if !b.Invalid {
-			valid++
-			s.useBackend(b)
+			used = append(used, b)
 		}
 	}
-	if valid == 0 {
-		return nil, &ir.DirectResponse{StatusCode: FailureStatus(r)}, nil
+	if len(used) == 0 {
+		return nil, &ir.DirectResponse{StatusCode: FailureStatus(r)}, nil, nil
 	}
 	if len(live) == 1 && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil && live[0].HostRewrite == "" {
 		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: live[0].Name}
@@ -403,11 +439,11 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 			case ir.ReplacePrefixMatch:
 				prefix, re, err := prefixReplacement(r.Match.Path, p.Value)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 				ra.PrefixRewrite, ra.RegexRewrite = prefix, re
 			default:
-				return nil, nil, fmt.Errorf("unknown path modifier %q", p.Type)
+				return nil, nil, nil, fmt.Errorf("unknown path modifier %q", p.Type)
 			}
 		}
 	}
@@ -415,7 +451,7 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 		if m.Backend == nil || m.Backend.Invalid || m.Percent <= 0 {
 			continue
 		}
-		s.useBackend(m.Backend)
+		used = append(used, m.Backend)
 		mp := &routev3.RouteAction_RequestMirrorPolicy{Cluster: m.Backend.Name}
 		if m.Percent < 100 {
 			mp.RuntimeFraction = &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{
@@ -433,7 +469,7 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 		ra.Timeout = durationpb.New(0)
 		ra.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{GrpcTimeoutHeaderMax: durationpb.New(0)}
 	}
-	return ra, nil, nil
+	return ra, nil, used, nil
 }
 
 // FailureStatus is the HTTP status of a route's requests that cannot reach

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -32,22 +33,20 @@ func parseRouteName(n string) (ruleRef, bool) {
 	return ruleRef{route: key, rule: rule, prefix: n[:strings.LastIndex(n, "/")+1]}, true
 }
 
-// blame runs xdsvalidate.Check on every scope of x and traces the problems
-// found inside the routes of HTTPRoutes and GRPCRoutes back to their rules:
-// in res.IR, a rule with a problem outside its matches answers its failure
-// status (xdstranslator.FailureStatus: 500, or 503 for gRPC; a direct
-// response, no filters, no backends), and a match with a problem is
-// dropped; the route's
-// parents of ours get PartiallyInvalid=True reason UnsupportedValue with the
-// problem. It reports whether it changed the IR, and every problem found,
-// by scope (those of x: when the IR did not change they are the final
-// verdict on x, so the caller need not check it again).
+// blame traces the pre-validation problems found (xdsvalidate.Check, by
+// scope) inside the routes of HTTPRoutes and GRPCRoutes back to their
+// rules: in res.IR, a rule with a problem outside its matches answers its
+// failure status (xdstranslator.FailureStatus: 500, or 503 for gRPC; a
+// direct response, no filters, no backends), and a match with a problem
+// is dropped; the route's parents of ours get PartiallyInvalid=True
+// reason UnsupportedValue with the problem. It reports whether it changed
+// the IR (whose xDS must then be rendered and checked again).
 //
 // What it changes it copies first: the IR routes, the listeners' route
 // lists and the route statuses in res may be shared with earlier results
 // (translate.Cache); only res.IR's listeners and res.Status.Routes, the
 // map, are res's own.
-func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool, map[string][]xdsvalidate.Problem) {
+func blame(res *gatewayapi.Result, found map[string][]xdsvalidate.Problem) bool {
 	type verdict struct {
 		msgs    []string
 		dropped map[string]bool // IR route names whose match is dropped
@@ -56,16 +55,8 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 	rules := map[string]*verdict{} // rule prefix -> verdict
 	routes := map[string]gatewayapi.RouteKey{}
 	var order []string
-	var found map[string][]xdsvalidate.Problem
-	for _, scope := range ScopeNames(x) {
-		ps := xdsvalidate.Check(x[scope])
-		if len(ps) > 0 {
-			if found == nil {
-				found = map[string][]xdsvalidate.Problem{}
-			}
-			found[scope] = ps
-		}
-		for _, p := range ps {
+	for _, scope := range slices.Sorted(maps.Keys(found)) {
+		for _, p := range found[scope] {
 			ref, ok := parseRouteName(p.Route)
 			if !ok {
 				continue
@@ -94,7 +85,7 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 		}
 	}
 	if len(rules) == 0 {
-		return false, found
+		return false
 	}
 	for _, g := range res.IR.Gateways {
 		for _, l := range g.Listeners {
@@ -146,5 +137,5 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 				Reason: string(gwapiv1.RouteReasonUnsupportedValue), Message: msg, ObservedGeneration: gen})
 		}
 	}
-	return true, found
+	return true
 }

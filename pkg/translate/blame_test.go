@@ -57,7 +57,8 @@ func TestBlame(t *testing.T) {
 	routesBefore := slices.Clone(res.IR.Gateways[0].Listeners[0].HTTPRoutes)
 	statusBefore := res.Status.Routes[httpRoute("hdr")]
 	condsBefore := slices.Clone(statusBefore.Parents[0].Conditions)
-	changed, problems := blame(res, x)
+	problems := map[string][]xdsvalidate.Problem{"s": xdsvalidate.Check(x["s"])}
+	changed := blame(res, problems)
 	for i, r := range routesBefore {
 		if !reflect.DeepEqual(r, before.Gateways[0].Listeners[0].HTTPRoutes[i]) {
 			t.Errorf("blame modified IR route %s in place", r.Name)

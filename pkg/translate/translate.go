@@ -61,10 +61,39 @@ func Run(res *resources.Resources, opts gatewayapi.Options) (*Output, error) {
 type Cache struct {
 	gw  *gatewayapi.Cache
 	xds *xdstranslator.Cache
+	// checks are the pre-validation caches, by scope.
+	checks map[string]*xdsvalidate.Cache
 }
 
 // NewCache returns an empty cache: its first run translates everything.
-func NewCache() *Cache { return &Cache{gw: gatewayapi.NewCache(), xds: xdstranslator.NewCache()} }
+func NewCache() *Cache {
+	return &Cache{gw: gatewayapi.NewCache(), xds: xdstranslator.NewCache(), checks: map[string]*xdsvalidate.Cache{}}
+}
+
+// check pre-validates the xDS of every scope of x (xdsvalidate), and
+// returns the problems by scope (nil when there are none).
+func (c *Cache) check(x map[string]*xdstranslator.Resources) map[string][]xdsvalidate.Problem {
+	for scope := range c.checks {
+		if x[scope] == nil {
+			delete(c.checks, scope)
+		}
+	}
+	var problems map[string][]xdsvalidate.Problem
+	for _, scope := range ScopeNames(x) {
+		ch := c.checks[scope]
+		if ch == nil {
+			ch = xdsvalidate.NewCache()
+			c.checks[scope] = ch
+		}
+		if ps := ch.Check(x[scope]); len(ps) > 0 {
+			if problems == nil {
+				problems = map[string][]xdsvalidate.Problem{}
+			}
+			problems[scope] = ps
+		}
+	}
+	return problems
+}
 
 // Run translates res (sorted) with opts, like the package's Run, reusing
 // what the previous run of c computed for the objects that did not change.
@@ -93,20 +122,12 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options) (out *Out
 	// match Envoy would refuse, loses that match), and the route gets
 	// PartiallyInvalid=True; then the xDS is rendered again.
 	// What is left (problems outside HTTPRoute routes) refuses the scope.
-	changed, problems := blame(out.Result, x)
-	if changed {
+	problems := c.check(x)
+	if blame(out.Result, problems) {
 		if x, err = c.xds.Translate(out.Result.IR); err != nil {
 			return out, fmt.Errorf("xDS translation: %w", err)
 		}
-		problems = nil
-		for scope, r := range x {
-			if ps := xdsvalidate.Check(r); len(ps) > 0 {
-				if problems == nil {
-					problems = map[string][]xdsvalidate.Problem{}
-				}
-				problems[scope] = ps
-			}
-		}
+		problems = c.check(x)
 	}
 	out.Refused = problems
 	out.XDS = x

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-controller/xds-controller/internal/memo"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
@@ -62,16 +63,64 @@ func (p Problem) String() string {
 
 // Check returns every problem of r, in resource order.
 func Check(r *xdstranslator.Resources) []Problem {
+	return NewCache().Check(r)
+}
+
+// Cache keeps the findings of one scope's resources from one Check to the
+// next (Cache.Check): a resource, or a virtual host of a route
+// configuration, that is the same object as in an earlier Check is not
+// checked again, but for its references to clusters and route
+// configurations, which depend on what else the scope holds. Not safe for
+// concurrent use; the zero value is not usable (NewCache).
+type Cache struct {
+	resources memo.Table[types.Resource, []finding]
+	vhosts    memo.Table[vhostKey, *vhostFindings]
+	clusters  nameSet
+}
+
+// vhostKey names a virtual host of a route configuration.
+type vhostKey struct {
+	config string
+	vhost  *routev3.VirtualHost
+}
+
+// vhostFindings are what a virtual host's protoc-gen-validate rules and
+// walk found: whether it fails its rules, the failures of its routes (when
+// it does), and what the walk found.
+type vhostFindings struct {
+	fails  bool
+	routes []Problem
+	walk   []finding
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache { return &Cache{clusters: nameSet{set: map[string]bool{}}} }
+
+// Check returns every problem of r, in resource order, like the package's
+// Check, reusing the findings of the resources that earlier Checks of c
+// saw: r's resources must not be modified once checked (Check itself
+// modifies none; while it checks a route configuration it takes its
+// virtual hosts out and puts them back).
+func (c *Cache) Check(r *xdstranslator.Resources) []Problem {
 	if r == nil {
 		return nil
 	}
-	c := &checker{clusters: names(r.Clusters), routes: names(r.Routes)}
+	ch := &checker{cache: c, clusters: c.clusters.update(r.Clusters), routes: names(r.Routes)}
 	for _, l := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
 		for _, res := range l {
-			c.resource(res)
+			fs, ok := c.resources.Get(res)
+			if !ok {
+				sub := &checker{cache: c}
+				sub.resource(res)
+				fs = sub.findings
+				c.resources.Put(res, fs)
+			}
+			ch.findings = append(ch.findings, fs...)
 		}
 	}
-	return c.problems
+	c.resources.Sweep(nil)
+	c.vhosts.Sweep(nil)
+	return ch.problems()
 }
 
 func names(l []types.Resource) map[string]bool {
@@ -82,9 +131,83 @@ func names(l []types.Resource) map[string]bool {
 	return m
 }
 
+// nameSet is the set of names of a list of resources sorted by name,
+// updated from one list to the next by what differs.
+type nameSet struct {
+	set  map[string]bool
+	prev []types.Resource
+}
+
+func (n *nameSet) update(cur []types.Resource) map[string]bool {
+	prev := n.prev
+	i, j := 0, 0
+	for i < len(prev) || j < len(cur) {
+		if i < len(prev) && j < len(cur) && prev[i] == cur[j] {
+			i, j = i+1, j+1
+			continue
+		}
+		var d int
+		switch {
+		case i == len(prev):
+			d = 1
+		case j == len(cur):
+			d = -1
+		default:
+			d = strings.Compare(cachev3.GetResourceName(prev[i]), cachev3.GetResourceName(cur[j]))
+		}
+		switch {
+		case d < 0:
+			delete(n.set, cachev3.GetResourceName(prev[i]))
+			i++
+		case d > 0:
+			n.set[cachev3.GetResourceName(cur[j])] = true
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	if len(n.set) != len(cur) {
+		// Not sorted, or names repeated: count them all again.
+		n.set = names(cur)
+	}
+	n.prev = cur
+	return n.set
+}
+
 type checker struct {
+	cache            *Cache
 	clusters, routes map[string]bool
-	problems         []Problem
+	findings         []finding
+}
+
+// finding is a problem found, or a reference to check (ref: "cluster" or
+// "route configuration", and the name referenced) against what the scope
+// holds, which a cached finding cannot know.
+type finding struct {
+	Problem
+	w    where
+	ref  string
+	name string
+}
+
+// problems are the findings as problems, references checked.
+func (c *checker) problems() []Problem {
+	var out []Problem
+	for _, f := range c.findings {
+		switch f.ref {
+		case "":
+			out = append(out, f.Problem)
+		case "cluster":
+			if !c.clusters[f.name] {
+				out = append(out, f.w.problem(fmt.Sprintf("cluster %q does not exist", f.name)))
+			}
+		default:
+			if !c.routes[f.name] {
+				out = append(out, f.w.problem(fmt.Sprintf("route configuration %q does not exist", f.name)))
+			}
+		}
+	}
+	return out
 }
 
 // where is the location a walk reports problems at.
@@ -93,8 +216,12 @@ type where struct {
 	inMatch              bool
 }
 
+func (w where) problem(msg string) Problem {
+	return Problem{Type: w.typ, Resource: w.resource, Route: w.route, InMatch: w.inMatch, Message: msg}
+}
+
 func (c *checker) add(w where, format string, a ...any) {
-	c.problems = append(c.problems, Problem{Type: w.typ, Resource: w.resource, Route: w.route, InMatch: w.inMatch, Message: fmt.Sprintf(format, a...)})
+	c.findings = append(c.findings, finding{Problem: w.problem(fmt.Sprintf(format, a...))})
 }
 
 func (c *checker) resource(res types.Resource) {
@@ -103,9 +230,7 @@ func (c *checker) resource(res types.Resource) {
 		// The walk names the route of what it finds; the protoc-gen-validate
 		// rules run on the whole configuration, and only when it fails
 		// again route by route, so that problems name their route.
-		if rc.ValidateAll() != nil {
-			c.validateRoutes(w, rc)
-		}
+		c.validateConfig(w, rc)
 		c.walk(w, rc.ProtoReflect())
 		return
 	}
@@ -125,15 +250,27 @@ func validate(c *checker, w where, m proto.Message) {
 	}
 }
 
-// validateRoutes runs the protoc-gen-validate rules of rc route by route,
-// then on the rest of rc (its routes left out), so that each problem names
-// its route.
-func (c *checker) validateRoutes(w where, rc *routev3.RouteConfiguration) {
-	for _, vh := range rc.VirtualHosts {
-		for _, rt := range vh.Routes {
-			rw := w
-			rw.route = rt.Name
-			validate(c, rw, rt)
+// validateConfig runs the protoc-gen-validate rules of rc: when they fail,
+// again route by route, then on the rest of rc (its routes left out), so
+// that each problem names its route. Each virtual host's verdict is
+// cached; so is the configuration without its virtual hosts (whose rules
+// and the virtual hosts' are rc's).
+func (c *checker) validateConfig(w where, rc *routev3.RouteConfiguration) {
+	vhosts := rc.VirtualHosts
+	rc.VirtualHosts = nil
+	fails := rc.ValidateAll() != nil
+	rc.VirtualHosts = vhosts
+	verdicts := make([]*vhostFindings, len(vhosts))
+	for i, vh := range vhosts {
+		verdicts[i] = c.vhost(w, vh)
+		fails = fails || verdicts[i].fails
+	}
+	if !fails {
+		return
+	}
+	for _, v := range verdicts {
+		for _, p := range v.routes {
+			c.findings = append(c.findings, finding{Problem: p})
 		}
 	}
 	rest := proto.Clone(rc).(*routev3.RouteConfiguration)
@@ -141,6 +278,33 @@ func (c *checker) validateRoutes(w where, rc *routev3.RouteConfiguration) {
 		vh.Routes = nil
 	}
 	validate(c, w, rest)
+}
+
+// vhost returns what vh, a virtual host of the route configuration w
+// names, holds: its protoc-gen-validate verdict (route by route when it
+// fails) and its walk.
+func (c *checker) vhost(w where, vh *routev3.VirtualHost) *vhostFindings {
+	key := vhostKey{w.resource, vh}
+	if v, ok := c.cache.vhosts.Get(key); ok {
+		return v
+	}
+	v := &vhostFindings{fails: vh.ValidateAll() != nil}
+	sub := &checker{cache: c.cache}
+	if v.fails {
+		for _, rt := range vh.Routes {
+			rw := w
+			rw.route = rt.Name
+			validate(sub, rw, rt)
+		}
+		for _, f := range sub.findings {
+			v.routes = append(v.routes, f.Problem)
+		}
+		sub.findings = nil
+	}
+	sub.walkMessage(w, vh.ProtoReflect())
+	v.walk = sub.findings
+	c.cache.vhosts.Put(key, v)
+	return v
 }
 
 // filterChains finds two filter chains with equal matches: Envoy refuses
@@ -178,6 +342,12 @@ func (c *checker) walk(w where, m protoreflect.Message) {
 			return true // nothing of what visit checks can be under it
 		}
 		switch {
+		case fd.FullName() == "envoy.config.route.v3.RouteConfiguration.virtual_hosts":
+			// Walked once per virtual host (checker.vhost).
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				c.findings = append(c.findings, c.vhost(fw, l.Get(i).Message().Interface().(*routev3.VirtualHost)).walk...)
+			}
 		case fd.IsList() && fd.Message() != nil:
 			l := v.List()
 			for i := 0; i < l.Len(); i++ {
@@ -304,9 +474,7 @@ func (c *checker) visit(w where, m protoreflect.Message) {
 	case "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight":
 		c.clusterRef(w, str("name"))
 	case "envoy.extensions.filters.network.http_connection_manager.v3.Rds":
-		if n := str("route_config_name"); !c.routes[n] {
-			c.add(w, "route configuration %q does not exist", n)
-		}
+		c.findings = append(c.findings, finding{w: w, ref: "route configuration", name: str("route_config_name")})
 	}
 }
 
@@ -341,11 +509,12 @@ func editable(name string) bool {
 	return !strings.HasPrefix(n, ":") && n != "host"
 }
 
-// clusterRef checks a cluster reference. xdstranslator.InvalidBackendCluster
-// is absent on purpose (its share of requests gets 500).
+// clusterRef records a cluster reference to check (checker.problems).
+// xdstranslator.InvalidBackendCluster is absent on purpose (its share of
+// requests gets 500).
 func (c *checker) clusterRef(w where, name string) {
-	if name != "" && name != xdstranslator.InvalidBackendCluster && !c.clusters[name] {
-		c.add(w, "cluster %q does not exist", name)
+	if name != "" && name != xdstranslator.InvalidBackendCluster {
+		c.findings = append(c.findings, finding{w: w, ref: "cluster", name: name})
 	}
 }
 

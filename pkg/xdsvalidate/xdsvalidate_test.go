@@ -127,3 +127,30 @@ func TestInvalidBackendClusterIsAllowed(t *testing.T) {
 		t.Errorf("the deliberate invalid-backend cluster is reported: %v", ps)
 	}
 }
+
+// TestCacheChecksReferencesAgain: a Cache reuses what it found in a
+// resource it saw before (an oversized regex stays reported), but checks
+// its references against what the scope holds now: the same route
+// configuration is fine while cluster "web" exists, and refers to a
+// missing cluster once it is gone.
+func TestCacheChecksReferencesAgain(t *testing.T) {
+	r := base(t, func(rt *routev3.Route, _ *listenerv3.Listener) {
+		rt.Match = regexMatch("/" + strings.Repeat("a", 120))
+	})
+	c := NewCache()
+	first := c.Check(r)
+	if len(first) != 1 || !strings.Contains(first[0].Message, "program") {
+		t.Fatalf("first check: %v, want the oversized regex", first)
+	}
+	if again := c.Check(r); len(again) != 1 || again[0] != first[0] {
+		t.Errorf("second check of the same resources: %v, want %v", again, first)
+	}
+	r.Clusters = nil
+	gone := c.Check(r)
+	if len(gone) != 2 || gone[0] != first[0] || !strings.Contains(gone[1].Message, `cluster "web" does not exist`) || gone[1].Route != routeName {
+		t.Errorf("after the cluster went: %v, want the regex and the missing cluster, in route %s", gone, routeName)
+	}
+	if fresh := Check(r); len(fresh) != len(gone) || fresh[0] != gone[0] || fresh[1] != gone[1] {
+		t.Errorf("a fresh Check gives %v, the Cache %v", fresh, gone)
+	}
+}

@@ -601,37 +601,30 @@ func eachObject[E any, T interface {
 // every namespace/name whose object is new (old nil), gone (new nil) or
 // another pointer. Nil entries are left out and, of several objects with
 // one namespace/name, the first counts (eachObject). It reports false when
-// cur is not sorted.
+// cur is not sorted. Where the lists hold the same pointers it compares
+// nothing but pointers.
 func diffSorted[E any, T interface {
 	*E
 	metav1.Object
 }](prev, cur []T, changed func(k types.NamespacedName, old, new T)) bool {
-	next := func(list []T, i int) int {
-		for j := i + 1; j < len(list); j++ {
-			if list[j] != nil && (list[i] == nil || list[j].GetNamespace() != list[i].GetNamespace() || list[j].GetName() != list[i].GetName()) {
-				return j
-			}
-		}
-		return len(list)
-	}
-	first := func(list []T) int {
-		for j := range list {
-			if list[j] != nil {
-				return j
-			}
-		}
-		return len(list)
-	}
 	key := func(o T) types.NamespacedName { return nn(o.GetNamespace(), o.GetName()) }
-	i, j := first(prev), first(cur)
-	var none T
-	// last is the object of cur seen last, whose key the next one of cur
-	// that is not in prev must follow.
-	var last T
+	same := func(a, b T) bool { return a.GetName() == b.GetName() && a.GetNamespace() == b.GetNamespace() }
+	var none, lastPrev, lastCur T
+	i, j := 0, 0
 	for i < len(prev) || j < len(cur) {
 		if i < len(prev) && j < len(cur) && prev[i] == cur[j] {
-			last = cur[j]
-			i, j = next(prev, i), next(cur, j)
+			if prev[i] != nil {
+				lastPrev, lastCur = prev[i], cur[j]
+			}
+			i, j = i+1, j+1
+			continue
+		}
+		if i < len(prev) && (prev[i] == nil || lastPrev != nil && same(prev[i], lastPrev)) {
+			i++
+			continue
+		}
+		if j < len(cur) && (cur[j] == nil || lastCur != nil && same(cur[j], lastCur)) {
+			j++
 			continue
 		}
 		var d int
@@ -643,24 +636,24 @@ func diffSorted[E any, T interface {
 		default:
 			d = compareNN(key(prev[i]), key(cur[j]))
 		}
-		switch {
-		case d < 0:
+		if d < 0 {
 			changed(key(prev[i]), prev[i], none)
-			i = next(prev, i)
-		default:
-			k := key(cur[j])
-			if last != nil && compareNN(key(last), k) > 0 {
-				return false
-			}
-			if d == 0 {
-				changed(k, prev[i], cur[j])
-				i = next(prev, i)
-			} else {
-				changed(k, none, cur[j])
-			}
-			last = cur[j]
-			j = next(cur, j)
+			lastPrev = prev[i]
+			i++
+			continue
 		}
+		if lastCur != nil && compareNN(key(lastCur), key(cur[j])) > 0 {
+			return false
+		}
+		if d == 0 {
+			changed(key(cur[j]), prev[i], cur[j])
+			lastPrev = prev[i]
+			i++
+		} else {
+			changed(key(cur[j]), none, cur[j])
+		}
+		lastCur = cur[j]
+		j++
 	}
 	return true
 }

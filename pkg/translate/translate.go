@@ -17,6 +17,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
@@ -60,6 +61,7 @@ func Run(res *resources.Resources, opts gatewayapi.Options) (*Output, error) {
 // the zero value is not usable (NewCache).
 type Cache struct {
 	gw  *gatewayapi.Cache
+	irv *ir.Validator
 	xds *xdstranslator.Cache
 	// checks are the pre-validation caches, by scope.
 	checks map[string]*xdsvalidate.Cache
@@ -67,7 +69,7 @@ type Cache struct {
 
 // NewCache returns an empty cache: its first run translates everything.
 func NewCache() *Cache {
-	return &Cache{gw: gatewayapi.NewCache(), xds: xdstranslator.NewCache(), checks: map[string]*xdsvalidate.Cache{}}
+	return &Cache{gw: gatewayapi.NewCache(), irv: ir.NewValidator(), xds: xdstranslator.NewCache(), checks: map[string]*xdsvalidate.Cache{}}
 }
 
 // check pre-validates the xDS of every scope of x (xdsvalidate), and
@@ -110,7 +112,7 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options) (out *Out
 		}
 	}()
 	out = &Output{Result: c.gw.Translate(res, opts)}
-	if err := out.Result.IR.Validate(); err != nil {
+	if err := c.irv.Validate(out.Result.IR); err != nil {
 		return out, fmt.Errorf("invalid IR: %w", err)
 	}
 	x, err := c.xds.Translate(out.Result.IR)

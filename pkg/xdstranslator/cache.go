@@ -86,8 +86,9 @@ func (c *Cache) Translate(x *ir.IR) (map[string]*Resources, error) {
 
 // scopeCache is what a Cache keeps of one scope.
 type scopeCache struct {
-	routes   memo.Table[*ir.HTTPRoute, *routeMemo]
-	vhosts   memo.Table[vhostKey, *vhostMemo]
+	routes memo.Table[*ir.HTTPRoute, *routeMemo]
+	// vhosts are by the first IR route of the run of routes they hold.
+	vhosts   memo.Table[*ir.HTTPRoute, *vhostMemo]
 	configs  map[string]*configMemo
 	clusters clusterStore
 }
@@ -105,16 +106,11 @@ type routeMemo struct {
 	used  []*ir.Backend
 }
 
-// vhostKey names a virtual host: its route configuration and the first IR
-// route of the run of routes it holds.
-type vhostKey struct {
-	config string
-	first  *ir.HTTPRoute
-}
-
-// vhostMemo is a virtual host and what it was rendered from; it holds a
-// reference to the clusters of its backends (used) while it is cached.
+// vhostMemo is a virtual host of route configuration config and what it
+// was rendered from; it holds a reference to the clusters of its backends
+// (used) while it is cached.
 type vhostMemo struct {
+	config string
 	routes []*ir.HTTPRoute
 	port   uint32
 	vhost  *routev3.VirtualHost
@@ -148,12 +144,12 @@ func (s *scopeBuilder) cachedRoute(r *ir.HTTPRoute, port uint32) (*routeMemo, er
 // Gateway port is port), or returns what it rendered before from the same
 // routes.
 func (s *scopeBuilder) virtualHost(config, host string, routes []*ir.HTTPRoute, port uint32) (*vhostMemo, error) {
-	key := vhostKey{config, routes[0]}
+	key := routes[0]
 	old, ok := s.cache.vhosts.Get(key)
-	if ok && old.port == port && slices.Equal(old.routes, routes) {
+	if ok && old.port == port && old.config == config && slices.Equal(old.routes, routes) {
 		return old, nil
 	}
-	m := &vhostMemo{routes: slices.Clone(routes), port: port, vhost: &routev3.VirtualHost{Name: host, Domains: []string{host}}}
+	m := &vhostMemo{config: config, routes: slices.Clone(routes), port: port, vhost: &routev3.VirtualHost{Name: host, Domains: []string{host}}}
 	m.vhost.Routes = make([]*routev3.Route, 0, len(routes))
 	for _, r := range routes {
 		rm, err := s.cachedRoute(r, port)
@@ -179,7 +175,7 @@ func (s *scopeBuilder) virtualHost(config, host string, routes []*ir.HTTPRoute, 
 // sweep ends a translation of the scope: it forgets the routes and
 // virtual hosts it did not use, and releases their clusters.
 func (s *scopeBuilder) sweep() {
-	s.cache.vhosts.Sweep(func(_ vhostKey, m *vhostMemo) {
+	s.cache.vhosts.Sweep(func(_ *ir.HTTPRoute, m *vhostMemo) {
 		for _, b := range m.used {
 			s.cache.clusters.release(b)
 		}

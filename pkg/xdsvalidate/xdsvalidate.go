@@ -74,20 +74,15 @@ func Check(r *xdstranslator.Resources) []Problem {
 // concurrent use; the zero value is not usable (NewCache).
 type Cache struct {
 	resources memo.Table[types.Resource, []finding]
-	vhosts    memo.Table[vhostKey, *vhostFindings]
+	vhosts    memo.Table[*routev3.VirtualHost, *vhostFindings]
 	clusters  nameSet
 }
 
-// vhostKey names a virtual host of a route configuration.
-type vhostKey struct {
-	config string
-	vhost  *routev3.VirtualHost
-}
-
-// vhostFindings are what a virtual host's protoc-gen-validate rules and
-// walk found: whether it fails its rules, the failures of its routes (when
-// it does), and what the walk found.
+// vhostFindings are what a virtual host of route configuration config
+// holds: whether it fails its protoc-gen-validate rules, the failures of
+// its routes (when it does), and what the walk found.
 type vhostFindings struct {
+	config string
 	fails  bool
 	routes []Problem
 	walk   []finding
@@ -284,11 +279,10 @@ func (c *checker) validateConfig(w where, rc *routev3.RouteConfiguration) {
 // names, holds: its protoc-gen-validate verdict (route by route when it
 // fails) and its walk.
 func (c *checker) vhost(w where, vh *routev3.VirtualHost) *vhostFindings {
-	key := vhostKey{w.resource, vh}
-	if v, ok := c.cache.vhosts.Get(key); ok {
+	if v, ok := c.cache.vhosts.Get(vh); ok && v.config == w.resource {
 		return v
 	}
-	v := &vhostFindings{fails: vh.ValidateAll() != nil}
+	v := &vhostFindings{config: w.resource, fails: vh.ValidateAll() != nil}
 	sub := &checker{cache: c.cache}
 	if v.fails {
 		for _, rt := range vh.Routes {
@@ -303,7 +297,7 @@ func (c *checker) vhost(w where, vh *routev3.VirtualHost) *vhostFindings {
 	}
 	sub.walkMessage(w, vh.ProtoReflect())
 	v.walk = sub.findings
-	c.cache.vhosts.Put(key, v)
+	c.cache.vhosts.Put(vh, v)
 	return v
 }
 

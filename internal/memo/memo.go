@@ -1,8 +1,9 @@
 // Package memo keeps what a computation derived from immutable inputs
-// (keyed by their identity: a pointer, or a name and a pointer) from one
-// run of the computation to the next, and forgets what a run no longer
-// used. The incremental stages of the pipeline (pkg/xdstranslator,
-// pkg/xdsvalidate, pkg/ir, pkg/xdsserver) share it.
+// (keyed by their identity, a pointer) from one run of the computation to
+// the next, and forgets what a run no longer used: a Table by key, a List
+// by position in a list that changes little. The incremental stages of
+// the pipeline (pkg/xdstranslator, pkg/xdsvalidate, pkg/ir,
+// pkg/xdsserver) share it.
 package memo
 
 // Table maps keys to values for the runs of one computation. A run looks
@@ -59,3 +60,75 @@ func (t *Table[K, V]) Sweep(evict func(K, V)) {
 
 // Len is the number of keys stored.
 func (t *Table[K, V]) Len() int { return len(t.m) }
+
+// List keeps the values computed for the keys of a list whose order
+// changes little from one run to the next (resources sorted by name, a
+// listener's routes in precedence order), and finds them again in the
+// next run's list by walking both lists side by side, comparing keys: an
+// insertion, a deletion or a replacement costs one computation, not one
+// lookup per key. Keys that moved further are found through an index of
+// the last run's list, built when first needed. The zero value is empty.
+type List[K comparable, V any] struct {
+	keys []K
+	vals []V
+}
+
+// Update returns the values for keys, which the caller must not modify
+// afterwards: a key of the last run's list keeps its value when keep
+// (nil: always) says so, the others get compute(j) (j indexes keys). It
+// calls drop (when not nil) with every value of the last run not kept,
+// once all are computed.
+func (l *List[K, V]) Update(keys []K, keep func(j int, v V) bool, compute func(j int) V, drop func(V)) []V {
+	prev, vals := l.keys, l.vals
+	out := make([]V, len(keys))
+	used := make([]bool, len(prev))
+	var index map[K]int
+	// find returns where k (keys[j]) was in prev, looking at prev[i] first
+	// (-1: nowhere), and the position in prev to look at next.
+	find := func(j int, k K, i int) (int, int) {
+		next := func(p int) (int, int) { return p, p + 1 }
+		switch {
+		case i < len(prev) && prev[i] == k:
+			return next(i)
+		case i+1 < len(prev) && prev[i+1] == k: // prev[i] went
+			return next(i + 1)
+		case i < len(prev) && j+1 < len(keys) && keys[j+1] == prev[i]: // k came
+			return -1, i
+		case i+1 < len(prev) && j+1 < len(keys) && keys[j+1] == prev[i+1], i+1 == len(prev) && j+1 == len(keys): // k replaced prev[i]
+			return -1, i + 1
+		}
+		if index == nil {
+			index = make(map[K]int, len(prev))
+			for p := len(prev) - 1; p >= 0; p-- {
+				index[prev[p]] = p
+			}
+		}
+		if p, ok := index[k]; ok {
+			return next(p)
+		}
+		return -1, i
+	}
+	i := 0
+	for j, k := range keys {
+		var p int
+		p, i = find(j, k, i)
+		if p >= 0 && !used[p] && (keep == nil || keep(j, vals[p])) {
+			out[j], used[p] = vals[p], true
+			continue
+		}
+		out[j] = compute(j)
+	}
+	if drop != nil {
+		for p, u := range used {
+			if !u {
+				drop(vals[p])
+			}
+		}
+	}
+	l.keys, l.vals = keys, out
+	return out
+}
+
+// Keys and Values are the keys and values of the last Update.
+func (l *List[K, V]) Keys() []K   { return l.keys }
+func (l *List[K, V]) Values() []V { return l.vals }

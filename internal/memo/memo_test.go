@@ -1,6 +1,7 @@
 package memo
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -36,5 +37,35 @@ func TestSweepForgetsWhatARunDidNotUse(t *testing.T) {
 	tab.Sweep(evict)
 	if !slices.Equal(evicted, []string{"a"}) || tab.Len() != 1 {
 		t.Errorf("the third run evicted %v, want a (it got b)", evicted)
+	}
+}
+
+// TestListKeepsWhatStayed: values follow their keys through insertions,
+// deletions, replacements and moves; keep can refuse one; every value not
+// kept is dropped once.
+func TestListKeepsWhatStayed(t *testing.T) {
+	var l List[string, string]
+	computed := 0
+	run := func(keys []string, keep func(int, string) bool) ([]string, []string) {
+		var dropped []string
+		vals := l.Update(keys, keep, func(j int) string {
+			computed++
+			return fmt.Sprintf("%s#%d", keys[j], computed)
+		}, func(v string) { dropped = append(dropped, v) })
+		return vals, dropped
+	}
+	vals, _ := run([]string{"a", "b", "c", "d"}, nil)
+	if !slices.Equal(vals, []string{"a#1", "b#2", "c#3", "d#4"}) {
+		t.Fatalf("first run: %v", vals)
+	}
+	// b deleted, x inserted, d replaced by e, a and c kept.
+	vals, dropped := run([]string{"a", "c", "x", "e"}, nil)
+	if !slices.Equal(vals, []string{"a#1", "c#3", "x#5", "e#6"}) || !slices.Equal(dropped, []string{"b#2", "d#4"}) {
+		t.Fatalf("second run: %v, dropped %v", vals, dropped)
+	}
+	// Moved, repeated, and one refused by keep.
+	vals, dropped = run([]string{"e", "x", "a", "a", "c"}, func(_ int, v string) bool { return v != "c#3" })
+	if !slices.Equal(vals, []string{"e#6", "x#5", "a#1", "a#7", "c#8"}) || !slices.Equal(dropped, []string{"c#3"}) {
+		t.Fatalf("third run: %v, dropped %v", vals, dropped)
 	}
 }

@@ -18,23 +18,21 @@ type Validator struct {
 	listeners map[string]*listenerRoutes
 	backends  map[string]*counted[*Backend]
 	certs     map[string]*counted[*Certificate]
-	// run counts the runs, so that a route seen twice in one shows.
-	run uint64
 }
 
 // listenerRoutes are the HTTP routes of one IR listener (by name) seen in
 // the last run, and how many of them have each name and hostname.
 type listenerRoutes struct {
-	routes memo.Table[*HTTPRoute, *routeUses]
+	routes memo.List[*HTTPRoute, *routeUses]
 	names  map[[2]string]int
 }
 
-// routeUses are the backends and certificates one route uses, by name,
-// and the last run that saw the route.
+// routeUses are a route's name and hostname, and the backends and
+// certificates it uses, by name.
 type routeUses struct {
+	key      [2]string
 	backends map[string]*Backend
 	certs    map[string]*Certificate
-	run      uint64
 }
 
 // counted is a definition and the number of routes that use it.
@@ -86,8 +84,6 @@ func (v *Validator) check(x *IR) bool {
 	}
 	var fresh []newRoute
 	live := map[string]bool{}
-	ok := true
-	v.run++
 	for _, gw := range x.Gateways {
 		for _, l := range gw.Listeners {
 			lr := v.listeners[l.Name]
@@ -96,35 +92,30 @@ func (v *Validator) check(x *IR) bool {
 				v.listeners[l.Name] = lr
 			}
 			live[l.Name] = true
-			for _, r := range l.HTTPRoutes {
-				u, seen := lr.routes.Get(r)
-				switch {
-				case !seen:
-					// What it uses is counted below, once the routes
-					// gone have given theirs back.
-					u = &routeUses{run: v.run}
-					lr.routes.Put(r, u)
-					fresh = append(fresh, newRoute{lr, r, u})
-				case u.run == v.run:
-					ok = false // one route object twice
-				default:
-					u.run = v.run
-				}
-			}
+			// What a new route uses is counted below, once the routes
+			// gone have given theirs back.
+			lr.routes.Update(l.HTTPRoutes, nil, func(j int) *routeUses {
+				u := &routeUses{}
+				fresh = append(fresh, newRoute{lr, l.HTTPRoutes[j], u})
+				return u
+			}, func(u *routeUses) { v.release(lr, u) })
 		}
 	}
 	for name, lr := range v.listeners {
-		lr.routes.Sweep(func(r *HTTPRoute, u *routeUses) { v.release(lr, r, u) })
 		if !live[name] {
+			for _, u := range lr.routes.Values() {
+				v.release(lr, u)
+			}
 			delete(v.listeners, name)
 		}
 	}
+	ok := true
 	for _, n := range fresh {
-		key := [2]string{n.r.Name, n.r.Hostname}
 		rv := newValidator(v)
 		rv.httpRoute("", n.r)
-		n.l.names[key]++
-		if len(rv.errs) > 0 || n.l.names[key] > 1 {
+		n.u.key = [2]string{n.r.Name, n.r.Hostname}
+		n.l.names[n.u.key]++
+		if len(rv.errs) > 0 || n.l.names[n.u.key] > 1 {
 			ok = false
 		}
 		n.u.backends, n.u.certs = rv.backends, rv.certs
@@ -148,11 +139,14 @@ func acquire[T any](m map[string]*counted[T], name string, def T) {
 	m[name] = &counted[T]{def: def, uses: 1}
 }
 
-// release takes back what route r of lr, gone, counted.
-func (v *Validator) release(lr *listenerRoutes, r *HTTPRoute, u *routeUses) {
-	key := [2]string{r.Name, r.Hostname}
-	if lr.names[key]--; lr.names[key] <= 0 {
-		delete(lr.names, key)
+// release takes back what a route of lr, gone, counted (nothing, when it
+// was not counted yet).
+func (v *Validator) release(lr *listenerRoutes, u *routeUses) {
+	if u.key == [2]string{} {
+		return
+	}
+	if lr.names[u.key]--; lr.names[u.key] <= 0 {
+		delete(lr.names, u.key)
 	}
 	for name := range u.backends {
 		if c := v.backends[name]; c != nil {

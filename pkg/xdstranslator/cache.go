@@ -1,11 +1,12 @@
 package xdstranslator
 
 // What a Cache keeps from one translation to the next, per scope:
-//   - the Envoy route of each IR route, and the virtual host of each run
-//     of IR routes that share a hostname (by the run's first route and its
-//     route configuration): the IR of an unchanged route is the same
+//   - per route configuration, the virtual host of each run of IR routes
+//     that share a hostname (by the run's first route), with the Envoy
+//     route of each IR route: the IR of an unchanged route is the same
 //     object from one translation to the next (pkg/gatewayapi's Cache),
-//     so an unchanged virtual host is found by identity, not rendered;
+//     so an unchanged virtual host, or route, is found by identity (and by
+//     its place: memo.List), not rendered;
 //   - each route configuration, reused when its virtual hosts are;
 //   - the clusters, with the number of virtual hosts that use each (and
 //     whether a listener used it in this translation): a cluster is
@@ -86,9 +87,6 @@ func (c *Cache) Translate(x *ir.IR) (map[string]*Resources, error) {
 
 // scopeCache is what a Cache keeps of one scope.
 type scopeCache struct {
-	routes memo.Table[*ir.HTTPRoute, *routeMemo]
-	// vhosts are by the first IR route of the run of routes they hold.
-	vhosts   memo.Table[*ir.HTTPRoute, *vhostMemo]
 	configs  map[string]*configMemo
 	clusters clusterStore
 }
@@ -106,56 +104,89 @@ type routeMemo struct {
 	used  []*ir.Backend
 }
 
-// vhostMemo is a virtual host of route configuration config and what it
-// was rendered from; it holds a reference to the clusters of its backends
-// (used) while it is cached.
+// vhostMemo is a virtual host and what it was rendered from, its IR
+// routes with their Envoy routes; it holds a reference to the clusters of
+// its backends (used) while it is cached.
 type vhostMemo struct {
-	config string
-	routes []*ir.HTTPRoute
+	routes memo.List[*ir.HTTPRoute, *routeMemo]
 	port   uint32
 	vhost  *routev3.VirtualHost
 	cors   bool
 	used   []*ir.Backend
 }
 
-// configMemo is a route configuration and its virtual hosts.
+// configMemo is a route configuration, its virtual hosts, and the
+// virtual hosts of its runs of routes (by their first route).
 type configMemo struct {
 	vhosts []*routev3.VirtualHost
 	config *routev3.RouteConfiguration
 	cors   bool
+	runs   memo.List[*ir.HTTPRoute, *vhostMemo]
 }
 
-// cachedRoute renders r (route), or returns what it rendered before.
-func (s *scopeBuilder) cachedRoute(r *ir.HTTPRoute, port uint32) (*routeMemo, error) {
-	if m, ok := s.cache.routes.Get(r); ok && m.port == port {
-		return m, nil
-	}
-	route, cors, used, err := s.route(r, port)
-	if err != nil {
-		return nil, err
-	}
-	m := &routeMemo{port: port, route: route, cors: cors, used: used}
-	s.cache.routes.Put(r, m)
-	return m, nil
+// hostRoutes is a run of IR routes for one hostname, of a listener whose
+// Gateway port is port.
+type hostRoutes struct {
+	host   string
+	routes []*ir.HTTPRoute
+	port   uint32
 }
 
-// virtualHost renders the virtual host host of route configuration config
-// from routes (all for host, in precedence order, on a listener whose
-// Gateway port is port), or returns what it rendered before from the same
+// virtualHosts renders the virtual hosts of route configuration config,
+// one per run of routes, or returns what it rendered before from the same
 // routes.
-func (s *scopeBuilder) virtualHost(config, host string, routes []*ir.HTTPRoute, port uint32) (*vhostMemo, error) {
-	key := routes[0]
-	old, ok := s.cache.vhosts.Get(key)
-	if ok && old.port == port && old.config == config && slices.Equal(old.routes, routes) {
-		return old, nil
+func (s *scopeBuilder) virtualHosts(config string, runs []hostRoutes) ([]*vhostMemo, error) {
+	m := s.cache.configs[config]
+	if m == nil {
+		m = &configMemo{}
+		s.cache.configs[config] = m
 	}
-	m := &vhostMemo{config: config, routes: slices.Clone(routes), port: port, vhost: &routev3.VirtualHost{Name: host, Domains: []string{host}}}
-	m.vhost.Routes = make([]*routev3.Route, 0, len(routes))
-	for _, r := range routes {
-		rm, err := s.cachedRoute(r, port)
-		if err != nil {
-			return nil, err
+	keys := make([]*ir.HTTPRoute, len(runs))
+	for i, r := range runs {
+		keys[i] = r.routes[0]
+	}
+	var err error
+	// stale is the virtual host of a run whose routes changed: the new one
+	// takes its routes that did not.
+	var stale *vhostMemo
+	out := m.runs.Update(keys, func(j int, v *vhostMemo) bool {
+		if v.port == runs[j].port && slices.Equal(v.routes.Keys(), runs[j].routes) {
+			return true
 		}
+		stale = v
+		return false
+	}, func(j int) *vhostMemo {
+		v, e := s.virtualHost(runs[j], stale)
+		stale = nil
+		if e != nil && err == nil {
+			err = e
+		}
+		return v
+	}, s.release)
+	return out, err
+}
+
+// virtualHost renders the virtual host of a run of routes, with the
+// Envoy routes of stale (when not nil) whose IR routes are still there,
+// and counts its use of its clusters.
+func (s *scopeBuilder) virtualHost(run hostRoutes, stale *vhostMemo) (*vhostMemo, error) {
+	m := &vhostMemo{port: run.port, vhost: &routev3.VirtualHost{Name: run.host, Domains: []string{run.host}}}
+	if stale != nil {
+		m.routes = stale.routes
+	}
+	var err error
+	rms := m.routes.Update(run.routes, func(_ int, rm *routeMemo) bool { return rm.port == run.port }, func(j int) *routeMemo {
+		route, cors, used, e := s.route(run.routes[j], run.port)
+		if e != nil && err == nil {
+			err = e
+		}
+		return &routeMemo{port: run.port, route: route, cors: cors, used: used}
+	}, nil)
+	if err != nil {
+		return m, err
+	}
+	m.vhost.Routes = make([]*routev3.Route, 0, len(rms))
+	for _, rm := range rms {
 		m.vhost.Routes = append(m.vhost.Routes, rm.route)
 		m.cors = m.cors || rm.cors
 		m.used = append(m.used, rm.used...)
@@ -163,26 +194,24 @@ func (s *scopeBuilder) virtualHost(config, host string, routes []*ir.HTTPRoute, 
 	for _, b := range m.used {
 		s.cache.clusters.acquire(b)
 	}
-	if ok {
-		for _, b := range old.used {
-			s.cache.clusters.release(b)
-		}
-	}
-	s.cache.vhosts.Put(key, m)
 	return m, nil
 }
 
-// sweep ends a translation of the scope: it forgets the routes and
-// virtual hosts it did not use, and releases their clusters.
+// release gives back a virtual host's use of its clusters.
+func (s *scopeBuilder) release(m *vhostMemo) {
+	for _, b := range m.used {
+		s.cache.clusters.release(b)
+	}
+}
+
+// sweep ends a translation of the scope: it forgets the route
+// configurations it did not use, and releases their clusters.
 func (s *scopeBuilder) sweep() {
-	s.cache.vhosts.Sweep(func(_ *ir.HTTPRoute, m *vhostMemo) {
-		for _, b := range m.used {
-			s.cache.clusters.release(b)
-		}
-	})
-	s.cache.routes.Sweep(nil)
-	for name := range s.cache.configs {
+	for name, m := range s.cache.configs {
 		if !s.configs[name] {
+			for _, v := range m.runs.Values() {
+				s.release(v)
+			}
 			delete(s.cache.configs, name)
 		}
 	}
@@ -201,6 +230,11 @@ type clusterStore struct {
 	listenerUse, lastUse []string
 	// released are the entries whose refs fell to 0 in this translation.
 	released []string
+	// changed says that an entry came, went or was rendered again since
+	// the lists were made; clusters, endpoints and certs are the lists.
+	changed             bool
+	clusters, endpoints []types.Resource
+	certs               []*ir.Certificate
 }
 
 type clusterEntry struct {
@@ -230,6 +264,7 @@ func (cs *clusterStore) entry(b *ir.Backend) *clusterEntry {
 	}
 	e.backend = b
 	e.cluster, e.cla = cluster(b)
+	cs.changed = true
 	return e
 }
 
@@ -271,11 +306,16 @@ func (cs *clusterStore) finish() (clusters, endpoints []types.Resource, certs []
 	if len(gone) > 0 {
 		cs.names = slices.DeleteFunc(cs.names, func(n string) bool { return gone[n] })
 		cs.added = slices.DeleteFunc(cs.added, func(n string) bool { return gone[n] })
+		cs.changed = true
 	}
 	if len(cs.added) > 0 {
 		cs.names = mergeSorted(cs.names, cs.added)
 		cs.added = nil
 	}
+	if !cs.changed && cs.clusters != nil {
+		return cs.clusters, cs.endpoints, cs.certs
+	}
+	cs.changed = false
 	clusters = make([]types.Resource, 0, len(cs.names))
 	for _, name := range cs.names {
 		e := cs.entries[name]
@@ -287,6 +327,7 @@ func (cs *clusterStore) finish() (clusters, endpoints []types.Resource, certs []
 			certs = append(certs, e.backend.TLS.ClientCertificate)
 		}
 	}
+	cs.clusters, cs.endpoints, cs.certs = clusters, endpoints, certs
 	return clusters, endpoints, certs
 }
 

@@ -52,17 +52,24 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 		}
 		return nil
 	}
-	var vhosts []*routev3.VirtualHost
-	usesCORS := false
+	n := 0
+	for _, l := range ls {
+		n += len(l.HTTPRoutes)
+	}
+	runs := make([]hostRoutes, 0, n)
+	var empty []*routev3.VirtualHost
 	for _, l := range ls {
 		own := strings.ToLower(l.Hostname)
 		if own != "" && owner(own) != l {
 			own = ""
 		}
 		for i := 0; i < len(l.HTTPRoutes); {
-			host := strings.ToLower(l.HTTPRoutes[i].Hostname)
+			// Hostnames that differ in case only make runs of their own,
+			// merged into one virtual host below (mergeVirtualHosts).
+			first := l.HTTPRoutes[i].Hostname
+			host := strings.ToLower(first)
 			j := i + 1
-			for j < len(l.HTTPRoutes) && strings.ToLower(l.HTTPRoutes[j].Hostname) == host {
+			for j < len(l.HTTPRoutes) && l.HTTPRoutes[j].Hostname == first {
 				j++
 			}
 			run := l.HTTPRoutes[i:j]
@@ -70,12 +77,7 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 			if len(ls) > 1 && owner(host) != l {
 				continue
 			}
-			m, err := s.virtualHost(name, host, run, l.GatewayPort)
-			if err != nil {
-				return nil, false, err
-			}
-			usesCORS = usesCORS || m.cors
-			vhosts = append(vhosts, m.vhost)
+			runs = append(runs, hostRoutes{host, run, l.GatewayPort})
 			if host == own {
 				own = ""
 			}
@@ -83,14 +85,21 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 		if own != "" {
 			// The listener's hostname gets a virtual host, empty if need
 			// be, so that its requests never reach a less specific one.
-			vhosts = append(vhosts, &routev3.VirtualHost{Name: own, Domains: []string{own}})
+			empty = append(empty, &routev3.VirtualHost{Name: own, Domains: []string{own}})
 		}
 	}
-	byName := func(a, b *routev3.VirtualHost) int { return compareHostSpecificity(a.Name, b.Name) }
-	if !slices.IsSortedFunc(vhosts, byName) {
-		slices.SortStableFunc(vhosts, byName)
+	memos, err := s.virtualHosts(name, runs)
+	if err != nil {
+		return nil, false, err
 	}
-	vhosts = mergeVirtualHosts(vhosts)
+	usesCORS := false
+	vhosts := make([]*routev3.VirtualHost, 0, len(memos)+len(empty))
+	for _, m := range memos {
+		usesCORS = usesCORS || m.cors
+		vhosts = append(vhosts, m.vhost)
+	}
+	vhosts = append(vhosts, empty...)
+	vhosts = sortVirtualHosts(vhosts)
 	for _, h := range misdirected {
 		i, found := slices.BinarySearchFunc(vhosts, h, func(v *routev3.VirtualHost, h string) int { return compareHostSpecificity(v.Name, h) })
 		if found {
@@ -106,22 +115,39 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 			}},
 		})
 	}
-	if prev := s.cache.configs[name]; prev != nil && slices.Equal(prev.vhosts, vhosts) {
-		return prev.config, prev.cors, nil
+	m := s.cache.configs[name]
+	if m.config != nil && slices.Equal(m.vhosts, vhosts) {
+		return m.config, m.cors, nil
 	}
-	rc := &routev3.RouteConfiguration{
+	m.vhosts, m.cors = vhosts, usesCORS
+	m.config = &routev3.RouteConfiguration{
 		Name:                     name,
 		IgnorePortInHostMatching: true,
 		VirtualHosts:             vhosts,
 	}
-	s.cache.configs[name] = &configMemo{vhosts: vhosts, config: rc, cors: usesCORS}
-	return rc, usesCORS, nil
+	return m.config, usesCORS, nil
 }
 
-// mergeVirtualHosts merges neighbours of vhosts (sorted by name) that have
-// one name: a listener whose routes of one hostname do not come together
-// (an IR made by hand) gets one virtual host with all of them, in order.
-func mergeVirtualHosts(vhosts []*routev3.VirtualHost) []*routev3.VirtualHost {
+// sortVirtualHosts orders vhosts most specific first
+// (compareHostSpecificity; they mostly come so) and merges those of one
+// name: routes of one hostname that did not come together (in another
+// case, or in an IR made by hand) share one virtual host, in order.
+func sortVirtualHosts(vhosts []*routev3.VirtualHost) []*routev3.VirtualHost {
+	sorted, unique := true, true
+	for i := 1; i < len(vhosts) && sorted; i++ {
+		switch c := compareHostSpecificity(vhosts[i-1].Name, vhosts[i].Name); {
+		case c > 0:
+			sorted = false
+		case c == 0:
+			unique = false
+		}
+	}
+	if !sorted {
+		slices.SortStableFunc(vhosts, func(a, b *routev3.VirtualHost) int { return compareHostSpecificity(a.Name, b.Name) })
+	}
+	if sorted && unique {
+		return vhosts
+	}
 	for i := 1; i < len(vhosts); i++ {
 		if vhosts[i].Name != vhosts[i-1].Name {
 			continue

@@ -217,6 +217,8 @@ func (s *scopeBuilder) build() (*Resources, error) {
 			weightedCLAs = append(weightedCLAs, cla)
 		}
 	}
+	// The lists may be the cache's own (clusterStore.finish): copied
+	// before anything is added.
 	r.Clusters, r.Endpoints = mergeByName(clusters, weighted), mergeByName(endpoints, weightedCLAs)
 	for _, name := range sortedKeys(s.secrets) {
 		r.Secrets = append(r.Secrets, secret(s.secrets[name]))

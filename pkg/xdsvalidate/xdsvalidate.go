@@ -66,143 +66,15 @@ func Check(r *xdstranslator.Resources) []Problem {
 	return NewCache().Check(r)
 }
 
-// Cache keeps the findings of one scope's resources from one Check to the
-// next (Cache.Check): a resource, or a virtual host of a route
-// configuration, that is the same object as in an earlier Check is not
-// checked again, but for its references to clusters and route
-// configurations, which depend on what else the scope holds. Not safe for
-// concurrent use; the zero value is not usable (NewCache).
-type Cache struct {
-	resources memo.Table[types.Resource, []finding]
-	vhosts    memo.Table[*routev3.VirtualHost, *vhostFindings]
-	clusters  nameSet
-}
-
-// vhostFindings are what a virtual host of route configuration config
-// holds: whether it fails its protoc-gen-validate rules, the failures of
-// its routes (when it does), and what the walk found.
-type vhostFindings struct {
-	config string
-	fails  bool
-	routes []Problem
-	walk   []finding
-}
-
-// NewCache returns an empty Cache.
-func NewCache() *Cache { return &Cache{clusters: nameSet{set: map[string]bool{}}} }
-
-// Check returns every problem of r, in resource order, like the package's
-// Check, reusing the findings of the resources that earlier Checks of c
-// saw: r's resources must not be modified once checked (Check itself
-// modifies none; while it checks a route configuration it takes its
-// virtual hosts out and puts them back).
-func (c *Cache) Check(r *xdstranslator.Resources) []Problem {
-	if r == nil {
-		return nil
-	}
-	ch := &checker{cache: c, clusters: c.clusters.update(r.Clusters), routes: names(r.Routes)}
-	for _, l := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
-		for _, res := range l {
-			fs, ok := c.resources.Get(res)
-			if !ok {
-				sub := &checker{cache: c}
-				sub.resource(res)
-				fs = sub.findings
-				c.resources.Put(res, fs)
-			}
-			ch.findings = append(ch.findings, fs...)
-		}
-	}
-	c.resources.Sweep(nil)
-	c.vhosts.Sweep(nil)
-	return ch.problems()
-}
-
-func names(l []types.Resource) map[string]bool {
-	m := make(map[string]bool, len(l))
-	for _, r := range l {
-		m[cachev3.GetResourceName(r)] = true
-	}
-	return m
-}
-
-// nameSet is the set of names of a list of resources sorted by name,
-// updated from one list to the next by what differs.
-type nameSet struct {
-	set  map[string]bool
-	prev []types.Resource
-}
-
-func (n *nameSet) update(cur []types.Resource) map[string]bool {
-	prev := n.prev
-	i, j := 0, 0
-	for i < len(prev) || j < len(cur) {
-		if i < len(prev) && j < len(cur) && prev[i] == cur[j] {
-			i, j = i+1, j+1
-			continue
-		}
-		var d int
-		switch {
-		case i == len(prev):
-			d = 1
-		case j == len(cur):
-			d = -1
-		default:
-			d = strings.Compare(cachev3.GetResourceName(prev[i]), cachev3.GetResourceName(cur[j]))
-		}
-		switch {
-		case d < 0:
-			delete(n.set, cachev3.GetResourceName(prev[i]))
-			i++
-		case d > 0:
-			n.set[cachev3.GetResourceName(cur[j])] = true
-			j++
-		default:
-			i, j = i+1, j+1
-		}
-	}
-	if len(n.set) != len(cur) {
-		// Not sorted, or names repeated: count them all again.
-		n.set = names(cur)
-	}
-	n.prev = cur
-	return n.set
-}
-
 type checker struct {
 	cache            *Cache
 	clusters, routes map[string]bool
-	findings         []finding
-}
-
-// finding is a problem found, or a reference to check (ref: "cluster" or
-// "route configuration", and the name referenced) against what the scope
-// holds, which a cached finding cannot know.
-type finding struct {
-	Problem
-	w    where
-	ref  string
-	name string
-}
-
-// problems are the findings as problems, references checked.
-func (c *checker) problems() []Problem {
-	var out []Problem
-	for _, f := range c.findings {
-		switch f.ref {
-		case "":
-			out = append(out, f.Problem)
-		case "cluster":
-			if !c.clusters[f.name] {
-				out = append(out, f.w.problem(fmt.Sprintf("cluster %q does not exist", f.name)))
-			}
-		default:
-			if !c.routes[f.name] {
-				out = append(out, f.w.problem(fmt.Sprintf("route configuration %q does not exist", f.name)))
-			}
-		}
-	}
-	return out
+	// gen is the generation of clusters and routes (Cache.gen).
+	gen      uint64
+	findings []finding
+	// vhosts are the findings of the virtual hosts of the route
+	// configuration being checked, in order (validateConfig).
+	vhosts []*vhostFindings
 }
 
 // where is the location a walk reports problems at.
@@ -216,7 +88,8 @@ func (w where) problem(msg string) Problem {
 }
 
 func (c *checker) add(w where, format string, a ...any) {
-	c.findings = append(c.findings, finding{Problem: w.problem(fmt.Sprintf(format, a...))})
+	p := w.problem(fmt.Sprintf(format, a...))
+	c.findings = append(c.findings, finding{problem: &p})
 }
 
 func (c *checker) resource(res types.Resource) {
@@ -255,17 +128,21 @@ func (c *checker) validateConfig(w where, rc *routev3.RouteConfiguration) {
 	rc.VirtualHosts = nil
 	fails := rc.ValidateAll() != nil
 	rc.VirtualHosts = vhosts
-	verdicts := make([]*vhostFindings, len(vhosts))
-	for i, vh := range vhosts {
-		verdicts[i] = c.vhost(w, vh)
-		fails = fails || verdicts[i].fails
+	list := c.cache.configs[rc.Name]
+	if list == nil {
+		list = &memo.List[*routev3.VirtualHost, *vhostFindings]{}
+		c.cache.configs[rc.Name] = list
+	}
+	c.vhosts = list.Update(vhosts, nil, func(j int) *vhostFindings { return vhost(w, vhosts[j]) }, nil)
+	for _, v := range c.vhosts {
+		fails = fails || v.fails
 	}
 	if !fails {
 		return
 	}
-	for _, v := range verdicts {
-		for _, p := range v.routes {
-			c.findings = append(c.findings, finding{Problem: p})
+	for _, v := range c.vhosts {
+		for i := range v.routes {
+			c.findings = append(c.findings, finding{problem: &v.routes[i]})
 		}
 	}
 	rest := proto.Clone(rc).(*routev3.RouteConfiguration)
@@ -278,12 +155,9 @@ func (c *checker) validateConfig(w where, rc *routev3.RouteConfiguration) {
 // vhost returns what vh, a virtual host of the route configuration w
 // names, holds: its protoc-gen-validate verdict (route by route when it
 // fails) and its walk.
-func (c *checker) vhost(w where, vh *routev3.VirtualHost) *vhostFindings {
-	if v, ok := c.cache.vhosts.Get(vh); ok && v.config == w.resource {
-		return v
-	}
-	v := &vhostFindings{config: w.resource, fails: vh.ValidateAll() != nil}
-	sub := &checker{cache: c.cache}
+func vhost(w where, vh *routev3.VirtualHost) *vhostFindings {
+	v := &vhostFindings{fails: vh.ValidateAll() != nil}
+	sub := &checker{}
 	if v.fails {
 		for _, rt := range vh.Routes {
 			rw := w
@@ -291,13 +165,12 @@ func (c *checker) vhost(w where, vh *routev3.VirtualHost) *vhostFindings {
 			validate(sub, rw, rt)
 		}
 		for _, f := range sub.findings {
-			v.routes = append(v.routes, f.Problem)
+			v.routes = append(v.routes, *f.problem)
 		}
 		sub.findings = nil
 	}
 	sub.walkMessage(w, vh.ProtoReflect())
-	v.walk = sub.findings
-	c.cache.vhosts.Put(vh, v)
+	v.walk = &group{items: sub.findings}
 	return v
 }
 
@@ -336,12 +209,9 @@ func (c *checker) walk(w where, m protoreflect.Message) {
 			return true // nothing of what visit checks can be under it
 		}
 		switch {
-		case fd.FullName() == "envoy.config.route.v3.RouteConfiguration.virtual_hosts":
-			// Walked once per virtual host (checker.vhost).
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				c.findings = append(c.findings, c.vhost(fw, l.Get(i).Message().Interface().(*routev3.VirtualHost)).walk...)
-			}
+		case fd.FullName() == "envoy.config.route.v3.RouteConfiguration.virtual_hosts" && c.vhosts != nil:
+			// Walked once per virtual host (validateConfig).
+			c.findings = append(c.findings, finding{vhosts: c.vhosts})
 		case fd.IsList() && fd.Message() != nil:
 			l := v.List()
 			for i := 0; i < l.Len(); i++ {
@@ -468,7 +338,7 @@ func (c *checker) visit(w where, m protoreflect.Message) {
 	case "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight":
 		c.clusterRef(w, str("name"))
 	case "envoy.extensions.filters.network.http_connection_manager.v3.Rds":
-		c.findings = append(c.findings, finding{w: w, ref: "route configuration", name: str("route_config_name")})
+		c.findings = append(c.findings, finding{ref: &reference{w, "route configuration", str("route_config_name")}})
 	}
 }
 
@@ -508,7 +378,7 @@ func editable(name string) bool {
 // requests gets 500).
 func (c *checker) clusterRef(w where, name string) {
 	if name != "" && name != xdstranslator.InvalidBackendCluster {
-		c.findings = append(c.findings, finding{w: w, ref: "cluster", name: name})
+		c.findings = append(c.findings, finding{ref: &reference{w, "cluster", name}})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"reflect"
 	"slices"
+	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -124,13 +125,15 @@ type configMemo struct {
 	runs   memo.List[*ir.HTTPRoute, *vhostMemo]
 }
 
-// hostRoutes is a run of IR routes for one hostname, of a listener whose
-// Gateway port is port.
+// hostRoutes is a run of IR routes of listener l for one hostname:
+// l.HTTPRoutes[start:end].
 type hostRoutes struct {
-	host   string
-	routes []*ir.HTTPRoute
-	port   uint32
+	l          *ir.Listener
+	start, end int32
 }
+
+func (r hostRoutes) routes() []*ir.HTTPRoute { return r.l.HTTPRoutes[r.start:r.end] }
+func (r hostRoutes) host() string            { return strings.ToLower(r.l.HTTPRoutes[r.start].Hostname) }
 
 // virtualHosts renders the virtual hosts of route configuration config,
 // one per run of routes, or returns what it rendered before from the same
@@ -143,14 +146,14 @@ func (s *scopeBuilder) virtualHosts(config string, runs []hostRoutes) ([]*vhostM
 	}
 	keys := make([]*ir.HTTPRoute, len(runs))
 	for i, r := range runs {
-		keys[i] = r.routes[0]
+		keys[i] = r.l.HTTPRoutes[r.start]
 	}
 	var err error
 	// stale is the virtual host of a run whose routes changed: the new one
 	// takes its routes that did not.
 	var stale *vhostMemo
 	out := m.runs.Update(keys, func(j int, v *vhostMemo) bool {
-		if v.port == runs[j].port && slices.Equal(v.routes.Keys(), runs[j].routes) {
+		if v.port == runs[j].l.GatewayPort && slices.Equal(v.routes.Keys(), runs[j].routes()) {
 			return true
 		}
 		stale = v
@@ -170,17 +173,18 @@ func (s *scopeBuilder) virtualHosts(config string, runs []hostRoutes) ([]*vhostM
 // Envoy routes of stale (when not nil) whose IR routes are still there,
 // and counts its use of its clusters.
 func (s *scopeBuilder) virtualHost(run hostRoutes, stale *vhostMemo) (*vhostMemo, error) {
-	m := &vhostMemo{port: run.port, vhost: &routev3.VirtualHost{Name: run.host, Domains: []string{run.host}}}
+	host, routes, port := run.host(), run.routes(), run.l.GatewayPort
+	m := &vhostMemo{port: port, vhost: &routev3.VirtualHost{Name: host, Domains: []string{host}}}
 	if stale != nil {
 		m.routes = stale.routes
 	}
 	var err error
-	rms := m.routes.Update(run.routes, func(_ int, rm *routeMemo) bool { return rm.port == run.port }, func(j int) *routeMemo {
-		route, cors, used, e := s.route(run.routes[j], run.port)
+	rms := m.routes.Update(routes, func(_ int, rm *routeMemo) bool { return rm.port == port }, func(j int) *routeMemo {
+		route, cors, used, e := s.route(routes[j], port)
 		if e != nil && err == nil {
 			err = e
 		}
-		return &routeMemo{port: run.port, route: route, cors: cors, used: used}
+		return &routeMemo{port: port, route: route, cors: cors, used: used}
 	}, nil)
 	if err != nil {
 		return m, err
@@ -221,9 +225,11 @@ func (s *scopeBuilder) sweep() {
 // hosts (refs) and those the listeners used in this translation.
 type clusterStore struct {
 	entries map[string]*clusterEntry
-	// names are the entries' names, sorted, but for added ones.
-	names []string
-	added []string
+	// names are the entries' names, sorted, but for added ones; sorted
+	// are their entries, in the same order, as of the last finish.
+	names  []string
+	added  []string
+	sorted []*clusterEntry
 	// run counts translations; listenerUse are the names the listeners
 	// used in this one, lastUse in the last one.
 	run                  uint64
@@ -311,14 +317,20 @@ func (cs *clusterStore) finish() (clusters, endpoints []types.Resource, certs []
 	if len(cs.added) > 0 {
 		cs.names = mergeSorted(cs.names, cs.added)
 		cs.added = nil
+		cs.sorted = nil
 	}
 	if !cs.changed && cs.clusters != nil {
 		return cs.clusters, cs.endpoints, cs.certs
 	}
+	if len(gone) > 0 || len(cs.sorted) != len(cs.names) {
+		cs.sorted = make([]*clusterEntry, len(cs.names))
+		for i, name := range cs.names {
+			cs.sorted[i] = cs.entries[name]
+		}
+	}
 	cs.changed = false
 	clusters = make([]types.Resource, 0, len(cs.names))
-	for _, name := range cs.names {
-		e := cs.entries[name]
+	for _, e := range cs.sorted {
 		clusters = append(clusters, e.cluster)
 		if e.cla != nil {
 			endpoints = append(endpoints, e.cla)

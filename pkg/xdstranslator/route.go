@@ -67,18 +67,17 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 			// Hostnames that differ in case only make runs of their own,
 			// merged into one virtual host below (mergeVirtualHosts).
 			first := l.HTTPRoutes[i].Hostname
-			host := strings.ToLower(first)
 			j := i + 1
 			for j < len(l.HTTPRoutes) && l.HTTPRoutes[j].Hostname == first {
 				j++
 			}
-			run := l.HTTPRoutes[i:j]
+			run := hostRoutes{l, int32(i), int32(j)}
 			i = j
-			if len(ls) > 1 && owner(host) != l {
+			if len(ls) > 1 && owner(run.host()) != l {
 				continue
 			}
-			runs = append(runs, hostRoutes{host, run, l.GatewayPort})
-			if host == own {
+			runs = append(runs, run)
+			if own != "" && run.host() == own {
 				own = ""
 			}
 		}

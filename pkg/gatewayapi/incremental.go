@@ -53,9 +53,10 @@ type Cache struct {
 	routes  map[RouteKey]*routeMemo
 	// deps are the routes that read each Service (and its EndpointSlices).
 	deps map[types.NamespacedName]*serviceDep
-	// routeStatus is the status of every route of ours; each run's Status
-	// gets a copy of the map.
-	routeStatus map[RouteKey]*gwapiv1.RouteStatus
+	// routeStatus is the status of every route of ours, which the last
+	// Result shares: the next run copies it before it changes it.
+	routeStatus  map[RouteKey]*gwapiv1.RouteStatus
+	statusShared bool
 	// classes, gatewayWarnings: what the Gateway-level translation gave.
 	classes         map[string]*gwapiv1.GatewayClassStatus
 	gatewayWarnings []string
@@ -96,7 +97,16 @@ type want struct {
 }
 
 // serviceDep lists the routes that read a Service.
-type serviceDep struct{ routes map[RouteKey]bool }
+type serviceDep struct{ routes []RouteKey }
+
+// routeChange is a route to translate again: obj is its object now (nil:
+// gone) when changed says that its object changed; else the object is
+// the one read before, and an input it read changed.
+type routeChange struct {
+	key     RouteKey
+	obj     any
+	changed bool
+}
 
 // NewCache returns an empty Cache: its first translation is a full one.
 func NewCache() *Cache { return &Cache{} }
@@ -113,19 +123,19 @@ func (c *Cache) Translate(res *resources.Resources, opts Options) *Result {
 		res = &resources.Resources{}
 	}
 	key := optionsKey(res, opts)
-	var dirty []RouteKey
-	var objs map[RouteKey]any
+	var dirty []routeChange
 	full := c.t == nil || key != c.optsKey || !sameGatewayInputs(c.res, res)
 	if !full {
-		dirty, objs, full = c.update(res, opts)
-		full = !full
+		var ok bool
+		dirty, ok = c.update(res, opts)
+		full = !ok
 	}
 	if full {
-		dirty, objs = c.reset(res, opts, key)
+		dirty = c.reset(res, opts, key)
 	}
-	done := c.translateRoutes(dirty, objs, full)
+	c.translateRoutes(dirty, full)
 	c.res = res
-	return c.result(done)
+	return c.result()
 }
 
 // sameGatewayInputs says whether a and b hold the same Gateway-level
@@ -184,8 +194,8 @@ func compareNN(a, b types.NamespacedName) int {
 }
 
 // reset starts over: the Gateway-level translation of res, and every
-// route object to translate (dirty, in routeOrder, and objs).
-func (c *Cache) reset(res *resources.Resources, opts Options, key string) ([]RouteKey, map[RouteKey]any) {
+// route object to translate, in the order of compareRouteKeys.
+func (c *Cache) reset(res *resources.Resources, opts Options, key string) []routeChange {
 	t := newTranslator(res, opts)
 	*c = Cache{
 		t: t, optsKey: key, routes: map[RouteKey]*routeMemo{}, deps: map[types.NamespacedName]*serviceDep{},
@@ -201,13 +211,10 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) ([]Rou
 			c.sliceWarnings[k] = w
 		}
 	})
-	objs := map[RouteKey]any{}
-	var dirty []RouteKey
+	dirty := make([]routeChange, 0, len(res.HTTPRoutes)+len(res.GRPCRoutes)+len(res.TLSRoutes)+len(res.TCPRoutes)+len(res.UDPRoutes))
 	add := func(kind string) func(types.NamespacedName, any) {
 		return func(k types.NamespacedName, o any) {
-			rk := RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}
-			objs[rk] = o
-			dirty = append(dirty, rk)
+			dirty = append(dirty, routeChange{RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}, o, true})
 		}
 	}
 	eachObject(res.HTTPRoutes, asAny[*gwapiv1.HTTPRoute](add(KindHTTPRoute)))
@@ -215,7 +222,7 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) ([]Rou
 	eachObject(res.TLSRoutes, asAny[*gwapiv1.TLSRoute](add(KindTLSRoute)))
 	eachObject(res.TCPRoutes, asAny[*gwapiv1.TCPRoute](add(KindTCPRoute)))
 	eachObject(res.UDPRoutes, asAny[*gwapiv1.UDPRoute](add(KindUDPRoute)))
-	return dirty, objs
+	return dirty
 }
 
 func asAny[T any](f func(types.NamespacedName, any)) func(types.NamespacedName, T) {
@@ -224,10 +231,9 @@ func asAny[T any](f func(types.NamespacedName, any)) func(types.NamespacedName, 
 
 // update applies what changed from the last snapshot to res to the
 // Services and EndpointSlices, and returns the routes to translate again
-// (dirty) with the objects of those whose object changed (objs; nil for a
-// route that is gone). ok is false when a list of res is not sorted (the
-// caller then starts over).
-func (c *Cache) update(res *resources.Resources, opts Options) (dirty []RouteKey, objs map[RouteKey]any, ok bool) {
+// (a route may be there twice). ok is false when a list of res is not
+// sorted (the caller then starts over).
+func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeChange, ok bool) {
 	type svcChange struct {
 		k        types.NamespacedName
 		old, new *corev1.Service
@@ -238,12 +244,9 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []RouteKey
 	}
 	var svcs []svcChange
 	var eps []sliceChange
-	objs = map[RouteKey]any{}
 	route := func(kind string) func(types.NamespacedName, any, any) {
 		return func(k types.NamespacedName, _, o any) {
-			rk := RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}
-			objs[rk] = o
-			dirty = append(dirty, rk)
+			dirty = append(dirty, routeChange{RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}, o, true})
 		}
 	}
 	ok = diffSorted(c.res.Services, res.Services, func(k types.NamespacedName, o, n *corev1.Service) { svcs = append(svcs, svcChange{k, o, n}) }) &&
@@ -256,16 +259,16 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []RouteKey
 		diffSorted(c.res.TCPRoutes, res.TCPRoutes, asAny2[*gwapiv1.TCPRoute](route(KindTCPRoute))) &&
 		diffSorted(c.res.UDPRoutes, res.UDPRoutes, asAny2[*gwapiv1.UDPRoute](route(KindUDPRoute)))
 	if !ok {
-		return nil, nil, false
+		return nil, false
 	}
 	t := c.t
 	t.res, t.opts = res, opts
 	readers := func(k types.NamespacedName) {
 		if d := c.deps[k]; d != nil {
-			for rk := range d.routes {
+			for _, rk := range d.routes {
 				if m := c.routes[rk]; m != nil && !m.stale {
 					m.stale = true
-					dirty = append(dirty, rk)
+					dirty = append(dirty, routeChange{key: rk})
 				}
 			}
 		}
@@ -300,7 +303,7 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []RouteKey
 			readers(svc)
 		}
 	}
-	return dirty, objs, true
+	return dirty, true
 }
 
 func asAny2[T any](f func(types.NamespacedName, any, any)) func(types.NamespacedName, T, T) {
@@ -330,39 +333,55 @@ func sliceService(es *discoveryv1.EndpointSlice) (types.NamespacedName, bool) {
 	return nn(es.Namespace, es.Labels[discoveryv1.LabelServiceName]), true
 }
 
-// translateRoutes translates the routes dirty (objs holds the objects of
-// those whose object changed, nil for those gone) and the routes their
-// changes reach through conflicts between kinds, and returns all of them.
-// full says that every route is dirty (nothing to look for).
-func (c *Cache) translateRoutes(dirty []RouteKey, objs map[RouteKey]any, full bool) []RouteKey {
+// translateRoutes translates the routes dirty and the routes their
+// changes reach through conflicts between kinds. full says that dirty are
+// every route, unique and in order (compareRouteKeys), and that nothing
+// was translated before.
+func (c *Cache) translateRoutes(dirty []routeChange, full bool) {
 	t := c.t
-	queued := make(map[RouteKey]bool, len(dirty))
-	for _, k := range dirty {
-		queued[k] = true
+	if !full {
+		// One entry per route (the one that says the object changed, if
+		// any), sorted.
+		byKey := make(map[RouteKey]routeChange, len(dirty))
+		for _, ch := range dirty {
+			if prev, ok := byKey[ch.key]; !ok || !prev.changed {
+				byKey[ch.key] = ch
+			}
+		}
+		dirty = slices.SortedFunc(maps.Values(byKey), func(a, b routeChange) int { return compareRouteKeys(a.key, b.key) })
+		if c.statusShared {
+			c.routeStatus = maps.Clone(c.routeStatus)
+		}
 	}
-	dirty = slices.Compact(slices.SortedFunc(maps.Keys(queued), compareRouteKeys))
+	c.statusShared = false
+	queued := map[RouteKey]bool{}
+	for _, ch := range dirty {
+		queued[ch.key] = true
+	}
 	enqueue := func(k RouteKey) {
 		if !queued[k] {
 			queued[k] = true
-			dirty = append(dirty, k)
+			dirty = append(dirty, routeChange{key: k})
 		}
 	}
+	if full {
+		queued, enqueue = nil, nil
+	}
 	for i := 0; i < len(dirty); i++ {
-		k := dirty[i]
+		k, obj := dirty[i].key, dirty[i].obj
 		m := c.routes[k]
-		obj, changed := objs[k]
 		if m != nil {
 			c.undoFinish(m)
 			if !full {
 				conflicts(k, m.wants, enqueue)
 			}
-			if !changed && !m.stale {
+			if !dirty[i].changed && !m.stale {
 				continue // read before, and still valid
 			}
 			c.dropRead(k, m)
-		}
-		if !changed && m != nil {
-			obj = m.obj
+			if !dirty[i].changed {
+				obj = m.obj
+			}
 		}
 		if obj == nil {
 			continue
@@ -373,11 +392,11 @@ func (c *Cache) translateRoutes(dirty []RouteKey, objs map[RouteKey]any, full bo
 		}
 	}
 	if !full {
-		slices.SortFunc(dirty, compareRouteKeys)
+		slices.SortFunc(dirty, func(a, b routeChange) int { return compareRouteKeys(a.key, b.key) })
 	}
-	var states []*routeState
-	for _, k := range dirty {
-		if m := c.routes[k]; m != nil && m.state != nil {
+	states := make([]*routeState, 0, len(dirty))
+	for _, ch := range dirty {
+		if m := c.routes[ch.key]; m != nil && m.state != nil {
 			m.state.restoreAttachment()
 			states = append(states, m.state)
 			for _, p := range m.state.parents {
@@ -388,16 +407,15 @@ func (c *Cache) translateRoutes(dirty []RouteKey, objs map[RouteKey]any, full bo
 		}
 	}
 	resolveKindConflicts(states)
-	for _, k := range dirty {
-		m := c.routes[k]
+	for _, ch := range dirty {
+		m := c.routes[ch.key]
 		if m == nil || m.state == nil {
-			delete(c.routeStatus, k)
+			delete(c.routeStatus, ch.key)
 			continue
 		}
 		m.done = t.finishRoute(m.state)
-		c.routeStatus[k] = m.done.status
+		c.routeStatus[ch.key] = m.done.status
 	}
-	return dirty
 }
 
 // routeKinds in the order of a full translation.
@@ -414,13 +432,13 @@ func compareRouteKeys(a, b RouteKey) int {
 // on one of the listeners of wants intersect k's there.
 func conflicts(k RouteKey, wants []want, enqueue func(RouteKey)) {
 	for _, w := range wants {
-		for kind, routes := range w.l.wants {
+		for kind, others := range w.l.wants {
 			if kind == k.Kind {
 				continue
 			}
-			for other, hosts := range routes {
-				if intersectAny(w.hosts, hosts) {
-					enqueue(other)
+			for _, o := range others {
+				if intersectAny(w.hosts, o.hosts) {
+					enqueue(o.key)
 				}
 			}
 		}
@@ -457,10 +475,10 @@ func (c *Cache) read(k RouteKey, obj any) *routeMemo {
 	for _, s := range m.services {
 		d := c.deps[s]
 		if d == nil {
-			d = &serviceDep{routes: map[RouteKey]bool{}}
+			d = &serviceDep{}
 			c.deps[s] = d
 		}
-		d.routes[k] = true
+		d.routes = append(d.routes, k)
 	}
 	for _, a := range m.ancestors {
 		a.policy.ancestors[a.gw]++
@@ -474,12 +492,9 @@ func (c *Cache) read(k RouteKey, obj any) *routeMemo {
 				hosts := routeHostnames(l.hostname, m.state.hostnames)
 				m.wants = append(m.wants, want{l, hosts})
 				if l.wants == nil {
-					l.wants = map[string]map[RouteKey][]string{}
+					l.wants = map[string][]heldHosts{}
 				}
-				if l.wants[k.Kind] == nil {
-					l.wants[k.Kind] = map[RouteKey][]string{}
-				}
-				l.wants[k.Kind][k] = hosts
+				l.wants[k.Kind] = append(l.wants[k.Kind], heldHosts{key: k, hosts: hosts})
 			}
 		}
 	}
@@ -491,7 +506,7 @@ func (c *Cache) read(k RouteKey, obj any) *routeMemo {
 func (c *Cache) dropRead(k RouteKey, m *routeMemo) {
 	for _, s := range m.services {
 		if d := c.deps[s]; d != nil {
-			delete(d.routes, k)
+			d.routes = slices.DeleteFunc(d.routes, func(r RouteKey) bool { return r == k })
 			if len(d.routes) == 0 {
 				delete(c.deps, s)
 			}
@@ -501,7 +516,7 @@ func (c *Cache) dropRead(k RouteKey, m *routeMemo) {
 		a.policy.ancestors[a.gw]--
 	}
 	for _, w := range m.wants {
-		delete(w.l.wants[k.Kind], k)
+		w.l.wants[k.Kind] = slices.DeleteFunc(w.l.wants[k.Kind], func(h heldHosts) bool { return h.key == k })
 	}
 	delete(c.warned, k)
 	delete(c.routes, k)
@@ -526,21 +541,22 @@ func (c *Cache) undoFinish(m *routeMemo) {
 
 // result assembles the IR (Gateways sorted by namespace/name, each
 // listener's routes in precedence order) and the status of every object.
-// done are the routes translated in this run. A Gateway that is not
+// A Gateway that is not
 // accepted because none of its listeners is stays in the IR without
 // listeners: its scope exists (a Dedicated fleet, whose ServiceAccount
 // gets an SVID, runs and serves nothing) until a listener becomes valid.
 // Only a Gateway refused as a whole (its parametersRef or spec.addresses)
 // is left out: it is not served.
-func (c *Cache) result(done []RouteKey) *Result {
+func (c *Cache) result() *Result {
 	t := c.t
 	st := &Status{
 		GatewayClasses:     c.classes,
 		Gateways:           map[types.NamespacedName]*gwapiv1.GatewayStatus{},
 		ListenerSets:       map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
-		Routes:             maps.Clone(c.routeStatus),
+		Routes:             c.routeStatus,
 		BackendTLSPolicies: t.policyStatus(),
 	}
+	c.statusShared = true
 	for _, k := range slices.SortedFunc(maps.Keys(c.sliceWarnings), compareNN) {
 		st.Warnings = append(st.Warnings, c.sliceWarnings[k])
 	}

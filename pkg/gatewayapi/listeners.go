@@ -76,7 +76,7 @@ type listenerState struct {
 	// listener before conflicts between kinds (routeHostnames), by kind
 	// and route: a route that changes makes the routes of other kinds
 	// whose hostnames intersect its own translate again (Cache.conflicts).
-	wants map[string]map[RouteKey][]string
+	wants map[string][]heldHosts
 	// held are the hostnames the routes attached so far hold, by route
 	// kind, for resolveKindConflicts (keyed by kind so that a route only
 	// looks at the other kinds' entries: a listener with thousands of

@@ -104,6 +104,8 @@ type validator struct {
 	// to the Validator (validator.go).
 	seen           *Validator
 	skipHTTPRoutes bool
+	// uses, when set, records the backends and certificates checked.
+	uses *routeUses
 }
 
 func (v *validator) add(path, msg string) {
@@ -196,6 +198,9 @@ func (v *validator) certificate(p string, c *Certificate) {
 	}
 	if _, mine := v.certs[c.Name]; !mine {
 		v.certs[c.Name] = c
+	}
+	if v.uses != nil {
+		v.uses.certs = append(v.uses.certs, c)
 	}
 }
 
@@ -311,6 +316,9 @@ func (v *validator) backend(p string, b *Backend) {
 	}
 	if _, mine := v.backends[b.Name]; !mine {
 		v.backends[b.Name] = cluster
+	}
+	if v.uses != nil {
+		v.uses.backends = append(v.uses.backends, cluster)
 	}
 }
 

@@ -27,12 +27,12 @@ type listenerRoutes struct {
 	names  map[[2]string]int
 }
 
-// routeUses are a route's name and hostname, and the backends and
-// certificates it uses, by name.
+// routeUses are a route's name and hostname, and the definitions of the
+// backends and certificates it uses.
 type routeUses struct {
 	key      [2]string
-	backends map[string]*Backend
-	certs    map[string]*Certificate
+	backends []*Backend
+	certs    []*Certificate
 }
 
 // counted is a definition and the number of routes that use it.
@@ -110,20 +110,26 @@ func (v *Validator) check(x *IR) bool {
 		}
 	}
 	ok := true
+	// One validator checks the new routes against each other and against
+	// those seen before; what each uses is counted once all are checked.
+	rv := newValidator(v)
 	for _, n := range fresh {
-		rv := newValidator(v)
+		rv.uses = n.u
 		rv.httpRoute("", n.r)
 		n.u.key = [2]string{n.r.Name, n.r.Hostname}
-		n.l.names[n.u.key]++
-		if len(rv.errs) > 0 || n.l.names[n.u.key] > 1 {
+		if n.l.names[n.u.key]++; n.l.names[n.u.key] > 1 {
 			ok = false
 		}
-		n.u.backends, n.u.certs = rv.backends, rv.certs
-		for name, b := range rv.backends {
-			acquire(v.backends, name, b)
+	}
+	if len(rv.errs) > 0 {
+		ok = false
+	}
+	for _, n := range fresh {
+		for _, b := range n.u.backends {
+			acquire(v.backends, b.Name, b)
 		}
-		for name, c := range rv.certs {
-			acquire(v.certs, name, c)
+		for _, c := range n.u.certs {
+			acquire(v.certs, c.Name, c)
 		}
 	}
 	rest := newValidator(v)
@@ -148,17 +154,17 @@ func (v *Validator) release(lr *listenerRoutes, u *routeUses) {
 	if lr.names[u.key]--; lr.names[u.key] <= 0 {
 		delete(lr.names, u.key)
 	}
-	for name := range u.backends {
-		if c := v.backends[name]; c != nil {
+	for _, b := range u.backends {
+		if c := v.backends[b.Name]; c != nil {
 			if c.uses--; c.uses == 0 {
-				delete(v.backends, name)
+				delete(v.backends, b.Name)
 			}
 		}
 	}
-	for name := range u.certs {
-		if c := v.certs[name]; c != nil {
+	for _, cert := range u.certs {
+		if c := v.certs[cert.Name]; c != nil {
 			if c.uses--; c.uses == 0 {
-				delete(v.certs, name)
+				delete(v.certs, cert.Name)
 			}
 		}
 	}

@@ -43,9 +43,9 @@ func parseRouteName(n string) (ruleRef, bool) {
 // the IR (whose xDS must then be rendered and checked again).
 //
 // What it changes it copies first: the IR routes, the listeners' route
-// lists and the route statuses in res may be shared with earlier results
-// (translate.Cache); only res.IR's listeners and res.Status.Routes, the
-// map, are res's own.
+// lists, the route statuses and their map in res may be shared with
+// earlier results (translate.Cache); only res.IR's listeners are res's
+// own.
 func blame(res *gatewayapi.Result, found map[string][]xdsvalidate.Problem) bool {
 	type verdict struct {
 		msgs    []string
@@ -113,6 +113,7 @@ func blame(res *gatewayapi.Result, found map[string][]xdsvalidate.Problem) bool 
 			}
 		}
 	}
+	res.Status.Routes = maps.Clone(res.Status.Routes)
 	for _, prefix := range order {
 		st := res.Status.Routes[routes[prefix]]
 		if st == nil {

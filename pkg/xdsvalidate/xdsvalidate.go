@@ -247,15 +247,16 @@ var checked = map[protoreflect.FullName]bool{
 	"google.protobuf.Any":                                                                  true,
 }
 
-// holds caches mayHold per message type.
-var holds sync.Map // protoreflect.FullName -> bool
+// holds caches mayHold per message type (by descriptor: cheaper to hash
+// than its name).
+var holds sync.Map // protoreflect.MessageDescriptor -> bool
 
 // mayHold reports whether a message of type md can have, at any depth, a
 // message of a type visit checks (or an Any): the walk skips the others,
 // such as durations, addresses and localities, which are most of a
 // cluster. It follows the type graph once per type.
 func mayHold(md protoreflect.MessageDescriptor) bool {
-	if v, ok := holds.Load(md.FullName()); ok {
+	if v, ok := holds.Load(md); ok {
 		return v.(bool)
 	}
 	seen := map[protoreflect.FullName]bool{}
@@ -277,7 +278,7 @@ func mayHold(md protoreflect.MessageDescriptor) bool {
 		return false
 	}
 	v := reach(md)
-	holds.Store(md.FullName(), v)
+	holds.Store(md, v)
 	return v
 }
 

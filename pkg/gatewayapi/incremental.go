@@ -197,9 +197,10 @@ func compareNN(a, b types.NamespacedName) int {
 // route object to translate, in the order of compareRouteKeys.
 func (c *Cache) reset(res *resources.Resources, opts Options, key string) []routeChange {
 	t := newTranslator(res, opts)
+	n := len(res.HTTPRoutes) + len(res.GRPCRoutes) + len(res.TLSRoutes) + len(res.TCPRoutes) + len(res.UDPRoutes)
 	*c = Cache{
-		t: t, optsKey: key, routes: map[RouteKey]*routeMemo{}, deps: map[types.NamespacedName]*serviceDep{},
-		routeStatus: map[RouteKey]*gwapiv1.RouteStatus{}, sliceWarnings: map[types.NamespacedName]string{}, warned: map[RouteKey]bool{},
+		t: t, optsKey: key, routes: make(map[RouteKey]*routeMemo, n), deps: make(map[types.NamespacedName]*serviceDep, len(res.Services)),
+		routeStatus: make(map[RouteKey]*gwapiv1.RouteStatus, n), sliceWarnings: map[types.NamespacedName]string{}, warned: map[RouteKey]bool{},
 	}
 	t.translateGatewayClasses()
 	t.translateGateways()
@@ -211,7 +212,7 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 			c.sliceWarnings[k] = w
 		}
 	})
-	dirty := make([]routeChange, 0, len(res.HTTPRoutes)+len(res.GRPCRoutes)+len(res.TLSRoutes)+len(res.TCPRoutes)+len(res.UDPRoutes))
+	dirty := make([]routeChange, 0, n)
 	add := func(kind string) func(types.NamespacedName, any) {
 		return func(k types.NamespacedName, o any) {
 			dirty = append(dirty, routeChange{RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}, o, true})

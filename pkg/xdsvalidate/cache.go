@@ -45,7 +45,7 @@ type Cache struct {
 type vhostFindings struct {
 	fails  bool
 	routes []Problem
-	walk   *group
+	walk   group
 }
 
 // finding is one of: a problem found, a reference to check, a group of
@@ -96,10 +96,13 @@ func (c *Cache) Check(r *xdstranslator.Resources) []Problem {
 		found := c.lists[i].Update(l, nil, func(j int) *group {
 			sub := &checker{cache: c}
 			sub.resource(l[j])
+			if len(sub.findings) == 0 {
+				return nil
+			}
 			return &group{items: sub.findings}
 		}, nil)
 		for _, g := range found {
-			if len(g.items) > 0 {
+			if g != nil {
 				ch.findings = append(ch.findings, finding{group: g})
 			}
 		}
@@ -132,7 +135,7 @@ func (c *checker) expand(items []finding, out *[]Problem) bool {
 			clean = c.expandGroup(f.group, out) && clean
 		default:
 			for _, v := range f.vhosts {
-				clean = c.expandGroup(v.walk, out) && clean
+				clean = c.expandGroup(&v.walk, out) && clean
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"sync"
 
@@ -170,7 +171,7 @@ func vhost(w where, vh *routev3.VirtualHost) *vhostFindings {
 		sub.findings = nil
 	}
 	sub.walkMessage(w, vh.ProtoReflect())
-	v.walk = &group{items: sub.findings}
+	v.walk.items = sub.findings
 	return v
 }
 
@@ -193,40 +194,90 @@ func (c *checker) filterChains(w where, l *listenerv3.Listener) {
 	}
 }
 
-// walk visits every message under m, Any payloads included; what is found
-// under an Envoy route names that route.
+// walk visits every message under m, Any payloads included, in the order
+// of their fields (and of map keys); what is found under an Envoy route
+// names that route.
 func (c *checker) walk(w where, m protoreflect.Message) {
-	if rt, ok := m.Interface().(*routev3.Route); ok {
-		w.route = rt.GetName()
+	p := planOf(m.Descriptor())
+	if p.route {
+		w.route = m.Get(p.name).String()
 	}
-	c.visit(w, m)
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	if p.visit {
+		c.visit(w, m)
+	}
+	for _, f := range p.fields {
+		if !m.Has(f.fd) {
+			continue
+		}
 		fw := w
-		if fd.ContainingMessage().FullName() == "envoy.config.route.v3.Route" && fd.Name() == "match" {
-			fw.inMatch = true
-		}
-		if md := fieldMessage(fd); md == nil || !mayHold(md) {
-			return true // nothing of what visit checks can be under it
-		}
+		fw.inMatch = fw.inMatch || f.inMatch
+		v := m.Get(f.fd)
 		switch {
-		case fd.FullName() == "envoy.config.route.v3.RouteConfiguration.virtual_hosts" && c.vhosts != nil:
+		case f.vhosts && c.vhosts != nil:
 			// Walked once per virtual host (validateConfig).
 			c.findings = append(c.findings, finding{vhosts: c.vhosts})
-		case fd.IsList() && fd.Message() != nil:
+		case f.fd.IsList():
 			l := v.List()
 			for i := 0; i < l.Len(); i++ {
 				c.walkMessage(fw, l.Get(i).Message())
 			}
-		case fd.IsMap() && fd.MapValue().Message() != nil:
-			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-				c.walkMessage(fw, mv.Message())
+		case f.fd.IsMap():
+			mv := v.Map()
+			keys := make([]protoreflect.MapKey, 0, mv.Len())
+			mv.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+				keys = append(keys, k)
 				return true
 			})
-		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			slices.SortFunc(keys, func(a, b protoreflect.MapKey) int { return strings.Compare(a.String(), b.String()) })
+			for _, k := range keys {
+				c.walkMessage(fw, mv.Get(k).Message())
+			}
+		default:
 			c.walkMessage(fw, v.Message())
 		}
-		return true
-	})
+	}
+}
+
+// plan is how walk goes through messages of one type: whether visit
+// checks it, whether it is an Envoy route (whose name, field name,
+// locates what is found under it), and its fields that can hold what
+// visit checks, in declaration order.
+type plan struct {
+	visit, route bool
+	name         protoreflect.FieldDescriptor
+	fields       []planField
+}
+
+// planField is a field to walk into: a route's match (inMatch), a route
+// configuration's virtual hosts (vhosts), or another.
+type planField struct {
+	fd              protoreflect.FieldDescriptor
+	inMatch, vhosts bool
+}
+
+// plans caches planOf per message type.
+var plans sync.Map // protoreflect.MessageDescriptor -> *plan
+
+// planOf is the plan of message type md.
+func planOf(md protoreflect.MessageDescriptor) *plan {
+	if p, ok := plans.Load(md); ok {
+		return p.(*plan)
+	}
+	p := &plan{visit: checked[md.FullName()] && md.FullName() != "google.protobuf.Any", route: md.FullName() == "envoy.config.route.v3.Route"}
+	if p.route {
+		p.name = md.Fields().ByName("name")
+	}
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if fm := fieldMessage(fd); fm == nil || !mayHold(fm) {
+			continue // nothing of what visit checks can be under it
+		}
+		p.fields = append(p.fields, planField{fd: fd, inMatch: p.route && fd.Name() == "match",
+			vhosts: fd.FullName() == "envoy.config.route.v3.RouteConfiguration.virtual_hosts"})
+	}
+	plans.Store(md, p)
+	return p
 }
 
 // checked are the message types visit checks, and Any (whose payload can

@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("metrics listener: %w", err)
 		}
 	}
-	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}, loader: &file.Loader{}}
+	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}, loader: &file.Loader{}, cache: translate.NewCache()}
 	changes := srv.Subscribe()
 	r.reload(ctx)
 
@@ -208,6 +208,9 @@ type runner struct {
 	loader *file.Loader
 	cfg    Config
 	srv    *xdsserver.Server
+	// cache carries each translation to the next: a reload translates
+	// what changed (translate.Cache).
+	cache *translate.Cache
 
 	// mu guards what follows: reload runs on the file watcher's goroutine,
 	// refresh on the xDS server's notifications.
@@ -245,7 +248,7 @@ func (r *runner) reload(ctx context.Context) {
 	for f, keys := range loaded.Kept {
 		lines["load "+f] = "has errors; serving the last good version of " + strings.Join(keys, ", ")
 	}
-	out, err := translate.Run(loaded.Resources, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }})
+	out, err := r.cache.Run(loaded.Resources, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }})
 	translated := time.Now()
 	if out != nil && out.Result != nil {
 		for _, w := range out.Result.Status.Warnings {

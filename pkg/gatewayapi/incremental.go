@@ -64,7 +64,16 @@ type Cache struct {
 	// namespace/name; warned the routes whose memo has warnings.
 	sliceWarnings map[types.NamespacedName]string
 	warned        map[RouteKey]bool
+	// translated counts the routes the last Translate translated (read or
+	// finished again), full says whether it started over.
+	translated int
+	full       bool
 }
+
+// LastRun says what the last Translate did: whether it started over (a
+// full translation), and how many routes it translated (read again, or
+// finished again because of a route of another kind).
+func (c *Cache) LastRun() (full bool, routes int) { return c.full, c.translated }
 
 // routeMemo is what a Cache keeps of one route object: what reading it
 // gave, and what finishing it added.
@@ -134,7 +143,7 @@ func (c *Cache) Translate(res *resources.Resources, opts Options) *Result {
 		dirty = c.reset(res, opts, key)
 	}
 	c.translateRoutes(dirty, full)
-	c.res = res
+	c.res, c.full = res, full
 	return c.result()
 }
 
@@ -408,6 +417,7 @@ func (c *Cache) translateRoutes(dirty []routeChange, full bool) {
 		}
 	}
 	resolveKindConflicts(states)
+	c.translated = len(dirty)
 	for _, ch := range dirty {
 		m := c.routes[ch.key]
 		if m == nil || m.state == nil {

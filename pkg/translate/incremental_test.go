@@ -131,11 +131,21 @@ func (w *world) keys(m map[objKey]object) []objKey {
 	return ks
 }
 
+// pick picks an object of m: a kind at random, then an object of it, so
+// that the few objects of rare kinds get their share of changes.
 func (w *world) pick(m map[objKey]object) (objKey, object, bool) {
 	ks := w.keys(m)
 	if len(ks) == 0 {
 		return objKey{}, nil, false
 	}
+	var kinds []string
+	for _, k := range ks {
+		if !slices.Contains(kinds, k.kind) {
+			kinds = append(kinds, k.kind)
+		}
+	}
+	kind := kinds[w.rng.IntN(len(kinds))]
+	ks = slices.DeleteFunc(ks, func(k objKey) bool { return k.kind != kind })
 	k := ks[w.rng.IntN(len(ks))]
 	return k, m[k], true
 }
@@ -408,15 +418,18 @@ func firstDiff(a, b []byte) string {
 // the previous run's output as it was (outputs share unchanged parts).
 //
 // The worlds are every golden input alone, and unions of three of them
-// (whose objects meet: one case's routes attach to another's Gateway).
-// Seeds derive from the world's name; XDSC_INCREMENTAL_STEPS sets the
-// number of steps per world (default 12).
+// (whose objects meet: one case's routes attach to another's Gateway). It
+// fails when a kind of object, or incremental runs (those that did not
+// start over: gatewayapi.Cache.LastRun), were tried too few times.
+// Seeds derive from the world's name (plus XDSC_INCREMENTAL_SEED, default
+// 0, to try other sequences); XDSC_INCREMENTAL_STEPS sets the number of
+// steps per world (default 20).
 func TestIncrementalEqualsFull(t *testing.T) {
 	inputs, err := filepath.Glob("testdata/*.in.yaml")
 	if err != nil || len(inputs) == 0 {
 		t.Fatalf("no golden inputs: %v", err)
 	}
-	steps := 12
+	steps := 20
 	if s := os.Getenv("XDSC_INCREMENTAL_STEPS"); s != "" {
 		if steps, err = strconv.Atoi(s); err != nil {
 			t.Fatal(err)
@@ -424,6 +437,12 @@ func TestIncrementalEqualsFull(t *testing.T) {
 	}
 	if testing.Short() {
 		steps = 4
+	}
+	var salt uint64
+	if s := os.Getenv("XDSC_INCREMENTAL_SEED"); s != "" {
+		if salt, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatal(err)
+		}
 	}
 	loaded := map[string][]object{}
 	for _, in := range inputs {
@@ -441,15 +460,41 @@ func TestIncrementalEqualsFull(t *testing.T) {
 	for _, in := range inputs {
 		specs = append(specs, worldSpec{filepath.Base(in), []string{in}})
 	}
+	// Unions of three inputs, one of which has routes of an L4 kind (few
+	// inputs do), so that those get their share of changes.
+	var l4 []string
+	for _, in := range inputs {
+		for _, o := range loaded[in] {
+			if k := keyOf(o).kind; k == "TCPRoute" || k == "UDPRoute" || k == "TLSRoute" {
+				l4 = append(l4, in)
+				break
+			}
+		}
+	}
 	mix := rand.New(rand.NewPCG(1, 2))
 	for i := range 25 {
-		files := []string{inputs[mix.IntN(len(inputs))], inputs[mix.IntN(len(inputs))], inputs[mix.IntN(len(inputs))]}
+		files := []string{inputs[mix.IntN(len(inputs))], inputs[mix.IntN(len(inputs))], l4[mix.IntN(len(l4))]}
 		specs = append(specs, worldSpec{fmt.Sprintf("union-%d", i), files})
 	}
-	for _, spec := range specs {
+	// What the sequences changed (kind -> changes), and how many runs
+	// were incremental: the property must have been tried on each.
+	changed := map[string]int{}
+	incremental := 0
+	for i, spec := range specs {
+		// Every other world is translated as the controller in
+		// Dedicated mode does: a scope per Gateway, ports bound above
+		// 10000, addresses on the Service.
+		var opts gatewayapi.Options
+		if i%2 == 1 {
+			opts = gatewayapi.Options{
+				Scope:              func(gw *gwapiv1.Gateway) string { return "gateway/" + gw.Namespace + "/" + gw.Name },
+				BindPort:           func(_ *gwapiv1.Gateway, p gwapiv1.PortNumber) uint32 { return uint32(p) + 10000 },
+				AddressesOnService: true,
+			}
+		}
 		h := fnv.New64a()
 		h.Write([]byte(spec.name))
-		seed := h.Sum64()
+		seed := h.Sum64() + salt
 		var objs []object
 		for _, f := range spec.files {
 			for _, o := range loaded[f] {
@@ -467,8 +512,11 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				}
 			}
 			res := w.snapshot()
-			got, gotErr := c.Run(res, gatewayapi.Options{})
-			want, wantErr := Run(res, gatewayapi.Options{})
+			got, gotErr := c.Run(res, opts)
+			if full, _ := c.gw.LastRun(); !full {
+				incremental++
+			}
+			want, wantErr := Run(res, opts)
 			if d := diffOutputs(got, want, gotErr, wantErr); d != "" {
 				t.Fatalf("world %s (files %v, seed %d), step %d: incremental and full differ: %s\nchanges:\n  %s",
 					spec.name, spec.files, seed, step, d, strings.Join(w.log, "\n  "))
@@ -484,6 +532,20 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				prevResult = deepCopyResult(got.Result)
 			}
 		}
+		for _, l := range w.log {
+			if _, rest, ok := strings.Cut(l, "{"); ok {
+				changed[strings.Fields(rest)[0]]++
+			}
+		}
+	}
+	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant"} {
+		if changed[kind] < 10 {
+			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
+		}
+	}
+	if incremental < 200 {
+		t.Errorf("only %d runs were incremental", incremental)
 	}
 }
 

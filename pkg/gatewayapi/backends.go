@@ -304,13 +304,10 @@ func sliceAddress(typ discoveryv1.AddressType, a string) (string, bool) {
 }
 
 // sliceWarning is the Status.Warnings entry of an EndpointSlice of a
-// Service (labelled kubernetes.io/service-name) whose addresses endpoints
-// drops: invalid ones and those not of the slice's addressType; "" when
-// there are none.
+// Service (labelled kubernetes.io/service-name: sliceService) whose
+// addresses endpoints drops: invalid ones and those not of the slice's
+// addressType; "" when there are none.
 func sliceWarning(es *discoveryv1.EndpointSlice) string {
-	if es.Labels[discoveryv1.LabelServiceName] == "" {
-		return ""
-	}
 	name := es.Namespace + "/" + es.Name
 	switch es.AddressType {
 	case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN:

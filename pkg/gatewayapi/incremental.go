@@ -216,9 +216,14 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 	t.readBackendTLSPolicies()
 	c.classes = t.status.GatewayClasses
 	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
+	// The index of EndpointSlices by Service (translator slices), and
+	// their warnings.
 	eachObject(res.EndpointSlices, func(k types.NamespacedName, es *discoveryv1.EndpointSlice) {
-		if w := sliceWarning(es); w != "" {
-			c.sliceWarnings[k] = w
+		if svc, ok := sliceService(es); ok {
+			t.slices[svc] = append(t.slices[svc], es)
+			if w := sliceWarning(es); w != "" {
+				c.sliceWarnings[k] = w
+			}
 		}
 	})
 	dirty := make([]routeChange, 0, n)
@@ -300,13 +305,10 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 			}
 			readers(svc)
 		}
-		if ch.new == nil {
-			continue
-		}
-		if w := sliceWarning(ch.new); w != "" {
-			c.sliceWarnings[ch.k] = w
-		}
 		if svc, ok := sliceService(ch.new); ok {
+			if w := sliceWarning(ch.new); w != "" {
+				c.sliceWarnings[ch.k] = w
+			}
 			list := t.slices[svc]
 			i, _ := slices.BinarySearchFunc(list, ch.new, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
 			t.slices[svc] = slices.Insert(slices.Clone(list), i, ch.new)

@@ -93,11 +93,6 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		}
 	}
 	eachObject(res.Services, func(k types.NamespacedName, s *corev1.Service) { t.services[k] = s })
-	eachObject(res.EndpointSlices, func(_ types.NamespacedName, es *discoveryv1.EndpointSlice) {
-		if k, ok := sliceService(es); ok {
-			t.slices[k] = append(t.slices[k], es)
-		}
-	})
 	for _, s := range res.Secrets {
 		if s != nil {
 			t.secrets[nn(s.Namespace, s.Name)] = s

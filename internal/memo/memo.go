@@ -135,3 +135,60 @@ func (l *List[K, V]) Update(keys []K, keep func(j int, v V) bool, compute func(j
 // Keys and Values are the keys and values of the last Update.
 func (l *List[K, V]) Keys() []K   { return l.keys }
 func (l *List[K, V]) Values() []V { return l.vals }
+
+// Diff walks two lists sorted by key (compare orders two elements by
+// key), the last run's and this one's, and calls changed for every key
+// whose element differs: new (old is the zero value), gone (new is) or
+// another element. Where the lists hold the same elements it compares
+// nothing but elements (==). Zero elements are left out and, of several
+// elements with one key, the first counts. It reports false, having
+// called changed for some keys perhaps, when cur is not sorted.
+func Diff[T comparable](prev, cur []T, compare func(a, b T) int, changed func(old, new T)) bool {
+	var zero, lastPrev, lastCur T
+	i, j := 0, 0
+	for i < len(prev) || j < len(cur) {
+		if i < len(prev) && j < len(cur) && prev[i] == cur[j] {
+			if prev[i] != zero {
+				lastPrev, lastCur = prev[i], cur[j]
+			}
+			i, j = i+1, j+1
+			continue
+		}
+		if i < len(prev) && (prev[i] == zero || lastPrev != zero && compare(prev[i], lastPrev) == 0) {
+			i++
+			continue
+		}
+		if j < len(cur) && (cur[j] == zero || lastCur != zero && compare(cur[j], lastCur) == 0) {
+			j++
+			continue
+		}
+		var d int
+		switch {
+		case i == len(prev):
+			d = 1
+		case j == len(cur):
+			d = -1
+		default:
+			d = compare(prev[i], cur[j])
+		}
+		if d < 0 {
+			changed(prev[i], zero)
+			lastPrev = prev[i]
+			i++
+			continue
+		}
+		if lastCur != zero && compare(lastCur, cur[j]) > 0 {
+			return false
+		}
+		if d == 0 {
+			changed(prev[i], cur[j])
+			lastPrev = prev[i]
+			i++
+		} else {
+			changed(zero, cur[j])
+		}
+		lastCur = cur[j]
+		j++
+	}
+	return true
+}

@@ -3,6 +3,7 @@ package memo
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +68,34 @@ func TestListKeepsWhatStayed(t *testing.T) {
 	vals, dropped = run([]string{"e", "x", "a", "a", "c"}, func(_ int, v string) bool { return v != "c#3" })
 	if !slices.Equal(vals, []string{"e#6", "x#5", "a#1", "a#7", "c#8"}) || !slices.Equal(dropped, []string{"c#3"}) {
 		t.Fatalf("third run: %v, dropped %v", vals, dropped)
+	}
+}
+
+// TestDiff: the keys whose element is new, gone or another, in key order,
+// with the first of several elements of one key counting; an unsorted
+// list is reported.
+func TestDiff(t *testing.T) {
+	type obj struct{ key, v string }
+	a, b1, b2, c, d, dup := &obj{"a", "1"}, &obj{"b", "1"}, &obj{"b", "2"}, &obj{"c", "1"}, &obj{"d", "1"}, &obj{"d", "dup"}
+	byKey := func(x, y *obj) int { return strings.Compare(x.key, y.key) }
+	var got []string
+	record := func(old, new *obj) {
+		s := func(o *obj) string {
+			if o == nil {
+				return "-"
+			}
+			return o.key + o.v
+		}
+		got = append(got, s(old)+">"+s(new))
+	}
+	if !Diff([]*obj{a, b1, nil, c}, []*obj{a, b2, d, dup}, byKey, record) {
+		t.Fatal("sorted lists reported unsorted")
+	}
+	if want := []string{"b1>b2", "c1>-", "->d1"}; !slices.Equal(got, want) {
+		t.Errorf("changes %v, want %v", got, want)
+	}
+	got = nil
+	if Diff([]*obj{a, b1}, []*obj{a, d, b1}, byKey, record) {
+		t.Error("an unsorted list was not reported")
 	}
 }

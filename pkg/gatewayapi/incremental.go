@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/internal/memo"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
@@ -628,61 +629,19 @@ func eachObject[E any, T interface {
 // diffSorted walks two lists sorted by namespace/name (resources.Sort),
 // the objects of the last snapshot and of this one, and calls changed for
 // every namespace/name whose object is new (old nil), gone (new nil) or
-// another pointer. Nil entries are left out and, of several objects with
-// one namespace/name, the first counts (eachObject). It reports false when
-// cur is not sorted. Where the lists hold the same pointers it compares
-// nothing but pointers.
+// another pointer (memo.Diff: nil entries are left out and, of several
+// objects with one namespace/name, the first counts, as eachObject does).
+// It reports false when cur is not sorted.
 func diffSorted[E any, T interface {
 	*E
 	metav1.Object
 }](prev, cur []T, changed func(k types.NamespacedName, old, new T)) bool {
 	key := func(o T) types.NamespacedName { return nn(o.GetNamespace(), o.GetName()) }
-	same := func(a, b T) bool { return a.GetName() == b.GetName() && a.GetNamespace() == b.GetNamespace() }
-	var none, lastPrev, lastCur T
-	i, j := 0, 0
-	for i < len(prev) || j < len(cur) {
-		if i < len(prev) && j < len(cur) && prev[i] == cur[j] {
-			if prev[i] != nil {
-				lastPrev, lastCur = prev[i], cur[j]
-			}
-			i, j = i+1, j+1
-			continue
-		}
-		if i < len(prev) && (prev[i] == nil || lastPrev != nil && same(prev[i], lastPrev)) {
-			i++
-			continue
-		}
-		if j < len(cur) && (cur[j] == nil || lastCur != nil && same(cur[j], lastCur)) {
-			j++
-			continue
-		}
-		var d int
-		switch {
-		case i == len(prev):
-			d = 1
-		case j == len(cur):
-			d = -1
-		default:
-			d = compareNN(key(prev[i]), key(cur[j]))
-		}
-		if d < 0 {
-			changed(key(prev[i]), prev[i], none)
-			lastPrev = prev[i]
-			i++
-			continue
-		}
-		if lastCur != nil && compareNN(key(lastCur), key(cur[j])) > 0 {
-			return false
-		}
-		if d == 0 {
-			changed(key(cur[j]), prev[i], cur[j])
-			lastPrev = prev[i]
-			i++
+	return memo.Diff(prev, cur, func(a, b T) int { return compareNN(key(a), key(b)) }, func(old, new T) {
+		if new != nil {
+			changed(key(new), old, new)
 		} else {
-			changed(key(cur[j]), none, cur[j])
+			changed(key(old), old, new)
 		}
-		lastCur = cur[j]
-		j++
-	}
-	return true
+	})
 }

@@ -198,37 +198,20 @@ type nameSet struct {
 
 // update makes the set cur's names and reports whether it changed.
 func (n *nameSet) update(cur []types.Resource) (map[string]bool, bool) {
-	prev := n.prev
 	changed := false
-	i, j := 0, 0
-	for i < len(prev) || j < len(cur) {
-		if i < len(prev) && j < len(cur) && prev[i] == cur[j] {
-			i, j = i+1, j+1
-			continue
-		}
-		var d int
+	sorted := memo.Diff(n.prev, cur, func(a, b types.Resource) int {
+		return strings.Compare(cachev3.GetResourceName(a), cachev3.GetResourceName(b))
+	}, func(old, new types.Resource) {
 		switch {
-		case i == len(prev):
-			d = 1
-		case j == len(cur):
-			d = -1
-		default:
-			d = strings.Compare(cachev3.GetResourceName(prev[i]), cachev3.GetResourceName(cur[j]))
-		}
-		switch {
-		case d < 0:
-			delete(n.set, cachev3.GetResourceName(prev[i]))
+		case new == nil:
+			delete(n.set, cachev3.GetResourceName(old))
 			changed = true
-			i++
-		case d > 0:
-			n.set[cachev3.GetResourceName(cur[j])] = true
+		case old == nil:
+			n.set[cachev3.GetResourceName(new)] = true
 			changed = true
-			j++
-		default:
-			i, j = i+1, j+1
 		}
-	}
-	if len(n.set) != len(cur) {
+	})
+	if !sorted || len(n.set) != len(cur) {
 		// Not sorted, or names repeated: count them all again.
 		n.set, changed = names(cur), true
 	}

@@ -126,8 +126,10 @@ func NewCache() *Cache { return &Cache{} }
 // did not change. res must be sorted (resources.Resources.Sort) and, like
 // every object in it, is not modified; an object handed to c must never be
 // modified afterwards (a changed object is a new pointer): c recognises
-// unchanged objects by identity. The Result shares unchanged IR routes and
-// route statuses with earlier Results: none of them may be modified.
+// unchanged objects by identity. The Result shares unchanged IR routes,
+// route statuses and the map of them (Status.Routes, until the next run
+// changes it) with the Cache and earlier Results: none of them may be
+// modified.
 func (c *Cache) Translate(res *resources.Resources, opts Options) *Result {
 	if res == nil {
 		res = &resources.Resources{}

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -18,13 +19,13 @@ const (
 
 // chartValues are the values of a conformance install: the mode's
 // GatewayParameters on the default GatewayClass (xds-controller), the
-// Gateway API v1.7.0 standard-channel CRDs from the chart, and the
-// comma-separated key=value pairs of CHART_SET on top (like `helm --set`,
-// e.g. envoy.image=docker.io/envoyproxy/envoy:v1.40.0 on kind).
-func chartValues(mode, set string) (map[string]any, error) {
+// Gateway API v1.7.0 CRDs of channel (standard or experimental) from the
+// chart, and the comma-separated key=value pairs of CHART_SET on top (like
+// `helm --set`, e.g. envoy.image=docker.io/envoyproxy/envoy:v1.40.0 on kind).
+func chartValues(mode, channel, set string) (map[string]any, error) {
 	vals := map[string]any{
 		"mode":       map[string]string{"shared": "Shared", "dedicated": "Dedicated"}[mode],
-		"gatewayAPI": map[string]any{"installCRDs": true},
+		"gatewayAPI": map[string]any{"installCRDs": true, "channel": channel},
 	}
 	if set != "" {
 		if err := strvals.ParseInto(set, vals); err != nil {
@@ -37,10 +38,12 @@ func chartValues(mode, set string) (map[string]any, error) {
 // installChart installs the chart at dir as release xds-controller in
 // xds-system, or upgrades the release when it exists, like
 // `helm upgrade --install xds-controller DIR -n xds-system --create-namespace
-// --wait --set mode=Shared|Dedicated --set gatewayAPI.installCRDs=true`.
-func installChart(t *testing.T, dir, mode string) {
+// --wait --set mode=Shared|Dedicated --set gatewayAPI.installCRDs=true
+// --set gatewayAPI.channel=standard|experimental`, after
+// prepareGatewayAPICRDs has readied the cluster for that channel.
+func installChart(t *testing.T, dir, mode, channel string) {
 	t.Helper()
-	vals, err := chartValues(mode, os.Getenv("CHART_SET"))
+	vals, err := chartValues(mode, channel, os.Getenv("CHART_SET"))
 	if err != nil {
 		t.Fatalf("CHART_SET: %v", err)
 	}
@@ -50,8 +53,9 @@ func installChart(t *testing.T, dir, mode string) {
 	}
 	ns := releaseNamespace
 	kc := os.Getenv("KUBECONFIG")
-	if gw, _ := vals["gatewayAPI"].(map[string]any); gw["installCRDs"] == true {
-		prepareGatewayAPICRDs(t, kc, dir)
+	gw, _ := vals["gatewayAPI"].(map[string]any)
+	if gw["installCRDs"] == true {
+		prepareGatewayAPICRDs(t, kc, dir, fmt.Sprint(gw["channel"]))
 	}
 	getter := &genericclioptions.ConfigFlags{KubeConfig: &kc, Namespace: &ns}
 	cfg := new(action.Configuration)
@@ -86,5 +90,5 @@ func installChart(t *testing.T, dir, mode string) {
 	if set != "" {
 		set = " (" + set + ")"
 	}
-	t.Logf("chart %s installed with mode %s%s in %s", dir, vals["mode"], set, time.Since(start).Round(100*time.Millisecond))
+	t.Logf("chart %s installed with mode %s, Gateway API channel %v%s in %s", dir, vals["mode"], gw["channel"], set, time.Since(start).Round(100*time.Millisecond))
 }

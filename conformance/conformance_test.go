@@ -33,6 +33,11 @@ import (
 //
 //	MODE           shared (default) | dedicated: the report's mode, and the
 //	               chart's mode when INSTALL_CHART is set
+//	CHANNEL        standard (default) | experimental: the Gateway API release
+//	               channel of the CRDs the chart installs with INSTALL_CHART
+//	               (gatewayAPI.channel) and of the report's name; the report's
+//	               gatewayAPIChannel, which the suite reads from the
+//	               cluster's CRDs, must say the same
 //	GATEWAY_CLASS  the GatewayClass under test (default xds-controller)
 //	PROFILES       comma-separated conformance profiles (default: every
 //	               profile we claim, GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,
@@ -42,10 +47,11 @@ import (
 //	TRY_FEATURES   comma-separated extra features to test without claiming
 //	               them in GatewayClass status (to find out whether they pass)
 //	REPORT         the report's path; default
-//	               reports/<gateway-api version>/standard-<version>-<mode>-report.yaml,
+//	               reports/<gateway-api version>/<channel>-<version>-<mode>-report.yaml,
 //	               and none when RUN_TEST, SKIP_TESTS or TRY_FEATURES is set
 //	INSTALL_CHART  a chart folder (e.g. ../charts/xds-controller): install or
-//	               upgrade it first with MODE's mode (see chart_test.go)
+//	               upgrade it first with MODE's mode and CHANNEL's CRDs
+//	               (see chart_test.go and crds_test.go)
 //	USABLE_ADDRESSES, UNUSABLE_ADDRESSES
 //	               comma-separated IP addresses for GatewayStaticAddresses:
 //	               ones the cluster's load balancer gives to a Gateway's
@@ -97,6 +103,20 @@ func mode() (string, error) {
 	return m, nil
 }
 
+// channels are the Gateway API release channels (the chart's
+// gatewayAPI.channel values).
+var channels = []string{"standard", "experimental"}
+
+// channel returns the Gateway API release channel under test (CHANNEL):
+// standard (the default) or experimental.
+func channel() (string, error) {
+	c := strings.ToLower(cmp.Or(os.Getenv("CHANNEL"), "standard"))
+	if !slices.Contains(channels, c) {
+		return "", fmt.Errorf("CHANNEL=%q: want standard or experimental", c)
+	}
+	return c, nil
+}
+
 // suiteVersion is the version of the conformance module this test runs
 // (v1.7.0): the reports folder it belongs in. It is read from this
 // module's go.mod (test binaries carry no dependency versions in their
@@ -122,13 +142,19 @@ func requiredVersion(gomod []byte, module string) (string, error) {
 }
 
 // reportPath is upstream's naming: <channel>-<implementation version>-<mode>-report.yaml
-// in a folder per Gateway API version. We run the standard channel only.
-func reportPath(gwapiVersion, implVersion, mode string) string {
-	return filepath.Join("reports", gwapiVersion, fmt.Sprintf("standard-%s-%s-report.yaml", implVersion, mode))
+// in a folder per Gateway API version.
+func reportPath(gwapiVersion, channel, implVersion, mode string) string {
+	return filepath.Join("reports", gwapiVersion, fmt.Sprintf("%s-%s-%s-report.yaml", channel, implVersion, mode))
 }
 
 // claimedFeatures is the one list GatewayClass status.supportedFeatures
-// also reports (pkg/gatewayapi.SupportedFeatures), plus TRY_FEATURES.
+// also reports (pkg/gatewayapi.SupportedFeatures), plus TRY_FEATURES. It
+// is the same on both channels: of the v1.7.0 experimental-channel
+// features, the one with conformance tests (HTTPRouteDestinationPortMatching)
+// is in the list, and the others (GatewayAddressRoutability,
+// GatewayAddressRoutabilityCluster, GatewayListenerFilters,
+// ClusterTrustBundle) have no tests in the v1.7.0 suite
+// (TestExperimentalFeaturesWithTestsAreClaimed).
 func claimedFeatures(try string) []features.FeatureName {
 	out := slices.Clone(gatewayapi.SupportedFeatures)
 	for f := range strings.SplitSeq(try, ",") {
@@ -157,8 +183,12 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ch, err := channel()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if chart := os.Getenv("INSTALL_CHART"); chart != "" {
-		installChart(t, chart, m)
+		installChart(t, chart, m, ch)
 	}
 
 	opts := upstream.DefaultOptions(t)
@@ -186,7 +216,7 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts.ReportOutputPath = reportPath(v, opts.Implementation.Version, m)
+			opts.ReportOutputPath = reportPath(v, ch, opts.Implementation.Version, m)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(opts.ReportOutputPath), 0o755); err != nil {
@@ -194,13 +224,15 @@ func TestConformance(t *testing.T) {
 	}
 	// Cleanups run last-in first-out: this one runs after the suite's,
 	// which writes the report.
-	t.Cleanup(func() { printSummary(t, opts.ReportOutputPath) })
+	t.Cleanup(func() { printSummary(t, opts.ReportOutputPath, ch) })
 	upstream.RunConformanceWithOptions(t, opts)
 }
 
 // printSummary prints, per profile, the core and extended results with
-// their counts and the failed and skipped tests of the report at path.
-func printSummary(t *testing.T, path string) {
+// their counts and the failed and skipped tests of the report at path, and
+// fails the test when the report's gatewayAPIChannel (the suite reads it
+// from the cluster's CRDs) is not channel, the one the report is named by.
+func printSummary(t *testing.T, path, channel string) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Logf("no report to summarise: %v", err)
@@ -228,6 +260,9 @@ func printSummary(t *testing.T, path string) {
 	}
 	fmt.Fprintf(&b, "report: %s\n", path)
 	fmt.Print(b.String())
+	if r.GatewayAPIChannel != channel {
+		t.Errorf("the report's gatewayAPIChannel is %q, CHANNEL %q: the cluster's Gateway API CRDs are not of CHANNEL's channel", r.GatewayAPIChannel, channel)
+	}
 }
 
 func writeTests(b *strings.Builder, what string, tests []string) {

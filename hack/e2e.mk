@@ -29,3 +29,21 @@ e2e: ## e2e on the local cluster: helm install + kubectl apply -f examples/ in S
 	if [ -n "$(E2E_DOWN)" ]; then hack/cluster/cluster down; \
 	else echo "e2e: the local cluster is still running (hack/cluster/cluster down, or make e2e E2E_DOWN=1)"; fi; \
 	exit $$rc
+
+# The propagation benchmark (issue 14; docs/performance.md) on the local
+# cluster: N routes of ../shared/bench/gen-routes.py in MODE=shared|dedicated.
+#   make bench-cluster N=1000 MODE=shared
+# prints bulk (all Accepted / all answering after the last create), single
+# route create/edit/delete (median / p99 / max over BENCH_SAMPLES), churn and
+# rolling-restart request failures, and the controller's CPU and peak RSS per
+# phase; the summary is also written to /tmp/xds-bench-cluster-<mode>-<N>.txt.
+N ?= 1000
+BENCH_SAMPLES ?= 50
+BENCH_CHURN ?= 60s
+
+.PHONY: bench-cluster
+bench-cluster: ## propagation benchmark on the local cluster: N routes (default 1000), MODE=shared|dedicated; prints bulk, single-route, churn and restart figures
+	@out=/tmp/xds-bench-cluster-$(MODE)-$(N).txt; rm -f $$out; \
+	E2E_BENCH_ROUTES=$(N) E2E_BENCH_MODE=$(MODE) E2E_BENCH_SAMPLES=$(BENCH_SAMPLES) E2E_BENCH_CHURN=$(BENCH_CHURN) E2E_BENCH_OUT=$$out \
+	  $(MAKE) --no-print-directory e2e E2E_RUN='^TestPropagationBenchmark$$' E2E_TIMEOUT=90m; rc=$$?; \
+	echo "== bench-cluster N=$(N) MODE=$(MODE)"; cat $$out 2>/dev/null; exit $$rc

@@ -10,29 +10,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The chart ships the CRD that controller-gen writes to config/crd (make
+// The chart ships the CRDs that controller-gen writes to config/crd (make
 // generate-api refreshes both).
 func TestChartCRDIsTheGeneratedOne(t *testing.T) {
-	gen := "../../config/crd/gateway.xds-controller.dev_gatewayparameters.yaml"
-	a, err := os.ReadFile(gen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join("../../charts/xds-controller/crds", filepath.Base(gen)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a, b) {
-		t.Fatal("charts/xds-controller/crds differs from config/crd: run make generate-api")
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(a, &crd); err != nil {
-		t.Fatal(err)
-	}
-	if crd.Spec.Group != GroupVersion.Group || crd.Spec.Names.Kind != Kind || crd.Spec.Scope != apiextensionsv1.NamespaceScoped ||
-		len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != GroupVersion.Version {
-		t.Errorf("CRD %s %s %s %v", crd.Spec.Group, crd.Spec.Names.Kind, crd.Spec.Scope, crd.Spec.Versions)
-	}
+	crd := generatedCRD(t, "gateway.xds-controller.dev_gatewayparameters.yaml", Kind)
 	props := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties
 	if got := props["mode"].Enum; len(got) != 2 {
 		t.Errorf("mode enum %v", got)
@@ -43,4 +24,45 @@ func TestChartCRDIsTheGeneratedOne(t *testing.T) {
 	if st := props["service"].Properties["type"].Enum; len(st) != 3 {
 		t.Errorf("service.type enum %v", st)
 	}
+}
+
+func TestIngressClassParametersCRD(t *testing.T) {
+	crd := generatedCRD(t, "gateway.xds-controller.dev_ingressclassparameters.yaml", IngressClassParametersKind)
+	props := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties
+	if got := props["accessLog"].Enum; len(got) != 2 {
+		t.Errorf("accessLog enum %v, want On and Off", got)
+	}
+	if da := props["defaultAnnotations"]; da.Type != "object" || da.AdditionalProperties == nil {
+		t.Errorf("defaultAnnotations schema %+v, want a string map", da)
+	}
+	if ref := props["gatewayParametersRef"]; len(ref.Required) != 1 || ref.Required[0] != "name" {
+		t.Errorf("gatewayParametersRef schema %+v, want name required", ref)
+	}
+}
+
+// generatedCRD reads config/crd/<file>, checks that the chart ships the
+// same bytes, and that it is the namespaced CRD of kind in our group and
+// version.
+func generatedCRD(t *testing.T, file, kind string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	a, err := os.ReadFile(filepath.Join("../../config/crd", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("../../charts/xds-controller/crds", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("charts/xds-controller/crds differs from config/crd: run make generate-api")
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(a, &crd); err != nil {
+		t.Fatal(err)
+	}
+	if crd.Spec.Group != GroupVersion.Group || crd.Spec.Names.Kind != kind || crd.Spec.Scope != apiextensionsv1.NamespaceScoped ||
+		len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != GroupVersion.Version {
+		t.Fatalf("CRD %s %s %s %v", crd.Spec.Group, crd.Spec.Names.Kind, crd.Spec.Scope, crd.Spec.Versions)
+	}
+	return &crd
 }

@@ -1,5 +1,6 @@
-// Package v1alpha1 holds the Go types of xds-controller's parameters CRD,
-// GatewayParameters (group gateway.xds-controller.dev, version v1alpha1).
+// Package v1alpha1 holds the Go types of xds-controller's parameters CRDs
+// (group gateway.xds-controller.dev, version v1alpha1): GatewayParameters
+// and IngressClassParameters.
 //
 // A GatewayClass references one with spec.parametersRef (group
 // gateway.xds-controller.dev, kind GatewayParameters, name and namespace),
@@ -7,6 +8,10 @@
 // Gateway's own namespace). The effective parameters of a Gateway are the
 // Gateway's fields where set, else the class's, per field
 // (pkg/infra.Effective).
+//
+// An IngressClass of ours references IngressClassParameters with
+// spec.parameters (scope Namespace); they may in turn name GatewayParameters
+// of their own namespace that choose the class's Envoy fleet (pkg/ingress).
 //
 // +kubebuilder:object:generate=true
 // +groupName=gateway.xds-controller.dev

@@ -75,7 +75,7 @@ there; --diff also reads what the controller reads (docs/operating.md).`,
 				_, err = cmd.OutOrStdout().Write(b)
 				return err
 			}
-			x, err := configdump.LocalSnapshot(ctx, c, gwapiv1.GatewayController(controllerName))
+			x, err := configdump.LocalSnapshot(ctx, c, gwapiv1.GatewayController(controllerName), controllerNamespace)
 			if err != nil {
 				return err
 			}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/infra"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/provisioner"
 	"github.com/xds-controller/xds-controller/pkg/proxystatus"
@@ -69,6 +73,16 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 			if err := ctrlmetrics.Registry.Register(proxystatus.NewCollector(c.XDS().Report)); err != nil {
 				return fmt.Errorf("registering xds_controller_proxies: %w", err)
 			}
+			// The process's and the Go runtime's own metrics (process_*,
+			// go_*), which controller-runtime's registry does not carry.
+			for _, col := range []prometheus.Collector{
+				collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+				collectors.NewGoCollector(),
+			} {
+				if err := ctrlmetrics.Registry.Register(col); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+					return fmt.Errorf("registering the process metrics: %w", err)
+				}
+			}
 			return c.Start(cmd.Context())
 		},
 	}
@@ -94,5 +108,6 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.IntVar(&cfg.StatusWorkers, "status-workers", status.DefaultWorkers, "objects whose status is written at once")
 	f.StringVar(&cfg.ServiceAccount, "service-account", kubernetes.DefaultServiceAccount, "the controller's ServiceAccount (names the xDS server identity)")
 	f.StringVar(&prov.EnvoyImage, "envoy-image", infra.DefaultEnvoyImage, "Envoy image of the fleets whose GatewayParameters name none")
+	f.StringVar(&cfg.Ingress.GatewayClass, "ingress-gateway-class", ingress.DefaultGatewayClass, "GatewayClass whose Envoy fleet serves the Ingresses of IngressClasses with controller "+ingress.ControllerName+" (their GatewayParameters overlay its parameters)")
 	return cmd
 }

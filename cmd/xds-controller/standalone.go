@@ -18,14 +18,19 @@ func newStandaloneCommand() *cobra.Command {
 		Use:   "standalone --config PATH",
 		Short: "Serve Gateway API YAML from files to a local Envoy, without Kubernetes",
 		Long: `Reads GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute,
-UDPRoute, ReferenceGrant, Service,
+UDPRoute, ReferenceGrant, IngressClass, Ingress, IngressClassParameters, Service,
 EndpointSlice and Secret objects from a YAML file or a folder, re-reads them on
 change, serves the translated configuration over xDS (mutual TLS; the CA in the
 state folder, Envoy's SVID renewed at half its lifetime through file-based SDS) and runs Envoy as a child process, restarting it if it
 dies. Status conditions are printed as they change.
 
 Services without EndpointSlices are reached at their spec.clusterIP, so a
-local backend can be described as a Service with clusterIP 127.0.0.1.`,
+local backend can be described as a Service with clusterIP 127.0.0.1.
+
+The Ingresses of IngressClasses whose spec.controller is
+xds-controller.dev/ingress-controller are served by the same Envoy on
+--ingress-http-address, and on --ingress-https-address when one of them has
+a usable spec.tls (docs/ingress.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !noEnvoy && cfg.EnvoyPath == "" {
@@ -55,6 +60,8 @@ local backend can be described as a Service with clusterIP 127.0.0.1.`,
 	f.StringVar(&cfg.TrustDomain, "trust-domain", "xds-controller.local", "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.SVIDLifetime, "svid-lifetime", identity.DefaultSVIDLifetime, "validity of Envoy's SVIDs (renewed at half of it, without restarting Envoy)")
 	f.DurationVar(&cfg.Debounce, "debounce", 0, "wait this long after a file change before re-reading (default 50ms)")
+	f.StringVar(&cfg.IngressHTTPAddress, "ingress-http-address", standalone.DefaultIngressHTTPAddress, "host:port where Envoy serves the Ingresses of our IngressClasses over HTTP")
+	f.StringVar(&cfg.IngressHTTPSAddress, "ingress-https-address", standalone.DefaultIngressHTTPSAddress, "host:port where Envoy serves them over HTTPS (when an Ingress has spec.tls)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", `address of /metrics (Prometheus), e.g. 127.0.0.1:9090 ("" disables)`)
 	_ = cmd.MarkFlagRequired("config")
 	return cmd

@@ -18,7 +18,9 @@ func newTranslateCommand() *cobra.Command {
 		Short: "Translate Gateway API YAML offline and print the IR and status, or the xDS resources",
 		Long: `Reads the same YAML as standalone mode and prints, as YAML, either the IR and
 the status of every object (--output ir) or the Envoy xDS resources per proxy
-scope (--output xds). Documents that cannot be loaded are reported on stderr;
+scope (--output xds). Ingresses of our IngressClasses are translated as the
+controller serves them (ports 80 and 443; status.ingresses lists each one's
+class, listeners and problems). Documents that cannot be loaded are reported on stderr;
 the rest is translated. Exits non-zero when any document failed to load.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

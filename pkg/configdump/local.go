@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/provisioner"
 	"github.com/xds-controller/xds-controller/pkg/translate"
@@ -41,7 +42,12 @@ import (
 // reference (RBAC: list of each, get of those Secrets and ConfigMaps). A
 // referenced object that does not exist is left out, as the controller
 // does; any other error fails.
-func LocalSnapshot(ctx context.Context, c client.Reader, controllerName gwapiv1.GatewayController) (map[string]*xdstranslator.Resources, error) {
+//
+// controllerNamespace is the controller's: the Ingresses of IngressClasses
+// without GatewayParameters are served through it
+// (kubernetes.IngressConfig, with the default Ingress GatewayClass).
+func LocalSnapshot(ctx context.Context, c client.Reader, controllerName gwapiv1.GatewayController, controllerNamespace string) (map[string]*xdstranslator.Resources, error) {
+	ing := kubernetes.IngressConfig(controllerNamespace, ingress.Config{})
 	res, err := kubernetes.ListResources(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("listing what the controller translates: %w", err)
@@ -63,11 +69,11 @@ func LocalSnapshot(ctx context.Context, c client.Reader, controllerName gwapiv1.
 		}
 	}
 	res.Sort()
-	resolver, err := provisioner.ResolveFunc(controllerName)(ctx, c, res)
+	resolver, err := provisioner.ResolveFunc(controllerName, ing)(ctx, c, res)
 	if err != nil {
 		return nil, err
 	}
-	out, err := translate.Run(res, kubernetes.TranslateOptions(controllerName, resolver))
+	out, err := translate.Run(res, kubernetes.TranslateOptions(controllerName, resolver), translate.WithIngress(ing))
 	if err != nil {
 		return nil, err
 	}

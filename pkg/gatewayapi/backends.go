@@ -156,20 +156,10 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 }
 
 // resolveBackend resolves a BackendObjectReference made by the route key
-// to a Service port and its endpoints. Only core Services are supported
-// (else InvalidKind); a Service in another namespace needs a
+// to a Service port and its endpoints (serviceBackend). Only core Services
+// are supported (else InvalidKind); a Service in another namespace needs a
 // ReferenceGrant from routes of key's kind in key's namespace (else
-// RefNotPermitted); the Service must exist and the port must be one of its
-// ports of protocol transport, TCP or UDP (else BackendNotFound).
-//
-// A BackendTLSPolicy targeting the port makes Envoy originate TLS as it
-// says (Backend.TLS) for HTTPRoutes and GRPCRoutes (GEP-1897), and for
-// TLSRoutes where a Terminate listener serves them (addL4Route: Backend.TLS,
-// or Backend.TLSInvalid when it cannot be honoured; a Passthrough listener
-// relays the client's TLS as it is); TCPRoutes and UDPRoutes relay their
-// bytes as they are. One that cannot be honoured makes an HTTP backend
-// Invalid (its share answers the failure status, never plaintext) without
-// a problem of the route's own: the policy's status says why.
+// RefNotPermitted).
 func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
 	key := r.key
 	routeNS := key.Namespace
@@ -184,29 +174,68 @@ func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectRefe
 		return nil, &problem{string(gwapiv1.RouteReasonRefNotPermitted),
 			fmt.Sprintf("Service %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", name, ns, key.Kind, routeNS)}
 	}
-	svc := t.service(nn(ns, string(ref.Name)))
+	var port ServicePort
+	if ref.Port != nil {
+		port.Number = int32(*ref.Port)
+	}
+	return t.serviceBackend(r, ns, string(ref.Name), port, transport)
+}
+
+// ServicePort selects a port of a Service: by Number (a backendRef's port;
+// an Ingress ServiceBackendPort number) or, when Number is 0, by Name (an
+// Ingress ServiceBackendPort name: the Service port's name).
+type ServicePort struct {
+	Number int32
+	Name   string
+}
+
+// serviceBackend resolves port of Service ns/name for the route r (of any
+// kind, Ingress included) to its endpoints. The Service must exist and
+// port must select one of its ports of protocol transport, TCP or UDP
+// (else BackendNotFound). The Backend is named after the port's number, so
+// references by number and by name share one cluster.
+//
+// A BackendTLSPolicy targeting the port makes Envoy originate TLS as it
+// says (Backend.TLS) for HTTPRoutes, GRPCRoutes and Ingresses (GEP-1897),
+// and for TLSRoutes where a Terminate listener serves them (addL4Route:
+// Backend.TLS, or Backend.TLSInvalid when it cannot be honoured; a
+// Passthrough listener relays the client's TLS as it is); TCPRoutes and
+// UDPRoutes relay their bytes as they are. One that cannot be honoured
+// makes an HTTP backend Invalid (its share answers the failure status,
+// never plaintext) without a problem of the route's own: the policy's
+// status says why.
+func (t *translator) serviceBackend(r *routeState, ns, svcName string, port ServicePort, transport corev1.Protocol) (*ir.Backend, *problem) {
+	key := r.key
+	name := ns + "/" + svcName
+	svc := t.service(nn(ns, svcName))
 	if svc == nil {
 		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s not found", name)}
 	}
-	if ref.Port == nil {
+	if port.Number == 0 && port.Name == "" {
 		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s: backendRef port is required", name)}
 	}
 	var sp *corev1.ServicePort
 	for i := range svc.Spec.Ports {
-		if svc.Spec.Ports[i].Port == *ref.Port && cmp.Or(svc.Spec.Ports[i].Protocol, corev1.ProtocolTCP) == transport {
-			sp = &svc.Spec.Ports[i]
+		p := &svc.Spec.Ports[i]
+		if (port.Number != 0 && p.Port == port.Number || port.Number == 0 && p.Name == port.Name) && cmp.Or(p.Protocol, corev1.ProtocolTCP) == transport {
+			sp = p
 			break
 		}
 	}
 	if sp == nil {
-		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s has no %s port %d", name, transport, *ref.Port)}
+		if port.Number == 0 {
+			return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s has no %s port named %s", name, transport, q(port.Name))}
+		}
+		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s has no %s port %d", name, transport, port.Number)}
 	}
 	b := &ir.Backend{
-		Name:      fmt.Sprintf("service/%s/%s/%d", ns, ref.Name, *ref.Port),
+		Name:      fmt.Sprintf("service/%s/%s/%d", ns, svcName, sp.Port),
 		Protocol:  appProtocol(sp.AppProtocol),
 		Endpoints: t.endpoints(svc, sp),
 	}
-	if key.Kind != KindHTTPRoute && key.Kind != KindGRPCRoute && key.Kind != KindTLSRoute {
+	switch key.Kind {
+	case KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress:
+	default:
 		return b, nil
 	}
 	if pol := t.backendTLSFor(r, svc, sp); pol != nil {

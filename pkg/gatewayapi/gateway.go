@@ -98,40 +98,12 @@ func (t *translator) translateGateways() {
 	t.claimPorts()
 }
 
-// scope is the proxy scope that serves gw (scopeOf).
-func (t *translator) scope(gw *gwapiv1.Gateway) string { return scopeOf(t.opts, gw) }
+// scope is the proxy scope that serves gw (Options.ScopeOf).
+func (t *translator) scope(gw *gwapiv1.Gateway) string { return t.opts.ScopeOf(gw) }
 
-// scopeOf is the proxy scope that serves gw: Options.Scope, else the
-// shared fleet of its class.
-func scopeOf(opts Options, gw *gwapiv1.Gateway) string {
-	if opts.Scope != nil {
-		if s := opts.Scope(gw); s != "" {
-			return s
-		}
-	}
-	return "gatewayclass/" + string(gw.Spec.GatewayClassName)
-}
-
-// bindPort is the port Envoy binds for a listener port (bindPortOf).
+// bindPort is the port Envoy binds for a listener port (Options.BindPortOf).
 func (t *translator) bindPort(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32 {
-	return bindPortOf(t.opts, gw, port)
-}
-
-// bindPortOf is the port Envoy binds for a listener port:
-// Options.BindPort, else the port itself. 0 means the port cannot be
-// bound.
-func bindPortOf(opts Options, gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32 {
-	if port < 1 || port > 65535 {
-		return 0
-	}
-	if opts.BindPort != nil {
-		p := opts.BindPort(gw, port)
-		if p > 65535 {
-			return 0
-		}
-		return p
-	}
-	return uint32(port)
+	return t.opts.BindPortOf(gw, port)
 }
 
 // gatewayAddress reads spec.addresses (Gateway API GatewaySpec.Addresses)

@@ -34,6 +34,14 @@ func intersectHostname(a, b string) string {
 
 func isWildcard(h string) bool { return strings.HasPrefix(h, "*.") }
 
+// coversHost says whether virtual host w (a route hostname of a listener:
+// a name, a "*."-wildcard or "*") is broader than virtual host h and
+// matches every host h matches: w is "*", or a wildcard whose suffix h
+// has ("*.example.com" covers "a.example.com" and "*.b.example.com").
+func coversHost(w, h string) bool {
+	return w != h && (w == "*" || isWildcard(w) && intersectHostname(w, h) == h)
+}
+
 // routeHostnames are the IR virtual hosts of a route on a listener
 // (HTTPRoute spec.hostnames against listener hostname): each route hostname
 // intersected with the listener's, those without intersection dropped. A

@@ -189,12 +189,12 @@ func optionsKey(res *resources.Resources, opts Options) string {
 		if gw == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "%s/%s %s", gw.Namespace, gw.Name, scopeOf(opts, gw))
+		fmt.Fprintf(&b, "%s/%s %s", gw.Namespace, gw.Name, opts.ScopeOf(gw))
 		for _, l := range gw.Spec.Listeners {
-			fmt.Fprintf(&b, " %d", bindPortOf(opts, gw, l.Port))
+			fmt.Fprintf(&b, " %d", opts.BindPortOf(gw, l.Port))
 		}
 		for _, p := range ports[nn(gw.Namespace, gw.Name)] {
-			fmt.Fprintf(&b, " %d", bindPortOf(opts, gw, p))
+			fmt.Fprintf(&b, " %d", opts.BindPortOf(gw, p))
 		}
 		b.WriteByte('\n')
 	}
@@ -219,16 +219,7 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 	t.readBackendTLSPolicies()
 	c.classes = t.status.GatewayClasses
 	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
-	// The index of EndpointSlices by Service (translator slices), and
-	// their warnings.
-	eachObject(res.EndpointSlices, func(k types.NamespacedName, es *discoveryv1.EndpointSlice) {
-		if svc, ok := sliceService(es); ok {
-			t.slices[svc] = append(t.slices[svc], es)
-			if w := sliceWarning(es); w != "" {
-				c.sliceWarnings[k] = w
-			}
-		}
-	})
+	t.indexEndpointSlices(func(k types.NamespacedName, w string) { c.sliceWarnings[k] = w })
 	dirty := make([]routeChange, 0, n)
 	add := func(kind string) func(types.NamespacedName, any) {
 		return func(k types.NamespacedName, o any) {

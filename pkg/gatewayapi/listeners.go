@@ -72,6 +72,9 @@ type listenerState struct {
 	changed  bool
 	irRoutes []*ir.HTTPRoute
 	irL4     []*ir.L4Route
+	// fallCopies are the copies of broader routes in the virtual hosts
+	// they cover, as of the last refresh (withFallthrough).
+	fallCopies map[fallthroughKey]*routeEntry
 	// wants are the hostnames each route attached here has on this
 	// listener before conflicts between kinds (routeHostnames), by kind
 	// and route: a route that changes makes the routes of other kinds
@@ -343,7 +346,9 @@ func (l *listenerState) irListener() *ir.Listener {
 func ptr[T any](v T) *T { return &v }
 
 // refresh brings irRoutes and irL4 up to date with what routes added and
-// took back since the last refresh.
+// took back since the last refresh: the routes in precedence order, with
+// the copies of broader routes in the virtual hosts they cover
+// (withFallthrough).
 func (l *listenerState) refresh() {
 	if !l.changed {
 		return
@@ -351,10 +356,12 @@ func (l *listenerState) refresh() {
 	l.changed = false
 	l.routes = mergeRoutes(l.routes, l.added)
 	l.added = nil
+	var routes []*routeEntry
+	routes, l.fallCopies = withFallthrough(l.routes, l.fallCopies)
 	l.irRoutes = nil
-	if len(l.routes) > 0 {
-		l.irRoutes = make([]*ir.HTTPRoute, len(l.routes))
-		for i, e := range l.routes {
+	if len(routes) > 0 {
+		l.irRoutes = make([]*ir.HTTPRoute, len(routes))
+		for i, e := range routes {
 			l.irRoutes[i] = e.route
 		}
 	}

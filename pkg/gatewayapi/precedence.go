@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -88,6 +89,90 @@ func mergeRoutes(sorted, added []*routeEntry) []*routeEntry {
 	}
 	return append(out, kept[from:]...)
 }
+
+// withFallthrough returns a listener's routes rs (sorted: sortRoutes) plus,
+// in every virtual host h among them, a copy of each route of a broader
+// virtual host of theirs that covers h ("*", or a "*." wildcard whose
+// suffix h has), sorted again: a request for h matches that route's
+// hostname too, so what h's own routes do not match falls through to it.
+// HTTPRoute spec.hostnames: "precedence must be given to rules from the
+// HTTPRoute with the largest number of characters in a matching hostname"
+// (precedence, not exclusion); Envoy picks one virtual host per request,
+// the most specific, so the broader routes must be in it. The copies keep
+// their origin, which is broader than h's own routes' (routeHosts), so
+// sortRoutes puts them after. A route match is in a virtual host once: one
+// that h has already (a route naming both h and a wildcard covering it) is
+// not copied, and of one that several broader virtual hosts have, the copy
+// with the most specific origin is kept. Routes of two kinds never have
+// intersecting hostnames on a listener (resolveKindConflicts), so a copy
+// never mixes kinds in a virtual host.
+//
+// copies are the copies of the last call by route and host: a route still
+// there keeps its copy (an unchanged IR object). It returns the copies of
+// this call too. Without broad virtual hosts (they sort last) it costs
+// nothing.
+func withFallthrough(rs []*routeEntry, copies map[fallthroughKey]*routeEntry) ([]*routeEntry, map[fallthroughKey]*routeEntry) {
+	// broad are the routes of "*" and wildcard hosts, the only ones that
+	// cover another host.
+	first := len(rs)
+	for first > 0 && isBroad(rs[first-1].route.Hostname) {
+		first--
+	}
+	broad := rs[first:]
+	if len(broad) == 0 {
+		return rs, nil
+	}
+	// hosts are the virtual hosts by name, each with its route matches
+	// (IR route names).
+	hosts := map[string]map[string]bool{}
+	for _, e := range rs {
+		if hosts[e.route.Hostname] == nil {
+			hosts[e.route.Hostname] = map[string]bool{}
+		}
+		hosts[e.route.Hostname][e.route.Name] = true
+	}
+	out := slices.Clone(rs)
+	made := map[fallthroughKey]*routeEntry{}
+	for _, h := range slices.Sorted(maps.Keys(hosts)) {
+		from := map[string]*routeEntry{}
+		var order []string
+		for _, e := range broad {
+			name := e.route.Name
+			if hosts[h][name] || !coversHost(e.route.Hostname, h) {
+				continue
+			}
+			if c, ok := from[name]; !ok {
+				order = append(order, name)
+			} else if compareHosts(e.origin, c.origin) >= 0 {
+				continue
+			}
+			from[name] = e
+		}
+		for _, name := range order {
+			k := fallthroughKey{from[name], h}
+			c := copies[k]
+			if c == nil {
+				cp := *from[name]
+				cp.route = cp.route.DeepCopy()
+				cp.route.Hostname = h
+				c = &cp
+			}
+			made[k] = c
+			out = append(out, c)
+		}
+	}
+	sortRoutes(out)
+	return out, made
+}
+
+// fallthroughKey names the copy of a route (entry) in virtual host host.
+type fallthroughKey struct {
+	entry *routeEntry
+	host  string
+}
+
+// isBroad says whether a virtual host covers others: "*" or a wildcard.
+func isBroad(h string) bool { return h == "*" || isWildcard(h) }
 
 func compareHosts(a, b string) int {
 	rank := func(h string) int {

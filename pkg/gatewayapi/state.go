@@ -116,6 +116,24 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 	return t
 }
 
+// indexEndpointSlices indexes the snapshot's EndpointSlices by the
+// Service they belong to (sliceService), and calls warn (when not nil)
+// with the warning of each that has one (sliceWarning), by namespace/name.
+func (t *translator) indexEndpointSlices(warn func(types.NamespacedName, string)) {
+	eachObject(t.res.EndpointSlices, func(k types.NamespacedName, es *discoveryv1.EndpointSlice) {
+		svc, ok := sliceService(es)
+		if !ok {
+			return
+		}
+		t.slices[svc] = append(t.slices[svc], es)
+		if warn != nil {
+			if w := sliceWarning(es); w != "" {
+				warn(k, w)
+			}
+		}
+	})
+}
+
 // service returns the Service k, recorded as read by the route being
 // read: a change to the Service or its EndpointSlices translates the route
 // again (Cache).

@@ -64,6 +64,9 @@ type Status struct {
 	// BackendTLSPolicies are the status of the policies that routes of
 	// ours reach: only the ancestors entries of our controller.
 	BackendTLSPolicies map[types.NamespacedName]*gwapiv1.PolicyStatus
+	// Ingresses are the Ingresses of our IngressClasses, translated by
+	// pkg/ingress (never by Translate) into the same IR.
+	Ingresses map[types.NamespacedName]*IngressStatus
 	// Warnings are findings that no object's status can carry, in a
 	// deterministic order: parentRefs of routes that name a Gateway
 	// that does not exist, or whose GatewayClass does not (no controller
@@ -80,6 +83,9 @@ const (
 	KindTLSRoute  = "TLSRoute"
 	KindTCPRoute  = "TCPRoute"
 	KindUDPRoute  = "UDPRoute"
+	// KindIngress (networking.k8s.io/v1) is translated by pkg/ingress,
+	// which resolves its backends with Refs.
+	KindIngress = "Ingress"
 )
 
 // RouteKey names one route object: its kind (KindHTTPRoute, KindGRPCRoute)

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -739,7 +740,14 @@ func copyOrNil(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
+// gatewayOwner owns the objects rendered for gw: gw itself, or, for a
+// Gateway that stands for an IngressClass
+// (gatewayapi.AnnotationStandsForIngressClass; its UID is the class's),
+// that IngressClass, so that they go with it.
 func gatewayOwner(gw *gwapiv1.Gateway) metav1.OwnerReference {
+	if class := gw.Annotations[gatewayapi.AnnotationStandsForIngressClass]; class != "" {
+		return ownerRef(networkingv1.SchemeGroupVersion.String(), "IngressClass", class, string(gw.UID))
+	}
 	return ownerRef(gwapiv1.GroupVersion.String(), "Gateway", gw.Name, string(gw.UID))
 }
 

@@ -32,7 +32,8 @@ func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
 // SNI-distinguished HTTPS/TLS, or one TCP, or one UDP); HTTPS listeners
 // and TLS listeners in mode Terminate carry certificates; every HTTP route has exactly one action (backends, a
 // redirect or a direct response); matches are well formed; header
-// modifiers leave Host and the pseudo-headers alone, and a request's Host
+// modifiers leave Host and the pseudo-headers alone, regular expression
+// rewrites compile and source ranges are CIDRs, and a request's Host
 // has at most one rewrite (the route's or its backend's); every backend and
 // certificate name (serving certificates and backend client certificates
 // alike) means one thing across the whole IR.
@@ -224,6 +225,19 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 		case 301, 302, 303, 307, 308:
 		default:
 			v.add(p, fmt.Sprintf("redirect status %d is not 301, 302, 303, 307 or 308", r.Filters.Redirect.StatusCode))
+		}
+		if m := r.Filters.Redirect.Path; m != nil && m.Type == RegexReplace {
+			v.add(p, "a redirect cannot replace the path by a regular expression")
+		}
+	}
+	if u := r.Filters.URLRewrite; u != nil && u.Path != nil && u.Path.Type == RegexReplace {
+		if _, err := regexp.Compile(u.Path.Pattern); err != nil || u.Path.Pattern == "" {
+			v.add(p, fmt.Sprintf("rewrite pattern %q is not an RE2 regular expression", u.Path.Pattern))
+		}
+	}
+	for _, c := range r.Filters.AllowedSourceRanges {
+		if pfx, err := netip.ParsePrefix(c); err != nil || pfx.Masked() != pfx {
+			v.add(p, fmt.Sprintf("allowed source range %q is not a canonical CIDR", c))
 		}
 	}
 	if r.DirectResponse != nil {

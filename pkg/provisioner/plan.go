@@ -1,6 +1,9 @@
 package provisioner
 
 import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -23,7 +26,10 @@ type plan struct {
 	shared, dedicated []*gwapiv1.Gateway
 	// departed are Gateways that are no longer ours (their class is not,
 	// or is gone) but still have a Service we wrote: everything of theirs
-	// is deleted.
+	// is deleted. Gateways that stood for an IngressClass and stand no
+	// more (the class left us, or its Gateway moved to another namespace
+	// with its GatewayParameters) are among them: only a stub of their
+	// namespace and name.
 	departed []*gwapiv1.Gateway
 }
 
@@ -83,5 +89,26 @@ func makePlan(res *resources.Resources, r *Resolver) plan {
 			p.departed = append(p.departed, gw)
 		}
 	}
+	p.departed = append(p.departed, departedClassGateways(res, r)...)
 	return p
+}
+
+// departedClassGateways are the Gateways that stood for an IngressClass
+// (their Service of ours is owned by an IngressClass) and are neither
+// served nor refused now: stubs with their namespace and name.
+func departedClassGateways(res *resources.Resources, r *Resolver) []*gwapiv1.Gateway {
+	current := map[types.NamespacedName]bool{}
+	for _, gw := range append(slices.Clone(r.gateways), r.refused...) {
+		current[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = true
+	}
+	var out []*gwapiv1.Gateway
+	for _, s := range res.Services {
+		name := s.Annotations[infra.AnnotationGatewayName]
+		if s.Labels[infra.LabelManagedBy] != infra.ManagedByValue || name == "" || current[types.NamespacedName{Namespace: s.Namespace, Name: name}] ||
+			!slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "IngressClass" }) {
+			continue
+		}
+		out = append(out, &gwapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name}})
+	}
+	return out
 }

@@ -89,7 +89,7 @@ func Install(cfg *kubernetes.Config, o Options) error {
 			// The chart grants pods only in the controller's namespace.
 			&corev1.Pod{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}}, Label: envoyPods},
 		},
-		Resolve: ResolveFunc(cfg.ControllerName),
+		Resolve: ResolveFunc(cfg.ControllerName, cfg.Ingress),
 		Provisioner: &Provisioner{
 			Namespace:    cfg.Namespace,
 			EnvoyImage:   o.EnvoyImage,

@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +13,7 @@ import (
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/infra"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
@@ -47,13 +49,19 @@ var _ kubernetes.Resolver = (*Resolver)(nil)
 // parameters are valid, keeping the ports in force on the live Services of
 // res (infra.PreviousBindPorts). It is pure.
 //
+// classGateways are the Gateways that stand for IngressClasses
+// (ingress.ClassGateways): they are resolved, served and provisioned like
+// the Gateways of res (their parametersRef is the GatewayParameters of
+// their class's IngressClassParameters), except that one whose name a
+// Gateway of res holds is left out (pkg/ingress reports it).
+//
 // A reference is refused (gatewayapi.InvalidParameters) when its group is
 // not gateway.xds-controller.dev or its kind not GatewayParameters, when a
 // class's reference has no namespace, when the object does not exist, or
 // when infra.Validate refuses its spec. A Gateway of a class whose
 // parameters are refused is refused too: its effective parameters cannot
 // be known.
-func Resolve(res *resources.Resources, params []*v1alpha1.GatewayParameters, controller gwapiv1.GatewayController) *Resolver {
+func Resolve(res *resources.Resources, params []*v1alpha1.GatewayParameters, controller gwapiv1.GatewayController, classGateways ...*gwapiv1.Gateway) *Resolver {
 	byKey := make(map[types.NamespacedName]*v1alpha1.GatewayParameters, len(params))
 	for _, p := range params {
 		byKey[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
@@ -83,7 +91,13 @@ func Resolve(res *resources.Resources, params []*v1alpha1.GatewayParameters, con
 		r.classParams[gc.Name] = spec
 	}
 	seen := map[types.NamespacedName]bool{}
-	for _, gw := range res.Gateways {
+	all := slices.Clone(res.Gateways)
+	for _, gw := range classGateways {
+		if !slices.ContainsFunc(res.Gateways, func(o *gwapiv1.Gateway) bool { return o != nil && o.Namespace == gw.Namespace && o.Name == gw.Name }) {
+			all = append(all, gw)
+		}
+	}
+	for _, gw := range all {
 		if gw == nil {
 			continue
 		}
@@ -215,8 +229,9 @@ func (r *Resolver) Effective(gw *gwapiv1.Gateway) (v1alpha1.GatewayParametersSpe
 
 // ResolveFunc is the kubernetes.ResolveFunc: it lists the GatewayParameters
 // from the reader it is given (the controller's cache; the API server for
-// `config-dump --diff`) and resolves.
-func ResolveFunc(controller gwapiv1.GatewayController) kubernetes.ResolveFunc {
+// `config-dump --diff`) and resolves, with the Gateways that stand for the
+// IngressClasses of res placed by ing (kubernetes.IngressConfig).
+func ResolveFunc(controller gwapiv1.GatewayController, ing ingress.Config) kubernetes.ResolveFunc {
 	return func(ctx context.Context, c client.Reader, res *resources.Resources) (kubernetes.Resolver, error) {
 		var list v1alpha1.GatewayParametersList
 		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -226,6 +241,6 @@ func ResolveFunc(controller gwapiv1.GatewayController) kubernetes.ResolveFunc {
 		for i := range list.Items {
 			params[i] = &list.Items[i]
 		}
-		return Resolve(res, params, controller), nil
+		return Resolve(res, params, controller, ingress.ClassGateways(res, ing)...), nil
 	}
 }

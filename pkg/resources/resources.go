@@ -10,10 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
 
 // Resources is one consistent snapshot of every object the translator
@@ -40,6 +43,12 @@ type Resources struct {
 	// Namespaces carry the labels that listener allowedRoutes selectors
 	// read. A namespace with no object here has no labels.
 	Namespaces []*corev1.Namespace
+	// IngressClasses, Ingresses and IngressClassParameters are read by
+	// pkg/ingress: the Ingresses of our IngressClasses are served by the
+	// same Envoy fleets.
+	IngressClasses         []*networkingv1.IngressClass
+	Ingresses              []*networkingv1.Ingress
+	IngressClassParameters []*v1alpha1.IngressClassParameters
 }
 
 // Sort orders every list by namespace, then name.
@@ -59,6 +68,9 @@ func (r *Resources) Sort() {
 	sortObjects(r.Secrets)
 	sortObjects(r.ConfigMaps)
 	sortObjects(r.Namespaces)
+	sortObjects(r.IngressClasses)
+	sortObjects(r.Ingresses)
+	sortObjects(r.IngressClassParameters)
 }
 
 func sortObjects[T metav1.Object](objs []T) {
@@ -127,6 +139,12 @@ func (r *Resources) Add(obj runtime.Object) bool {
 		r.ConfigMaps = append(r.ConfigMaps, o)
 	case *corev1.Namespace:
 		r.Namespaces = append(r.Namespaces, o)
+	case *networkingv1.IngressClass:
+		r.IngressClasses = append(r.IngressClasses, o)
+	case *networkingv1.Ingress:
+		r.Ingresses = append(r.Ingresses, o)
+	case *v1alpha1.IngressClassParameters:
+		r.IngressClassParameters = append(r.IngressClassParameters, o)
 	default:
 		return false
 	}

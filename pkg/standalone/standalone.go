@@ -1,11 +1,12 @@
 // Package standalone runs xds-controller without Kubernetes: it reads
-// Gateway API objects from YAML files, translates them with the same pure
+// Gateway API objects (and Ingresses) from YAML files, translates them with the same pure
 // pipeline as the controller, serves the result over ADS on mutual TLS, runs
 // Envoy as a child process, and prints every object's status conditions as
 // they change.
 //
-// All Gateways of our GatewayClasses are served by one Envoy, the scope
-// named by Scope. Files are re-read on change; an object that fails to load
+// All Gateways of our GatewayClasses, and the Ingresses of our
+// IngressClasses (on Config.IngressHTTPAddress and IngressHTTPSAddress),
+// are served by one Envoy, the scope named by Scope. Files are re-read on change; an object that fails to load
 // is reported with its file and name and the others keep serving.
 package standalone
 
@@ -37,6 +38,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/agent"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/identity"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/pki"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/status"
@@ -47,6 +49,15 @@ import (
 
 // Scope is the proxy scope of the one Envoy standalone mode runs.
 const Scope = "standalone"
+
+// Defaults of Config.IngressHTTPAddress and IngressHTTPSAddress: the
+// Ingress ports 80 and 443 plus 10000, as the Envoy pods of a dedicated
+// fleet bind them (a standalone Envoy usually runs without the privilege
+// to bind ports below 1024).
+const (
+	DefaultIngressHTTPAddress  = "0.0.0.0:10080"
+	DefaultIngressHTTPSAddress = "0.0.0.0:10443"
+)
 
 // Config is what `xds-controller serve standalone` takes.
 type Config struct {
@@ -78,6 +89,11 @@ type Config struct {
 	Out io.Writer
 	// Log receives operational messages.
 	Log *slog.Logger
+	// IngressHTTPAddress and IngressHTTPSAddress (host:port) are where the
+	// Ingresses of our IngressClasses are served (pkg/ingress; HTTPS only
+	// when one of them has a usable spec.tls). Default
+	// DefaultIngressHTTPAddress and DefaultIngressHTTPSAddress.
+	IngressHTTPAddress, IngressHTTPSAddress string
 	// MetricsAddress, when set, is where /metrics (Prometheus) is served:
 	// xds_controller_xds_acks_total and xds_controller_xds_nacks_total.
 	MetricsAddress string
@@ -98,6 +114,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if _, err := os.Stat(cfg.ConfigPath); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	cfg.IngressHTTPAddress = cmp.Or(cfg.IngressHTTPAddress, DefaultIngressHTTPAddress)
+	cfg.IngressHTTPSAddress = cmp.Or(cfg.IngressHTTPSAddress, DefaultIngressHTTPSAddress)
+	for flag, a := range map[string]string{"ingress HTTP address": cfg.IngressHTTPAddress, "ingress HTTPS address": cfg.IngressHTTPSAddress} {
+		if err := ingress.CheckAddress(a); err != nil {
+			return fmt.Errorf("%s %q: %w", flag, a, err)
+		}
 	}
 	if cfg.EnvoyPath != "" {
 		if st, err := os.Stat(cfg.EnvoyPath); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
@@ -248,7 +271,8 @@ func (r *runner) reload(ctx context.Context) {
 	for f, keys := range loaded.Kept {
 		lines["load "+f] = "has errors; serving the last good version of " + strings.Join(keys, ", ")
 	}
-	out, err := r.cache.Run(loaded.Resources, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }})
+	out, err := r.cache.Run(loaded.Resources, gatewayapi.Options{Scope: func(*gwapiv1.Gateway) string { return Scope }},
+		translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}))
 	translated := time.Now()
 	if out != nil && out.Result != nil {
 		for _, w := range out.Result.Status.Warnings {

@@ -4,6 +4,7 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,6 +46,9 @@ func Summary(st *gatewayapi.Status) map[string]string {
 		for _, p := range s.Parents {
 			out[k.String()+" -> "+parentName(p.ParentRef, k.Namespace)] = conditions(p.Conditions)
 		}
+	}
+	for nn, s := range st.Ingresses {
+		out["Ingress "+nn.String()] = ingressLine(s)
 	}
 	for nn, s := range st.BackendTLSPolicies {
 		for _, a := range s.Ancestors {
@@ -108,4 +112,31 @@ func conditions(cs []metav1.Condition) string {
 		s += " — " + strings.Join(notes, "; ")
 	}
 	return s
+}
+
+// ingressLine is an Ingress's summary: its class, where it is served, and
+// its problems ("class=web on http 0.0.0.0:10080, https 0.0.0.0:10443;
+// 1 problem: BackendNotFound: ...").
+func ingressLine(s *gatewayapi.IngressStatus) string {
+	line := "class=" + s.Class
+	if len(s.Listeners) > 0 {
+		line += " on " + strings.Join(s.Listeners, ", ")
+	} else {
+		line += " not served"
+	}
+	if len(s.LoadBalancer.Ingress) > 0 {
+		var addrs []string
+		for _, a := range s.LoadBalancer.Ingress {
+			addrs = append(addrs, cmp.Or(a.IP, a.Hostname))
+		}
+		line += " address=" + strings.Join(addrs, ",")
+	}
+	if n := len(s.Problems); n > 0 {
+		var ps []string
+		for _, p := range s.Problems {
+			ps = append(ps, p.Reason+": "+p.Message)
+		}
+		line += fmt.Sprintf("; %d problem(s): %s", n, strings.Join(ps, "; "))
+	}
+	return line
 }

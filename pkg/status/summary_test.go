@@ -3,6 +3,7 @@ package status
 import (
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -39,9 +40,16 @@ func TestSummary(t *testing.T) {
 				},
 			}}},
 		},
+		Ingresses: map[types.NamespacedName]*gatewayapi.IngressStatus{
+			{Namespace: "apps", Name: "shop"}: {Class: "web", Listeners: []string{"http 0.0.0.0:10080", "https 0.0.0.0:10443"},
+				LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.7"}}}},
+			{Namespace: "apps", Name: "orphan"}: {Class: "broken", Problems: []gatewayapi.IngressProblem{{Reason: "NotServed", Message: "not served: no parameters"}}},
+		},
 	}
 	got := Summary(st)
 	want := map[string]string{
+		"Ingress apps/shop":                "class=web on http 0.0.0.0:10080, https 0.0.0.0:10443 address=192.0.2.7",
+		"Ingress apps/orphan":              "class=broken not served; 1 problem(s): NotServed: not served: no parameters",
 		"Gateway default/gw":               "Accepted=True(Accepted)",
 		"Gateway default/gw listener http": "attachedRoutes=2 Conflicted=False(NoConflicts) ResolvedRefs=False(InvalidCertificateRef) — ResolvedRefs: secret missing",
 		"HTTPRoute apps/r -> apps/gw/http": "Accepted=False(NotAllowedByListeners) — Accepted: namespace not allowed",

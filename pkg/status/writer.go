@@ -12,6 +12,7 @@ package status
 //     the controller of their class, which is us, so taking ownership of
 //     every field we set is right, and fields we set before but no longer
 //     send (a listener that was removed) are dropped by the apply.
+//   - Ingress (ingress.go): status.loadBalancer only, by merge patch.
 //   - Routes (HTTPRoute, GRPCRoute; routes.go): status.parents is
 //     `x-kubernetes-list-type: atomic` in the v1.6.3 CRDs (several controllers share one route, and the list is
 //     atomic only because parentRef cannot serve as a map key). An apply
@@ -138,7 +139,7 @@ type Writer struct {
 	limiter flowcontrol.RateLimiter
 
 	mu      sync.Mutex
-	desired map[Key]any          // *GatewayClassStatus, *GatewayStatus or *RouteStatus
+	desired map[Key]any          // *GatewayClassStatus, *GatewayStatus, *RouteStatus, *gatewayapi.IngressStatus...
 	written map[Key]writtenState // what we last wrote, to recognise a stale cache
 	fresh   map[Key]bool         // read with direct next time
 
@@ -222,6 +223,9 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 		}
 		for nn, s := range st.BackendTLSPolicies {
 			desired[Key{Kind: KindBackendTLSPolicy, Namespace: nn.Namespace, Name: nn.Name}] = s
+		}
+		for nn, s := range st.Ingresses {
+			desired[Key{Kind: KindIngress, Namespace: nn.Namespace, Name: nn.Name}] = s
 		}
 	}
 	w.mu.Lock()
@@ -393,6 +397,8 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 		err = w.listenerSet(ctx, reader, k, d.(*gwapiv1.ListenerSetStatus))
 	case KindBackendTLSPolicy:
 		err = w.parents(ctx, reader, k, ancestorsAsParents(d.(*gwapiv1.PolicyStatus).Ancestors))
+	case KindIngress:
+		err = w.ingress(ctx, reader, k, d.(*gatewayapi.IngressStatus))
 	default:
 		err = w.parents(ctx, reader, k, d.(*gwapiv1.RouteStatus).Parents)
 	}

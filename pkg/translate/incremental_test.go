@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -576,6 +577,9 @@ func deepCopyResult(r *gatewayapi.Result) *gatewayapi.Result {
 		out.Status.ListenerSets = copyMap(st.ListenerSets, (*gwapiv1.ListenerSetStatus).DeepCopy)
 		out.Status.Routes = copyMap(st.Routes, (*gwapiv1.RouteStatus).DeepCopy)
 		out.Status.BackendTLSPolicies = copyMap(st.BackendTLSPolicies, (*gwapiv1.PolicyStatus).DeepCopy)
+		// Made anew at every run (pkg/ingress), never shared: the same
+		// objects.
+		out.Status.Ingresses = maps.Clone(st.Ingresses)
 	}
 	return out
 }

@@ -1,8 +1,11 @@
 // Package translate runs the whole pure pipeline of xds-controller on one
-// resource snapshot: Gateway API -> IR and status (pkg/gatewayapi), IR
-// validation (pkg/ir), IR -> xDS (pkg/xdstranslator). The standalone mode,
-// the controller and the offline `translate` command all call Run, and it
-// renders both stages as YAML for golden tests and for people.
+// resource snapshot: Gateway API -> IR and status (pkg/gatewayapi), the
+// Ingresses of our IngressClasses into the same IR (pkg/ingress), IR
+// validation (pkg/ir), IR -> xDS (pkg/xdstranslator), pre-validation
+// (pkg/xdsvalidate). The offline `translate` command calls Run; standalone
+// mode and the controller keep a Cache, whose runs translate what changed
+// since the last one. It renders both stages as YAML for golden tests and
+// for people.
 package translate
 
 import (
@@ -17,6 +20,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
@@ -36,16 +40,32 @@ type Output struct {
 	Refused map[string][]xdsvalidate.Problem
 }
 
-// Run translates res (sorted) with opts from scratch: the reference that
-// Cache.Run, which translates only what changed, must equal. It fails when
-// the IR breaks an invariant (a translator bug, reported with every
+// Option tunes a Run beyond the Gateway API translation's options.
+type Option func(*runConfig)
+
+type runConfig struct {
+	ingress ingress.Config
+}
+
+// WithIngress places the Ingresses of our IngressClasses (default: the
+// zero ingress.Config, ports 80 and 443 of GatewayClass xds-controller's
+// fleet).
+func WithIngress(cfg ingress.Config) Option {
+	return func(c *runConfig) { c.ingress = cfg }
+}
+
+// Run translates res (sorted) with opts from scratch: the Gateway API
+// objects, then the Ingresses of our IngressClasses into the same IR
+// (ingress.Translate, with the same opts). It is the reference that
+// Cache.Run, which translates only what changed, must equal. It fails
+// when the IR breaks an invariant (a translator bug, reported with every
 // violation) or the xDS translation fails; status is still returned in
 // Output.Result then.
 //
 // A panic in a translator (a bug, never the input's fault) is returned as an
 // error, so that one bad object cannot crash a long-running caller.
-func Run(res *resources.Resources, opts gatewayapi.Options) (*Output, error) {
-	return NewCache().Run(res, opts)
+func Run(res *resources.Resources, opts gatewayapi.Options, more ...Option) (*Output, error) {
+	return NewCache().Run(res, opts, more...)
 }
 
 // Cache carries what one run of the pipeline computed to the next run, so
@@ -97,12 +117,12 @@ func (c *Cache) check(x map[string]*xdstranslator.Resources) map[string][]xdsval
 	return problems
 }
 
-// Run translates res (sorted) with opts, like the package's Run, reusing
-// what the previous run of c computed for the objects that did not change.
-// The output is identical to Run's on the same input (the property test
-// checks it). After a failure c starts over: the next run translates
-// everything again.
-func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options) (out *Output, err error) {
+// Run translates res (sorted) with opts and more, like the package's Run,
+// reusing what the previous run of c computed for the objects that did not
+// change (Ingresses are translated again at every run). The output is
+// identical to Run's on the same input (the property test checks it).
+// After a failure c starts over: the next run translates everything again.
+func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options, more ...Option) (out *Output, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("translator panic (a bug; please report it with the input): %v", p)
@@ -111,7 +131,12 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options) (out *Out
 			*c = *NewCache()
 		}
 	}()
+	var rc runConfig
+	for _, o := range more {
+		o(&rc)
+	}
 	out = &Output{Result: c.gw.Translate(res, opts)}
+	ingress.Translate(res, opts, rc.ingress, out.Result)
 	if err := c.irv.Validate(out.Result.IR); err != nil {
 		return out, fmt.Errorf("invalid IR: %w", err)
 	}
@@ -138,7 +163,8 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options) (out *Out
 
 // MarshalIR renders the IR and the status as YAML: the top-level keys are
 // `ir`, `status` and, when there are any, `warnings`; status maps are keyed by "namespace/name" (a
-// GatewayClass by its name).
+// GatewayClass by its name). An Ingress's status shows its class, where it
+// is served and its problems.
 func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 	st := map[string]any{}
 	if r.Status != nil {
@@ -157,6 +183,13 @@ func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 				lss[k.String()] = v
 			}
 			st["listenerSets"] = lss
+		}
+		if len(r.Status.Ingresses) > 0 {
+			ings := map[string]any{}
+			for k, v := range r.Status.Ingresses {
+				ings[k.String()] = v
+			}
+			st["ingresses"] = ings
 		}
 		if len(r.Status.BackendTLSPolicies) > 0 {
 			ps := map[string]any{}

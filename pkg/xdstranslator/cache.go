@@ -18,6 +18,7 @@ package xdstranslator
 
 import (
 	"cmp"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -79,7 +80,7 @@ func (c *Cache) Translate(x *ir.IR) (map[string]*Resources, error) {
 	for _, name := range order {
 		r, err := scopes[name].build()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("scope %s: %w", name, err)
 		}
 		out[name] = r
 	}
@@ -97,11 +98,12 @@ func newScopeCache() *scopeCache {
 }
 
 // routeMemo is the Envoy route of an IR route on a listener whose Gateway
-// port is port, whether it uses CORS, and the backends it sends to.
+// port is port, the optional filters it uses, and the backends it sends
+// to.
 type routeMemo struct {
 	port  uint32
 	route *routev3.Route
-	cors  bool
+	use   filterUse
 	used  []*ir.Backend
 }
 
@@ -112,7 +114,7 @@ type vhostMemo struct {
 	routes memo.List[*ir.HTTPRoute, *routeMemo]
 	port   uint32
 	vhost  *routev3.VirtualHost
-	cors   bool
+	use    filterUse
 	used   []*ir.Backend
 }
 
@@ -121,7 +123,7 @@ type vhostMemo struct {
 type configMemo struct {
 	vhosts []*routev3.VirtualHost
 	config *routev3.RouteConfiguration
-	cors   bool
+	use    filterUse
 	runs   memo.List[*ir.HTTPRoute, *vhostMemo]
 }
 
@@ -180,11 +182,11 @@ func (s *scopeBuilder) virtualHost(run hostRoutes, stale *vhostMemo) (*vhostMemo
 	}
 	var err error
 	rms := m.routes.Update(routes, func(_ int, rm *routeMemo) bool { return rm.port == port }, func(j int) *routeMemo {
-		route, cors, used, e := s.route(routes[j], port)
+		route, use, used, e := s.route(routes[j], port)
 		if e != nil && err == nil {
-			err = e
+			err = fmt.Errorf("route %s: %w", routes[j].Name, e)
 		}
-		return &routeMemo{port: port, route: route, cors: cors, used: used}
+		return &routeMemo{port: port, route: route, use: use, used: used}
 	}, nil)
 	if err != nil {
 		return m, err
@@ -192,7 +194,7 @@ func (s *scopeBuilder) virtualHost(run hostRoutes, stale *vhostMemo) (*vhostMemo
 	m.vhost.Routes = make([]*routev3.Route, 0, len(rms))
 	for _, rm := range rms {
 		m.vhost.Routes = append(m.vhost.Routes, rm.route)
-		m.cors = m.cors || rm.cors
+		m.use.add(rm.use)
 		m.used = append(m.used, rm.used...)
 	}
 	for _, b := range m.used {

@@ -13,6 +13,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -46,14 +47,14 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 	var routes []*routev3.RouteConfiguration
 	switch ls[0].Protocol {
 	case ir.ProtocolHTTP:
-		rc, cors, err := s.routeConfig(name, ls, nil)
+		rc, use, err := s.routeConfig(name, ls, nil)
 		if err != nil {
 			return nil, nil, err
 		}
 		routes = append(routes, rc)
 		l.FilterChains = []*listenerv3.FilterChain{{
 			Name:    "http",
-			Filters: []*listenerv3.Filter{s.hcmFilter(statPrefix("http", fmt.Sprint(k.port)), name, cors)},
+			Filters: []*listenerv3.Filter{s.hcmFilter(statPrefix("http", fmt.Sprint(k.port)), name, use, accessLog(ls...))},
 		}}
 	case ir.ProtocolHTTPS, ir.ProtocolTLS:
 		// More specific listeners first, so that a server name claimed by a
@@ -68,7 +69,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				}
 				used[il.Hostname] = true
 				rcName := HTTPSRouteConfigName(name, il.Name)
-				rc, cors, err := s.routeConfig(rcName, []*ir.Listener{il}, misdirectedHosts(il, ordered))
+				rc, use, err := s.routeConfig(rcName, []*ir.Listener{il}, misdirectedHosts(il, ordered))
 				if err != nil {
 					return nil, nil, err
 				}
@@ -76,7 +77,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 					Name:             "https/" + il.Name,
 					FilterChainMatch: tlsChainMatch(il.Hostname),
-					Filters:          []*listenerv3.Filter{s.hcmFilter(statPrefix("https", fmt.Sprint(k.port)), rcName, cors)},
+					Filters:          []*listenerv3.Filter{s.hcmFilter(statPrefix("https", fmt.Sprint(k.port)), rcName, use, accessLog(il))},
 					TransportSocket:  s.downstreamTLS(il.TLS, []string{"h2", "http/1.1"}),
 				})
 				continue
@@ -182,9 +183,25 @@ func compareHostSpecificity(a, b string) int {
 	return cmp.Or(cmp.Compare(rank(a), rank(b)), -cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
 }
 
-func (s *scopeBuilder) hcmFilter(stat, routeConfig string, cors bool) *listenerv3.Filter {
+// accessLog says whether the HTTP connection manager serving ls logs
+// requests: unless every one of them has NoAccessLog.
+func accessLog(ls ...*ir.Listener) bool {
+	return slices.ContainsFunc(ls, func(l *ir.Listener) bool { return !l.NoAccessLog })
+}
+
+// hcmFilter is the HTTP connection manager of a filter chain, with the
+// optional filters its routes use (RBAC first, then CORS; the router
+// last) and Envoy's stdout access log when log is set.
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
-	if cors {
+	if use.rbac {
+		// No rules: routes without a per-route policy let everyone in.
+		filters = append(filters, &hcmv3.HttpFilter{
+			Name:       filterRBAC,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&rbacv3.RBAC{})},
+		})
+	}
+	if use.cors {
 		filters = append(filters, &hcmv3.HttpFilter{
 			Name:       filterCORS,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
@@ -206,11 +223,13 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, cors bool) *listenerv
 		NormalizePath:                wrapperspb.Bool(true),
 		MergeSlashes:                 true,
 		PathWithEscapedSlashesAction: hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT,
-		AccessLog:                    []*accesslogv3.AccessLog{stdoutAccessLog()},
 		// WebSocket (HTTP/1.1 Upgrade) is forwarded to every backend: a
 		// Service port with appProtocol kubernetes.io/ws (GEP-1911) needs
 		// it, any other backend answers the upgrade as it sees fit.
 		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+	}
+	if log {
+		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
 	}
 	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
 }

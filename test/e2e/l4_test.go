@@ -222,6 +222,51 @@ func dialTLS(port int, sni string, roots *x509.CertPool) (*x509.Certificate, str
 	return leaf, string(b), err
 }
 
+// tlsEcho opens a TLS connection to Envoy's port with sni as its server
+// name, verifying the certificate against roots and offering ALPN h2 and
+// http/1.1, writes msg and reads as many bytes back; it returns the
+// session's state and what it read.
+func tlsEcho(port int, sni string, roots *x509.CertPool, msg string) (tls.ConnectionState, string, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{
+		ServerName: sni, RootCAs: roots, NextProtos: []string{"h2", "http/1.1"},
+	})
+	if err != nil {
+		return tls.ConnectionState{}, "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, msg); err != nil {
+		return conn.ConnectionState(), "", err
+	}
+	echo := make([]byte, len(msg))
+	_, err = io.ReadFull(conn, echo)
+	return conn.ConnectionState(), string(echo), err
+}
+
+// expectGreeting polls dialTLS(port, sni, roots) until a connection
+// completes its handshake and reads a greeting, and checks that the
+// server presented want's certificate (by serial number) and sent
+// greeting.
+func expectGreeting(t *testing.T, port int, sni string, roots *x509.CertPool, want testCert, greeting string) {
+	t.Helper()
+	var leaf *x509.Certificate
+	var got string
+	took := poll(t, "SNI "+sni, func() error {
+		var err error
+		leaf, got, err = dialTLS(port, sni, roots)
+		if err == nil && got == "" {
+			err = errors.New("no greeting")
+		}
+		return err
+	})
+	if leaf.SerialNumber.Cmp(want.leaf.SerialNumber) != 0 || got != greeting {
+		t.Errorf("SNI %s: %s, greeting %q; want %s, greeting %q", sni, describe(leaf), got, describe(want.leaf), greeting)
+	} else {
+		t.Logf("SNI %s: %s, greeting %q (served after %s)", sni, describe(leaf), got, took.Round(time.Millisecond))
+	}
+}
+
 // closedWithoutData says whether conn is closed by its peer before sending
 // anything (nil), or else what happened.
 func closedWithoutData(conn net.Conn) error {
@@ -307,30 +352,8 @@ func TestL4TLSRoutePassthroughBySNI(t *testing.T) {
 			tlsPassthroughRoutesYAML, nil)
 	})
 
-	for _, c := range []struct {
-		sni      string
-		cert     testCert
-		greeting string
-	}{
-		{"a.example.test", certA, "hello from a\n"},
-		{"b.example.test", certB, "hello from b\n"},
-	} {
-		var leaf *x509.Certificate
-		var got string
-		took := poll(t, "SNI "+c.sni, func() error {
-			var err error
-			leaf, got, err = dialTLS(pass, c.sni, roots)
-			if err == nil && got == "" {
-				err = errors.New("no greeting")
-			}
-			return err
-		})
-		if leaf.SerialNumber.Cmp(c.cert.leaf.SerialNumber) != 0 || len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != c.sni || got != c.greeting {
-			t.Errorf("SNI %s: %s, greeting %q; want %s, greeting %q", c.sni, describe(leaf), got, describe(c.cert.leaf), c.greeting)
-		} else {
-			t.Logf("SNI %s: %s, greeting %q (served after %s)", c.sni, describe(leaf), got, took.Round(time.Millisecond))
-		}
-	}
+	expectGreeting(t, pass, "a.example.test", roots, certA, "hello from a\n")
+	expectGreeting(t, pass, "b.example.test", roots, certB, "hello from b\n")
 
 	beforeA, beforeB := shakesA.Load(), shakesB.Load()
 	for _, sni := range []string{"c.example.test", ""} {
@@ -389,25 +412,7 @@ func TestL4TLSRouteTerminate(t *testing.T) {
 			})
 	})
 
-	// exchange writes msg through the listener and reads the echo; it
-	// returns the session's state and the echo.
-	exchange := func(sni, msg string) (tls.ConnectionState, string, error) {
-		d := &net.Dialer{Timeout: 2 * time.Second}
-		conn, err := tls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", term), &tls.Config{
-			ServerName: sni, RootCAs: roots, NextProtos: []string{"h2", "http/1.1"},
-		})
-		if err != nil {
-			return tls.ConnectionState{}, "", err
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := io.WriteString(conn, msg); err != nil {
-			return conn.ConnectionState(), "", err
-		}
-		echo := make([]byte, len(msg))
-		_, err = io.ReadFull(conn, echo)
-		return conn.ConnectionState(), string(echo), err
-	}
+	exchange := func(sni, msg string) (tls.ConnectionState, string, error) { return tlsEcho(term, sni, roots, msg) }
 
 	took := poll(t, "terminated TLS to the echo backend", func() error {
 		_, echo, err := exchange("term.example.test", "ping\n")

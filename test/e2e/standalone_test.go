@@ -22,11 +22,13 @@ import (
 	"github.com/xds-controller/xds-controller/internal/testenvoy"
 )
 
-// backend answers "<name> <path>" and echoes x-routed-by, so a test sees
-// which backend a request reached and what Envoy added.
+// backend answers "<name> <path> <x-routed-by>", with the response headers
+// x-backend (name) and x-host (the request's Host), so a test sees which
+// backend a request reached and what Envoy added or rewrote.
 func backend(t testing.TB, name string) *httptest.Server {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("x-backend", name)
+		w.Header().Set("x-host", r.Host)
 		fmt.Fprintf(w, "%s %s %s", name, r.URL.Path, r.Header.Get("x-routed-by"))
 	}))
 	t.Cleanup(s.Close)
@@ -76,14 +78,24 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// gatewayBackend is one Service of gatewayYAML, with an EndpointSlice at
-// 127.0.0.1:Port; AppProtocol, when set, is its port's appProtocol, and
-// Protocol, when set, its port's protocol (TCP when unset).
+// gatewayBackend is one Service of gatewayYAML, with an EndpointSlice of
+// one endpoint per address of Addresses (127.0.0.1 when empty), each at
+// Port; AppProtocol, when set, is its port's appProtocol, and Protocol,
+// when set, its port's protocol (TCP when unset).
 type gatewayBackend struct {
 	Name        string
 	Port        int
 	AppProtocol string
 	Protocol    string
+	Addresses   []string
+}
+
+// Endpoints are the addresses of the backend's endpoints.
+func (b gatewayBackend) Endpoints() []string {
+	if len(b.Addresses) == 0 {
+		return []string{"127.0.0.1"}
+	}
+	return b.Addresses
 }
 
 // gatewayYAML is the GatewayClass, the Gateway "gw" with one HTTP listener
@@ -120,7 +132,8 @@ metadata:
   labels: {kubernetes.io/service-name: {{.Name}}}
 addressType: IPv4
 ports: [{name: http, port: {{.Port}}{{with .Protocol}}, protocol: {{.}}{{end}}}]
-endpoints: [{addresses: ["127.0.0.1"]}]
+endpoints:{{range .Endpoints}}
+- addresses: ["{{.}}"]{{end}}
 {{end}}`
 
 const routesYAML = `apiVersion: gateway.networking.k8s.io/v1
@@ -298,6 +311,21 @@ func (f *fixture) get(host, path string, headers ...string) (int, string) {
 
 // getOn is get through Envoy's port port (another Gateway's listener).
 func (f *fixture) getOn(port int, host, path string, headers ...string) (int, string) {
+	r := f.send(port, host, path, headers...)
+	return r.status, r.body
+}
+
+// reply is what one request through Envoy gave: the status (-1 when the
+// request failed), the body (the error when it failed) and the response
+// headers.
+type reply struct {
+	status int
+	body   string
+	header http.Header
+}
+
+// send is getOn with the response headers too.
+func (f *fixture) send(port int, host, path string, headers ...string) reply {
 	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
 	req.Host = host
 	for i := 0; i+1 < len(headers); i += 2 {
@@ -305,11 +333,11 @@ func (f *fixture) getOn(port int, host, path string, headers ...string) (int, st
 	}
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return -1, err.Error()
+		return reply{status: -1, body: err.Error()}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return reply{status: resp.StatusCode, body: string(b), header: resp.Header}
 }
 
 // await polls until a request for host and path answers with status and a

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -26,6 +27,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
@@ -45,7 +47,7 @@ func (e *LoadError) Unwrap() error { return e.Err }
 
 var decoder = func() runtime.Decoder {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwapiv1.Install, gwapiv1beta1.Install} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwapiv1.Install, gwapiv1beta1.Install, v1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -225,7 +227,7 @@ func decodeOne(doc []byte) (Object, error) {
 	}
 	key := gvk.Kind + " " + m.GetName()
 	switch obj.(type) {
-	case *gwapiv1.GatewayClass, *gwapiv1beta1.GatewayClass, *corev1.Namespace:
+	case *gwapiv1.GatewayClass, *gwapiv1beta1.GatewayClass, *corev1.Namespace, *networkingv1.IngressClass:
 		m.SetNamespace("")
 	default:
 		if m.GetNamespace() == "" {

@@ -36,8 +36,10 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/identity"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/status"
 	"github.com/xds-controller/xds-controller/pkg/xdsserver"
 )
@@ -129,6 +131,11 @@ type Config struct {
 	AddToScheme func(*runtime.Scheme) error
 	// Hooks plug in pkg/infra.
 	Hooks Hooks
+	// Ingress places the Ingresses of our IngressClasses (pkg/ingress) on
+	// the fleets: Default sets its Namespace to Namespace (where the Service
+	// of a class without GatewayParameters lives), its GatewayClass to
+	// ingress.DefaultGatewayClass when unset, and RequireGatewayClass.
+	Ingress ingress.Config
 	// Log receives operational messages (default slog.Default()).
 	Log *slog.Logger
 }
@@ -169,6 +176,7 @@ func (c *Config) defaults() error {
 		c.RestConfig = rc
 	}
 	c.GracefulShutdownTimeout = cmp.Or(c.GracefulShutdownTimeout, 30*time.Second)
+	c.Ingress = IngressConfig(c.Namespace, c.Ingress)
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
@@ -205,11 +213,11 @@ type Controller struct {
 	idLis  net.Listener
 }
 
-// Scheme returns the scheme the controller reads with: client-go's types
-// and Gateway API v1 and v1beta1.
+// Scheme returns the scheme the controller reads with: client-go's types,
+// Gateway API v1 and v1beta1, and our parameters CRDs.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwapiv1.Install, gwapiv1beta1.Install} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwapiv1.Install, gwapiv1beta1.Install, v1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +12,7 @@ import (
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/infra"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
@@ -115,6 +117,19 @@ func (SharedResolver) ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName {
 
 // InvalidParameters is nil: no parameters are read.
 func (SharedResolver) InvalidParameters() *gatewayapi.InvalidParameters { return nil }
+
+// IngressConfig is the controller's placement of the Ingresses of our
+// IngressClasses: cfg with its Namespace defaulting to the controller's
+// namespace, its GatewayClass to ingress.DefaultGatewayClass, and
+// RequireGatewayClass set (only a GatewayClass of ours has a fleet).
+// Listeners are on ports 80 and 443 of the class's Service (the
+// provisioner maps them to bind ports).
+func IngressConfig(namespace string, cfg ingress.Config) ingress.Config {
+	cfg.Namespace = cmp.Or(cfg.Namespace, namespace)
+	cfg.GatewayClass = cmp.Or(cfg.GatewayClass, ingress.DefaultGatewayClass)
+	cfg.RequireGatewayClass = true
+	return cfg
+}
 
 // TranslateOptions are the translation options of the controller for a
 // resolver (the pipeline's, and `config-dump --diff`'s local translation).

@@ -10,7 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/internal/testhook"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ir"
@@ -75,6 +78,9 @@ type pipeline struct {
 	// only.
 	last    *lastRun
 	nackSeq uint64
+	// ingressReports are the Ingress problems reported so far
+	// (reportIngresses; the run goroutine only).
+	ingressReports map[types.NamespacedName]reportedIngress
 }
 
 // lastRun is what a status refresh needs from the last translation.
@@ -164,6 +170,9 @@ func (p *pipeline) watch(ctx context.Context) error {
 		{&gwapiv1.TCPRoute{}, p.ownedHandler(status.KindTCPRoute)},
 		{&gwapiv1.UDPRoute{}, p.ownedHandler(status.KindUDPRoute)},
 		{&gwapiv1.BackendTLSPolicy{}, p.ownedHandler(status.KindBackendTLSPolicy)},
+		{&networkingv1.Ingress{}, p.ownedHandler(status.KindIngress)},
+		{&networkingv1.IngressClass{}, p.anyHandler()},
+		{&v1alpha1.IngressClassParameters{}, p.anyHandler()},
 		{&gwapiv1.ReferenceGrant{}, p.anyHandler()},
 		{&corev1.Service{}, p.anyHandler()},
 		{&discoveryv1.EndpointSlice{}, p.anyHandler()},
@@ -177,8 +186,18 @@ func (p *pipeline) watch(ctx context.Context) error {
 	for _, obj := range p.cfg.Hooks.InfraWatches {
 		watches = append(watches, watch{obj, p.infraHandler()})
 	}
+	optional := func(obj client.Object) bool {
+		// Our newer CRDs may be missing after a `helm upgrade`, which does
+		// not install new CRDs: then their kind is not watched.
+		_, ok := obj.(*v1alpha1.IngressClassParameters)
+		return ok
+	}
 	for _, w := range watches {
 		inf, err := p.cache.GetInformer(ctx, w.obj)
+		if err != nil && optional(w.obj) && meta.IsNoMatchError(err) {
+			p.log.Warn("a CRD of ours is not installed, so its objects are not read; install the chart's crds/ (helm upgrade does not)", "kind", fmt.Sprintf("%T", w.obj), "error", err)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", w.obj, err)
 		}
@@ -342,7 +361,7 @@ func (p *pipeline) run(ctx context.Context) {
 	if p.translations == nil {
 		p.translations = translate.NewCache()
 	}
-	out, err := p.translations.Run(res, TranslateOptions(p.cfg.ControllerName, resolver))
+	out, err := p.translations.Run(res, TranslateOptions(p.cfg.ControllerName, resolver), translate.WithIngress(p.cfg.Ingress))
 	if err != nil {
 		p.failed.Add(1)
 		p.log.Error("translation failed (a bug); the previous configuration keeps serving", "error", err)
@@ -357,6 +376,7 @@ func (p *pipeline) run(ctx context.Context) {
 	st := status.WithStaleRoutes(out.Result.Status, status.Routes(res), p.cfg.ControllerName)
 	st = status.WithStalePolicies(st, res.BackendTLSPolicies, p.cfg.ControllerName)
 	setAddresses(st, res, resolver)
+	p.reportIngresses(res, st)
 	gws := make(map[types.NamespacedName]*gwapiv1.Gateway, len(res.Gateways))
 	for _, g := range res.Gateways {
 		gws[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = g
@@ -447,7 +467,9 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 // setAddresses fills status.addresses of every Gateway in st from the
 // Service the resolver names for it (left empty while it does not exist),
 // and sets Programmed=False when an address the Gateway requests in
-// spec.addresses is not the Service's (status.GatewayAddresses).
+// spec.addresses is not the Service's (status.GatewayAddresses); likewise
+// the status.loadBalancer of every Ingress of ours
+// (status.IngressLoadBalancer).
 func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 	svcs := make(map[types.NamespacedName]*corev1.Service, len(res.Services))
 	for _, s := range res.Services {
@@ -461,6 +483,13 @@ func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 		var problem *status.AddressProblem
 		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIPs(gw), svcs[r.ServiceFor(gw)])
 		problem.Apply(gs)
+	}
+	// An Ingress's status.loadBalancer is the address of the Service of
+	// its class's Gateway (left empty while the class is not served).
+	for _, is := range st.Ingresses {
+		if is.Gateway != nil {
+			is.LoadBalancer = status.IngressLoadBalancer(svcs[r.ServiceFor(is.Gateway)])
+		}
 	}
 }
 

@@ -9,13 +9,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
@@ -60,7 +64,9 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 // except Secrets and ConfigMaps (which only their references bring in:
 // ReferencedSecrets, ReferencedConfigMaps): GatewayClasses, Gateways,
 // ListenerSets, the route kinds, ReferenceGrants, Services, EndpointSlices,
-// Namespaces (metadata only) and BackendTLSPolicies. opts apply to every
+// Namespaces (metadata only), BackendTLSPolicies, IngressClasses,
+// Ingresses and IngressClassParameters (none when its CRD is not
+// installed). opts apply to every
 // List. The result is not sorted. The pipeline lists its caches with it,
 // and `xds-controller config-dump --diff` the API server, so that both
 // translate the same kinds.
@@ -159,12 +165,38 @@ func ListResources(ctx context.Context, r client.Reader, opts ...client.ListOpti
 	for i := range pols.Items {
 		res.BackendTLSPolicies = append(res.BackendTLSPolicies, &pols.Items[i])
 	}
+
+	var ics networkingv1.IngressClassList
+	if err := r.List(ctx, &ics, opts...); err != nil {
+		return nil, err
+	}
+	for i := range ics.Items {
+		res.IngressClasses = append(res.IngressClasses, &ics.Items[i])
+	}
+	var ings networkingv1.IngressList
+	if err := r.List(ctx, &ings, opts...); err != nil {
+		return nil, err
+	}
+	for i := range ings.Items {
+		res.Ingresses = append(res.Ingresses, &ings.Items[i])
+	}
+	// Our IngressClassParameters CRD may be missing (`helm upgrade` does
+	// not install new CRDs): then no class has parameters, which the
+	// classes that reference some report, and everything else is served.
+	var icps v1alpha1.IngressClassParametersList
+	if err := r.List(ctx, &icps, opts...); err != nil && !meta.IsNoMatchError(err) {
+		return nil, err
+	}
+	for i := range icps.Items {
+		res.IngressClassParameters = append(res.IngressClassParameters, &icps.Items[i])
+	}
 	return res, nil
 }
 
 // ReferencedSecrets are the Secrets that Gateways of our classes reference
 // in their TLS listeners' certificateRefs and their spec.tls.backend
-// clientCertificateRef, and that the TLS listeners of ListenerSets whose
+// clientCertificateRef, that Ingresses of our IngressClasses name in
+// spec.tls, and that the TLS listeners of ListenerSets whose
 // parentRef names one of those Gateways reference (core Secrets only;
 // whether a ReferenceGrant allows a cross-namespace one, and whether the
 // Gateway admits the ListenerSet, are the translator's decisions), sorted.
@@ -210,6 +242,9 @@ func ReferencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 		if t := gw.Spec.TLS; t != nil && t.Backend != nil && t.Backend.ClientCertificateRef != nil {
 			add(gw.Namespace, *t.Backend.ClientCertificateRef)
 		}
+	}
+	for _, ref := range ingress.ReferencedSecrets(res) {
+		add(ref.Namespace, gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(ref.Name)})
 	}
 	for _, ls := range res.ListenerSets {
 		parent := types.NamespacedName{Namespace: ls.Namespace, Name: string(ls.Spec.ParentRef.Name)}

@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,87 +56,6 @@ func (e *env) waitRouted(addr, host string, start time.Time, timeout time.Durati
 		time.Sleep(5 * time.Millisecond)
 	}
 	return time.Since(start)
-}
-
-// TestRoutePropagation measures how fast a route reaches Envoy on the local
-// cluster, with the shared benchmark input (../shared/bench/gen-routes.py N:
-// one Gateway, N HTTPRoutes and Services; their fixed clusterIPs are dropped
-// because they collide with the cluster's own Services). It reports:
-//   - bulk: from `kubectl apply` of the whole input until the last route
-//     answers through the Gateway's address;
-//   - single: with the N routes in place, from the API server's answer to a
-//     create of one more HTTPRoute until Envoy routes its host; 20 samples,
-//     median, 90th percentile and maximum.
-//
-// It asserts only that every route arrives. Skipped without
-// E2E_BENCH_ROUTES=N:
-//
-//	make e2e E2E_RUN=TestRoutePropagation E2E_BENCH_ROUTES=1000
-func TestRoutePropagation(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("E2E_BENCH_ROUTES"))
-	if n <= 0 {
-		t.Skip("set E2E_BENCH_ROUTES=N to measure with N routes")
-	}
-	e := setup(t)
-	e.cleanup()
-	input := e.benchInput(n)
-	removeInput := func() {
-		_, _ = e.kubectl(input, "delete", "--ignore-not-found", "--wait=false", "-f", "-")
-		_, _ = e.kubectl("", "-n", "default", "delete", "httproutes", "-l", "xds-bench=probe", "--ignore-not-found")
-	}
-	removeInput()
-	if os.Getenv("E2E_KEEP") == "" {
-		t.Cleanup(func() { removeInput(); e.cleanup() })
-	}
-	e.helmInstall("Shared")
-
-	start := time.Now()
-	e.mustKubectl(input, "apply", "--server-side", "-f", "-")
-	applied := time.Since(start)
-	appliedAt := time.Now()
-	accepted := e.waitAccepted(n, appliedAt, 10*time.Minute)
-	addr := e.gatewayAddressIn("default", "bench", 5*time.Minute)
-	last := e.waitRouted(addr, fmt.Sprintf("svc-%d.example.com", n-1), start, 10*time.Minute)
-	e.waitRouted(addr, "svc-0.example.com", start, time.Minute)
-	t.Logf("bulk: %d routes applied in %s; all Accepted %s after the apply ended; the last one answered %s after the apply started",
-		n, applied.Round(time.Millisecond), accepted.Round(time.Millisecond), last.Round(time.Millisecond))
-
-	ctx := context.Background()
-	var samples []time.Duration
-	pods := e.gatewayEndpoints(addr, 80)
-	perPod := make([][]time.Duration, len(pods))
-	for i := range 20 {
-		host := fmt.Sprintf("probe-%d.example.com", i)
-		route := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "gateway.networking.k8s.io/v1",
-			"kind":       "HTTPRoute",
-			"metadata":   map[string]any{"name": fmt.Sprintf("probe-%d", i), "namespace": "default", "labels": map[string]any{"xds-bench": "probe"}},
-			"spec": map[string]any{
-				"parentRefs": []any{map[string]any{"name": "bench"}},
-				"hostnames":  []any{host},
-				"rules":      []any{map[string]any{"backendRefs": []any{map[string]any{"name": "svc-0", "port": int64(8080)}}}},
-			},
-		}}
-		if _, err := e.dyn.Resource(httpRouteGVR).Namespace("default").Create(ctx, route, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		created := time.Now()
-		// Through the Gateway's address, and at each Envoy pod directly.
-		var wg sync.WaitGroup
-		for j, ep := range pods {
-			wg.Go(func() { perPod[j] = append(perPod[j], e.waitRoutedAt(ep, host, created, time.Minute)) })
-		}
-		samples = append(samples, e.waitRouted(addr, host, created, time.Minute))
-		wg.Wait()
-		time.Sleep(500 * time.Millisecond)
-	}
-	for j, ep := range pods {
-		d := slices.Sorted(slices.Values(perPod[j]))
-		t.Logf("Envoy pod %s: median %s, max %s", ep, d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
-	}
-	slices.Sort(samples)
-	t.Logf("single route with %d in place: median %s, p90 %s, max %s (20 samples, from the create's answer to Envoy routing the host)",
-		n, samples[len(samples)/2].Round(time.Millisecond), samples[len(samples)*9/10].Round(time.Millisecond), samples[len(samples)-1].Round(time.Millisecond))
 }
 
 // waitRoutedAt is waitRouted for the Envoy pod at hostport (a pod IP and

@@ -1,0 +1,156 @@
+package e2ecluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// controllerSampler reads the controller replicas' own process metrics
+// (the Prometheus client's process collector on the metrics port, 8080):
+// process_cpu_seconds_total and process_resident_memory_bytes.
+type controllerSampler struct {
+	e     *env
+	c     *http.Client
+	addrs []string // pod IP:metrics port of every replica
+}
+
+// controllerSampler finds the controller pods of the release.
+func (e *env) controllerSampler() *controllerSampler {
+	e.t.Helper()
+	pods, err := e.kube.CoreV1().Pods(releaseNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=xds-controller"})
+	if err != nil || len(pods.Items) == 0 {
+		e.t.Fatalf("controller pods: %v (%d)", err, len(pods.Items))
+	}
+	s := &controllerSampler{e: e, c: &http.Client{Timeout: 2 * time.Second}}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || !podReady(&p) {
+			continue
+		}
+		if err := allowedAddress(p.Status.PodIP); err != nil {
+			e.t.Fatal(err)
+		}
+		s.addrs = append(s.addrs, net.JoinHostPort(p.Status.PodIP, "8080"))
+	}
+	return s
+}
+
+// sample returns CPU seconds and resident bytes summed over the replicas,
+// or an error when a replica's metrics cannot be read or lack them.
+func (s *controllerSampler) sample() (cpu, rss float64, err error) {
+	for _, a := range s.addrs {
+		m, err := scrapeProcess(s.c, "http://"+a+"/metrics")
+		if err != nil {
+			return 0, 0, fmt.Errorf("controller metrics %s: %w", a, err)
+		}
+		c, okc := m["process_cpu_seconds_total"]
+		r, okr := m["process_resident_memory_bytes"]
+		if !okc || !okr {
+			return 0, 0, fmt.Errorf("controller metrics %s: no process_cpu_seconds_total or process_resident_memory_bytes", a)
+		}
+		cpu, rss = cpu+c, rss+r
+	}
+	return cpu, rss, nil
+}
+
+// mustSample is sample on the test's goroutine: it fails the test on error.
+func (s *controllerSampler) mustSample() (cpu, rss float64) {
+	s.e.t.Helper()
+	cpu, rss, err := s.sample()
+	if err != nil {
+		s.e.t.Fatal(err)
+	}
+	return cpu, rss
+}
+
+// rss is the replicas' resident memory now, in bytes.
+func (s *controllerSampler) rss() float64 {
+	_, r := s.mustSample()
+	return r
+}
+
+// phase is one measured stretch of the benchmark.
+type phase struct {
+	s       *controllerSampler
+	cpu0    float64
+	began   time.Time
+	mu      sync.Mutex
+	peakRSS float64
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// begin starts a phase: the CPU seconds now, and the peak RSS sampled every
+// 250 ms until end.
+func (s *controllerSampler) begin() *phase {
+	p := &phase{s: s, began: time.Now(), done: make(chan struct{})}
+	p.cpu0, p.peakRSS = s.mustSample()
+	p.wg.Go(func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-t.C:
+				_, r, err := s.sample()
+				if err != nil {
+					continue // a missed sample; begin and end check the metrics
+				}
+				p.mu.Lock()
+				p.peakRSS = max(p.peakRSS, r)
+				p.mu.Unlock()
+			}
+		}
+	})
+	return p
+}
+
+// end stops the phase and formats the controller's CPU seconds and peak
+// RSS during it.
+func (p *phase) end() string {
+	close(p.done)
+	p.wg.Wait()
+	cpu, rss := p.s.mustSample()
+	peak := max(p.peakRSS, rss)
+	return fmt.Sprintf("controller: %.1f CPU s over %s, peak RSS %s",
+		cpu-p.cpu0, time.Since(p.began).Round(100*time.Millisecond), mib(peak))
+}
+
+// scrapeProcess fetches a Prometheus text exposition at url and returns
+// its unlabelled samples by metric name.
+func scrapeProcess(c *http.Client, url string) (map[string]float64, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || strings.Contains(line, "{") {
+			continue
+		}
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out, sc.Err()
+}

@@ -207,7 +207,7 @@ type ServicePort struct {
 func (t *translator) serviceBackend(r *routeState, ns, svcName string, port ServicePort, transport corev1.Protocol) (*ir.Backend, *problem) {
 	key := r.key
 	name := ns + "/" + svcName
-	svc := t.services[nn(ns, svcName)]
+	svc := t.service(nn(ns, svcName))
 	if svc == nil {
 		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s not found", name)}
 	}
@@ -332,36 +332,33 @@ func sliceAddress(typ discoveryv1.AddressType, a string) (string, bool) {
 	return "", false
 }
 
-// checkEndpointSlices reports, once per EndpointSlice, the addresses that
-// endpoints drops: invalid ones and those not of the slice's addressType.
-func (t *translator) checkEndpointSlices() {
-	for _, es := range t.res.EndpointSlices {
-		if es == nil || es.Labels[discoveryv1.LabelServiceName] == "" {
-			continue
-		}
-		name := es.Namespace + "/" + es.Name
-		switch es.AddressType {
-		case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN:
-		default:
-			t.warnf("EndpointSlice %s: addressType %s is not IPv4, IPv6 or FQDN; its endpoints are not used", name, q(string(es.AddressType)))
-			continue
-		}
-		var bad []string
-		for _, ep := range es.Endpoints {
-			for _, a := range ep.Addresses {
-				if _, ok := sliceAddress(es.AddressType, a); !ok {
-					bad = append(bad, q(a))
-				}
+// sliceWarning is the Status.Warnings entry of an EndpointSlice of a
+// Service (labelled kubernetes.io/service-name: sliceService) whose
+// addresses endpoints drops: invalid ones and those not of the slice's
+// addressType; "" when there are none.
+func sliceWarning(es *discoveryv1.EndpointSlice) string {
+	name := es.Namespace + "/" + es.Name
+	switch es.AddressType {
+	case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN:
+	default:
+		return fmt.Sprintf("EndpointSlice %s: addressType %s is not IPv4, IPv6 or FQDN; its endpoints are not used", name, q(string(es.AddressType)))
+	}
+	var bad []string
+	for _, ep := range es.Endpoints {
+		for _, a := range ep.Addresses {
+			if _, ok := sliceAddress(es.AddressType, a); !ok {
+				bad = append(bad, q(a))
 			}
-		}
-		if len(bad) > 0 {
-			shown := bad
-			if len(shown) > 5 {
-				shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(bad)-5))
-			}
-			t.warnf("EndpointSlice %s: dropped %d address(es) that are not valid %s addresses: %s", name, len(bad), es.AddressType, strings.Join(shown, ", "))
 		}
 	}
+	if len(bad) == 0 {
+		return ""
+	}
+	shown := bad
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(bad)-5))
+	}
+	return fmt.Sprintf("EndpointSlice %s: dropped %d address(es) that are not valid %s addresses: %s", name, len(bad), es.AddressType, strings.Join(shown, ", "))
 }
 
 // slicePort is the port of an EndpointSlice that serves the Service port

@@ -32,8 +32,10 @@ type policyState struct {
 	notAccepted *problem
 	// refs is ResolvedRefs=False: InvalidCACertificateRef or InvalidKind.
 	refs *problem
-	// ancestors are the Gateways of ours whose routes use a targeted port.
-	ancestors map[types.NamespacedName]bool
+	// ancestors are the Gateways of ours whose routes use a targeted
+	// port, each with the number of routes (routeMemo ancestors) that make
+	// it one.
+	ancestors map[types.NamespacedName]int
 }
 
 // policyTarget is a Service port a policy targets: sectionName is the
@@ -92,7 +94,7 @@ func sectionSuffix(s string) string {
 // subjectAltNames, the name the certificate must carry; subjectAltNames
 // (Hostname or URI) replace it as the names checked.
 func (t *translator) backendTLSPolicy(p *gwapiv1.BackendTLSPolicy) *policyState {
-	st := &policyState{obj: p, ancestors: map[types.NamespacedName]bool{}}
+	st := &policyState{obj: p, ancestors: map[types.NamespacedName]int{}}
 	v := p.Spec.Validation
 	invalid := func(format string, a ...any) *policyState {
 		st.notAccepted = &problem{string(gwapiv1.PolicyReasonInvalid), fmt.Sprintf(format, a...)}
@@ -202,13 +204,16 @@ func (t *translator) caBundle(ns, name string) ([]byte, string) {
 // backendTLSFor returns the policy of a Service port (the oldest that
 // targets it by port name, else the oldest that targets the Service), or
 // nil. Every policy targeting the port, the conflicted ones too, gets the
-// route's Gateways as ancestors.
+// route's Gateways as ancestors (recorded in the route being read,
+// translator reading, which adds them: Cache.read).
 func (t *translator) backendTLSFor(r *routeState, svc *corev1.Service, sp *corev1.ServicePort) *policyState {
 	byPort := t.policyByTarget[policyTarget{svc: nn(svc.Namespace, svc.Name), sectionName: sp.Name}]
 	byService := t.policyByTarget[policyTarget{svc: nn(svc.Namespace, svc.Name)}]
 	for _, st := range append(slices.Clip(byPort), byService...) {
 		for _, p := range r.parents {
-			st.ancestors[p.gw.nn] = true
+			if t.reading != nil {
+				t.reading.ancestors = append(t.reading.ancestors, ancestor{st, p.gw.nn})
+			}
 		}
 	}
 	switch {
@@ -222,14 +227,17 @@ func (t *translator) backendTLSFor(r *routeState, svc *corev1.Service, sp *corev
 
 // policyStatus renders status.ancestors of every policy that a route of
 // ours reaches: one entry per Gateway, with Accepted and ResolvedRefs.
-func (t *translator) policyStatus() {
+func (t *translator) policyStatus() map[types.NamespacedName]*gwapiv1.PolicyStatus {
+	all := map[types.NamespacedName]*gwapiv1.PolicyStatus{}
 	for _, st := range t.policies {
-		if len(st.ancestors) == 0 {
-			continue
+		var gws []types.NamespacedName
+		for g, n := range st.ancestors {
+			if n > 0 {
+				gws = append(gws, g)
+			}
 		}
-		gws := make([]types.NamespacedName, 0, len(st.ancestors))
-		for g := range st.ancestors {
-			gws = append(gws, g)
+		if len(gws) == 0 {
+			continue
 		}
 		slices.SortFunc(gws, func(a, b types.NamespacedName) int {
 			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
@@ -254,6 +262,7 @@ func (t *translator) policyStatus() {
 			}
 			out.Ancestors = append(out.Ancestors, a)
 		}
-		t.status.BackendTLSPolicies[nn(st.obj.Namespace, st.obj.Name)] = out
+		all[nn(st.obj.Namespace, st.obj.Name)] = out
 	}
+	return all
 }

@@ -116,8 +116,9 @@ type l4Entry struct {
 
 // addL4Route adds r's rule to l as one IR L4 route, named
 // "<kind>/<namespace>/<name>", with the SNI names a TLSRoute matches there
-// (its hostnames intersected with the listener's).
-func (l *listenerState) addL4Route(r *routeState) {
+// (its hostnames intersected with the listener's), and returns its entries.
+func (l *listenerState) addL4Route(r *routeState) []*l4Entry {
+	start := len(l.l4Routes)
 	for _, ru := range r.rules.rules {
 		route := &ir.L4Route{Name: fmt.Sprintf("%s/%s/%s", strings.ToLower(r.key.Kind), r.key.Namespace, r.key.Name), Backends: *ru.l4.DeepCopy()}
 		l.backendTLS(route.Backends.Backends)
@@ -132,6 +133,7 @@ func (l *listenerState) addL4Route(r *routeState) {
 		}
 		l.l4Routes = append(l.l4Routes, &l4Entry{route: route, origins: origins, created: r.created, ns: r.key.Namespace, name: r.key.Name})
 	}
+	return l.l4Routes[start:len(l.l4Routes):len(l.l4Routes)]
 }
 
 // l4RoutesOf returns l's L4 routes for the IR, oldest route first, then by
@@ -159,7 +161,10 @@ func (l *listenerState) l4RoutesOf() []*ir.L4Route {
 			if len(kept) == 0 {
 				continue // every SNI name of it goes to a more specific route
 			}
-			r.Hostnames = kept
+			if len(kept) < len(r.Hostnames) {
+				// A copy: the entry keeps every name for the next run.
+				r = &ir.L4Route{Name: r.Name, Hostnames: kept, Backends: r.Backends}
+			}
 		}
 		out = append(out, r)
 	}

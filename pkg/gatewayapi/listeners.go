@@ -53,15 +53,33 @@ type listenerState struct {
 
 	tls *ir.ListenerTLS
 
+	// What routes put here. A Cache keeps the listener from one run to
+	// the next while its Gateway's inputs do not change, and with it
+	// these fields: routes that change take back what they added
+	// (Cache.undoFinish) and add again.
+
 	// attached counts the routes attached with Accepted=True.
 	attached int32
-	// routes are the IR routes of this listener, sorted at the end.
+	// routes are the IR routes of this listener in precedence order
+	// (sortRoutes), as of the last refresh; added are those added since.
 	routes []*routeEntry
-	// l4Routes are the IR L4 routes of this listener (l4RoutesOf).
+	added  []*routeEntry
+	// l4Routes are the L4 routes of this listener, unordered (l4RoutesOf
+	// orders them).
 	l4Routes []*l4Entry
-	// routeSeen keeps a route from attaching twice (two parentRefs that
-	// both select this listener).
-	routeSeen map[RouteKey]bool
+	// changed says that routes were added or taken back since the last
+	// refresh, which computes irRoutes and irL4, the listener's IR routes.
+	changed  bool
+	irRoutes []*ir.HTTPRoute
+	irL4     []*ir.L4Route
+	// fallCopies are the copies of broader routes in the virtual hosts
+	// they cover, as of the last refresh (withFallthrough).
+	fallCopies map[fallthroughKey]*routeEntry
+	// wants are the hostnames each route attached here has on this
+	// listener before conflicts between kinds (routeHostnames), by kind
+	// and route: a route that changes makes the routes of other kinds
+	// whose hostnames intersect its own translate again (Cache.conflicts).
+	wants map[string][]heldHosts
 	// held are the hostnames the routes attached so far hold, by route
 	// kind, for resolveKindConflicts (keyed by kind so that a route only
 	// looks at the other kinds' entries: a listener with thousands of
@@ -94,15 +112,14 @@ var protocolKinds = map[gwapiv1.ProtocolType][]gwapiv1.RouteGroupKind{
 // certificates. Conflicts with other listeners are found afterwards.
 func (t *translator) newListener(gs *gatewayState, set *listenerSetState, spec *gwapiv1.Listener) *listenerState {
 	l := &listenerState{
-		gw:        gs,
-		set:       set,
-		spec:      spec,
-		name:      string(spec.Name),
-		hostname:  strings.ToLower(string(deref(spec.Hostname, ""))),
-		protocol:  ir.Protocol(spec.Protocol),
-		bindPort:  t.bindPort(gs.obj, spec.Port),
-		routeSeen: map[RouteKey]bool{},
-		from:      gwapiv1.NamespacesFromSame,
+		gw:       gs,
+		set:      set,
+		spec:     spec,
+		name:     string(spec.Name),
+		hostname: strings.ToLower(string(deref(spec.Hostname, ""))),
+		protocol: ir.Protocol(spec.Protocol),
+		bindPort: t.bindPort(gs.obj, spec.Port),
+		from:     gwapiv1.NamespacesFromSame,
 	}
 	kinds, ok := protocolKinds[spec.Protocol]
 	if !ok {
@@ -327,3 +344,26 @@ func (l *listenerState) irListener() *ir.Listener {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// refresh brings irRoutes and irL4 up to date with what routes added and
+// took back since the last refresh: the routes in precedence order, with
+// the copies of broader routes in the virtual hosts they cover
+// (withFallthrough).
+func (l *listenerState) refresh() {
+	if !l.changed {
+		return
+	}
+	l.changed = false
+	l.routes = mergeRoutes(l.routes, l.added)
+	l.added = nil
+	var routes []*routeEntry
+	routes, l.fallCopies = withFallthrough(l.routes, l.fallCopies)
+	l.irRoutes = nil
+	if len(routes) > 0 {
+		l.irRoutes = make([]*ir.HTTPRoute, len(routes))
+		for i, e := range routes {
+			l.irRoutes[i] = e.route
+		}
+	}
+	l.irL4 = l.l4RoutesOf()
+}

@@ -91,6 +91,7 @@ func NewRefs(res *resources.Resources, opts Options) *Refs {
 		res = &resources.Resources{}
 	}
 	t := newTranslator(res, opts)
+	t.indexEndpointSlices(nil)
 	t.translateGatewayClasses()
 	t.readBackendTLSPolicies()
 	return &Refs{t: t}

@@ -51,38 +51,50 @@ type parentState struct {
 	// taken lists the listeners ref selected where a route of another kind
 	// already holds one of the route's hostnames (resolveKindConflicts).
 	taken []string
+	// attached and attachRefused are listeners and refused as attachRoute
+	// left them, before resolveKindConflicts: a route read in an earlier
+	// run starts its conflicts over from them (restoreAttachment).
+	attached      []*listenerState
+	attachRefused *problem
 }
 
-// translateRoutes attaches the routes of every kind to our Gateways and
-// computes their status: each kind's routes are read (their rules
-// translated once), attached to the listeners their parentRefs select,
-// conflicts between kinds resolved, then status written and rules added to
-// the listeners' IR.
-func (t *translator) translateRoutes() {
-	var routes []*routeState
-	routes = readRoutes(routes, t.res.HTTPRoutes, t.httpRoute)
-	routes = readRoutes(routes, t.res.GRPCRoutes, t.grpcRoute)
-	routes = readRoutes(routes, t.res.TLSRoutes, t.tlsRoute)
-	routes = readRoutes(routes, t.res.TCPRoutes, t.tcpRoute)
-	routes = readRoutes(routes, t.res.UDPRoutes, t.udpRoute)
-	for _, r := range routes {
+// How routes are translated (Cache.translateRoutes, incremental.go, runs
+// these steps for the routes that changed, or for all of them):
+//   - readRoute: a route object's parents of ours, its rules translated
+//     once whatever the parents (httpRoute, grpcRoute, l4Route), and
+//     attachRoute: the listeners its parentRefs select;
+//   - resolveKindConflicts: routes of two kinds sharing a hostname on a
+//     listener;
+//   - finishRoute: its status, and its rules added to the listeners' IR.
+
+// readRoute reads a route object of kind (KindHTTPRoute, ...): nil when
+// no parentRef names a Gateway of ours, else its routeState, attached.
+func (t *translator) readRoute(kind string, obj any) *routeState {
+	var r *routeState
+	switch o := obj.(type) {
+	case *gwapiv1.HTTPRoute:
+		r = t.httpRoute(o)
+	case *gwapiv1.GRPCRoute:
+		r = t.grpcRoute(o)
+	case *gwapiv1.TLSRoute:
+		r = t.tlsRoute(o)
+	case *gwapiv1.TCPRoute:
+		r = t.tcpRoute(o)
+	case *gwapiv1.UDPRoute:
+		r = t.udpRoute(o)
+	}
+	if r != nil {
 		t.attachRoute(r)
 	}
-	resolveKindConflicts(routes)
-	for _, r := range routes {
-		t.finishRoute(r)
-	}
+	return r
 }
 
-// readRoutes appends to routes the routeState of every object of one kind
-// that names a Gateway of ours (read returns nil for the others).
-func readRoutes[T any](routes []*routeState, objs []T, read func(T) *routeState) []*routeState {
-	for _, o := range objs {
-		if r := read(o); r != nil {
-			routes = append(routes, r)
-		}
+// restoreAttachment makes r's parents what attachRoute left them, for
+// resolveKindConflicts to run again.
+func (r *routeState) restoreAttachment() {
+	for _, p := range r.parents {
+		p.listeners, p.refused, p.taken = p.attached, p.attachRefused, nil
 	}
-	return routes
 }
 
 // newRoute starts the translation of a route: it returns nil when no
@@ -208,12 +220,13 @@ func (t *translator) attachRoute(r *routeState) {
 	for _, p := range r.parents {
 		if r.spec != nil {
 			p.refused = r.spec
-			continue
+		} else {
+			p.listeners, p.refused = t.attach(r, p)
+			if p.refused == nil && r.rules.allInvalid() {
+				p.refused = r.rules.unsupported
+			}
 		}
-		p.listeners, p.refused = t.attach(r, p)
-		if p.refused == nil && r.rules.allInvalid() {
-			p.refused = r.rules.unsupported
-		}
+		p.attached, p.attachRefused = p.listeners, p.refused
 	}
 }
 
@@ -381,15 +394,27 @@ func (l *listenerState) heldByOtherKind(key RouteKey, hosts []string) (*RouteKey
 	return nil, ""
 }
 
-// finishRoute writes r's status.parents and adds its rules to the listeners
-// it attached to.
+// finished is what finishRoute produced for one route: its status and
+// what it added to listeners (which a later run takes back when the route
+// changes: Cache.undoFinish).
+type finished struct {
+	status *gwapiv1.RouteStatus
+	// attachedTo are the listeners whose attachedRoutes count the route.
+	attachedTo []*listenerState
+	entries    []*routeEntry
+	l4         []*l4Entry
+}
+
+// finishRoute computes r's status.parents and adds its rules to the
+// listeners it attached to (listenerState added and l4Routes).
 //
 // A route attached only to listeners that are not programmed (a port
 // another Gateway holds, a conflict, bad certificates) is still
 // Accepted=True and counts in their attachedRoutes, as the spec requires
 // (ListenerStatus attachedRoutes: listener status does not impact
 // attachment); its Accepted message says which listeners do not serve it.
-func (t *translator) finishRoute(r *routeState) {
+func (t *translator) finishRoute(r *routeState) finished {
+	var out finished
 	gen := r.generation
 	rules := r.rules
 	st := &gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{}}
@@ -417,28 +442,32 @@ func (t *translator) finishRoute(r *routeState) {
 			continue
 		}
 		for _, l := range p.listeners {
-			k := r.key
-			if l.routeSeen[k] {
+			// Two parentRefs may select one listener: it counts the
+			// route once.
+			if slices.Contains(out.attachedTo, l) {
 				continue
 			}
-			l.routeSeen[k] = true
+			out.attachedTo = append(out.attachedTo, l)
 			l.attached++
+			l.changed = true
 			switch {
 			case !l.programmed():
 			case r.rules.l4:
-				l.addL4Route(r)
+				out.l4 = append(out.l4, l.addL4Route(r)...)
 			default:
-				l.addRoutes(r)
+				out.entries = append(out.entries, l.addRoutes(r)...)
 			}
 		}
 	}
-	t.status.Routes[r.key] = st
+	out.status = st
+	return out
 }
 
-// addRoutes adds one IR route per hostname, rule and match of r to l,
-// whose TLS backends present l's Gateway's client certificate
-// (applyBackendClientCert).
-func (l *listenerState) addRoutes(r *routeState) {
+// addRoutes adds one IR route per hostname, rule and match of r to l
+// (listenerState added), whose TLS backends present l's Gateway's client
+// certificate (applyBackendClientCert), and returns their entries.
+func (l *listenerState) addRoutes(r *routeState) []*routeEntry {
+	start := len(l.added)
 	for _, h := range routeHosts(l.hostname, r.hostnames) {
 		for _, ru := range r.rules.rules {
 			for j, m := range ru.matches {
@@ -450,12 +479,13 @@ func (l *listenerState) addRoutes(r *routeState) {
 				}
 				route.Hostname = h.host
 				route.Match = *m.DeepCopy()
-				l.routes = append(l.routes, &routeEntry{
-					route: route, rank: ru.ranks[j], origin: h.origin, created: r.created, ns: r.key.Namespace, name: r.key.Name, rule: ru.index, match: j,
+				l.added = append(l.added, &routeEntry{
+					route: route, rank: ru.ranks[j], origin: h.origin, created: r.created, kind: r.key.Kind, ns: r.key.Namespace, name: r.key.Name, rule: ru.index, match: j,
 				})
 			}
 		}
 	}
+	return l.added[start:len(l.added):len(l.added)]
 }
 
 // routeKinds are the route kinds by the lower-case form that starts their

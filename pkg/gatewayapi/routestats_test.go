@@ -56,3 +56,31 @@ func TestRouteStatsOption(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteStatsOptionIncremental: a Cache that translated a world without
+// route statistics gives its routes StatNames once Options.RouteStats
+// turns them on for the same objects (a GatewayParameters change), and
+// drops them when it turns them off again.
+func TestRouteStatsOptionIncremental(t *testing.T) {
+	res := fixture()
+	res.HTTPRoutes = []*gwapiv1.HTTPRoute{httpRoute("app", gwapiv1.HTTPRouteRule{BackendRefs: []gwapiv1.HTTPBackendRef{toApp(80)}})}
+	on := Options{RouteStats: func(*gwapiv1.Gateway) bool { return true }}
+	statNames := func(r *Result) (names []string) {
+		for _, gw := range r.IR.Gateways {
+			for _, l := range gw.Listeners {
+				for _, rt := range l.HTTPRoutes {
+					names = append(names, rt.StatName)
+				}
+			}
+		}
+		return names
+	}
+	c := NewCache()
+	for i, opts := range []Options{{}, on, {}} {
+		got := statNames(c.Translate(res, opts))
+		want := statNames(Translate(res, opts))
+		if len(got) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("run %d: StatNames %q, a translation from scratch gives %q", i, got, want)
+		}
+	}
+}

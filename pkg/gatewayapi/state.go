@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
@@ -51,6 +50,10 @@ type translator struct {
 	// get a warning.
 	allGateways map[types.NamespacedName]*gwapiv1.Gateway
 	allClasses  map[string]bool
+
+	// reading is the memo of the route being read (Cache.read), which
+	// records the Services it reads and the policy ancestors it makes.
+	reading *routeMemo
 }
 
 func newTranslator(res *resources.Resources, opts Options) *translator {
@@ -60,8 +63,8 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		controller:     cmp.Or(opts.ControllerName, ControllerName),
 		classes:        map[string]*gwapiv1.GatewayClass{},
 		gatewayIndex:   map[types.NamespacedName]*gatewayState{},
-		services:       map[types.NamespacedName]*corev1.Service{},
-		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
+		services:       make(map[types.NamespacedName]*corev1.Service, len(res.Services)),
+		slices:         make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(res.EndpointSlices)),
 		secrets:        map[types.NamespacedName]*corev1.Secret{},
 		namespaces:     map[string]*corev1.Namespace{},
 		grants:         map[string][]*gwapiv1.ReferenceGrant{},
@@ -89,20 +92,7 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 			t.allClasses[c.Name] = true
 		}
 	}
-	for _, s := range res.Services {
-		if s != nil {
-			t.services[nn(s.Namespace, s.Name)] = s
-		}
-	}
-	for _, es := range res.EndpointSlices {
-		if es == nil {
-			continue
-		}
-		if svc := es.Labels[discoveryv1.LabelServiceName]; svc != "" {
-			k := nn(es.Namespace, svc)
-			t.slices[k] = append(t.slices[k], es)
-		}
-	}
+	eachObject(res.Services, func(k types.NamespacedName, s *corev1.Service) { t.services[k] = s })
 	for _, s := range res.Secrets {
 		if s != nil {
 			t.secrets[nn(s.Namespace, s.Name)] = s
@@ -126,45 +116,32 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 	return t
 }
 
-// result assembles the IR (Gateways sorted by namespace/name, each
-// listener's routes in precedence order) and the status. A Gateway that is
-// not accepted because none of its listeners is stays in the IR without
-// listeners: its scope exists (a Dedicated fleet, whose ServiceAccount gets
-// an SVID, runs and serves nothing) until a listener becomes valid. Only a
-// Gateway refused as a whole (its parametersRef or spec.addresses) is left
-// out: it is not served.
-func (t *translator) result() *Result {
-	out := &ir.IR{}
-	for _, gs := range t.gateways {
-		t.status.Gateways[gs.nn] = gs.buildStatus()
-		if gs.refused != nil || !gs.accepted() && (gs.obj.Namespace == "" || gs.obj.Name == "") {
-			continue // refused, or a malformed object with nothing to serve
+// indexEndpointSlices indexes the snapshot's EndpointSlices by the
+// Service they belong to (sliceService), and calls warn (when not nil)
+// with the warning of each that has one (sliceWarning), by namespace/name.
+func (t *translator) indexEndpointSlices(warn func(types.NamespacedName, string)) {
+	eachObject(t.res.EndpointSlices, func(k types.NamespacedName, es *discoveryv1.EndpointSlice) {
+		svc, ok := sliceService(es)
+		if !ok {
+			return
 		}
-		g := &ir.Gateway{
-			Namespace: gs.obj.Namespace,
-			Name:      gs.obj.Name,
-			Class:     string(gs.obj.Spec.GatewayClassName),
-			Scope:     gs.scope,
-		}
-		for _, ls := range gs.allListeners() {
-			if !ls.programmed() {
-				continue
+		t.slices[svc] = append(t.slices[svc], es)
+		if warn != nil {
+			if w := sliceWarning(es); w != "" {
+				warn(k, w)
 			}
-			l := ls.irListener()
-			routes := withFallthrough(ls.routes)
-			sortRoutes(routes)
-			for _, r := range routes {
-				l.HTTPRoutes = append(l.HTTPRoutes, r.route)
-			}
-			l.L4Routes = ls.l4RoutesOf()
-			g.Listeners = append(g.Listeners, l)
 		}
-		out.Gateways = append(out.Gateways, g)
+	})
+}
+
+// service returns the Service k, recorded as read by the route being
+// read: a change to the Service or its EndpointSlices translates the route
+// again (Cache).
+func (t *translator) service(k types.NamespacedName) *corev1.Service {
+	if t.reading != nil {
+		t.reading.services = append(t.reading.services, k)
 	}
-	for _, s := range t.listenerSets {
-		t.status.ListenerSets[s.nn] = s.buildStatus()
-	}
-	return &Result{IR: out, Status: t.status}
+	return t.services[k]
 }
 
 // warnf adds a Status.Warnings entry.

@@ -108,9 +108,11 @@ func (k RouteKey) NamespacedName() types.NamespacedName {
 	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 }
 
-// Translate computes the IR and the status for res. res must be sorted
-// (resources.Resources.Sort) and is not modified. A nil res translates as
-// an empty snapshot.
+// Translate computes the IR and the status for res from scratch (a run of
+// an empty Cache; Cache.Translate translates only what changed since its
+// last run). res must be sorted (resources.Resources.Sort) and is not
+// modified; of several objects of one kind with the same namespace/name,
+// the first counts. A nil res translates as an empty snapshot.
 //
 // The steps, each in its own file:
 //   - gatewayclass.go: which GatewayClasses are ours (spec.controllerName);
@@ -129,17 +131,9 @@ func (k RouteKey) NamespacedName() types.NamespacedName {
 //   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
 //     Envoy's constraints every user-supplied value must meet, since in
 //     standalone mode no API server checked them;
-//   - precedence.go: the order of the routes of each listener.
+//   - precedence.go: the order of the routes of each listener;
+//   - incremental.go: what a Cache keeps from one run to the next, and
+//     the assembly of the IR and status.
 func Translate(res *resources.Resources, opts Options) *Result {
-	if res == nil {
-		res = &resources.Resources{}
-	}
-	t := newTranslator(res, opts)
-	t.checkEndpointSlices()
-	t.translateGatewayClasses()
-	t.translateGateways()
-	t.readBackendTLSPolicies()
-	t.translateRoutes()
-	t.policyStatus()
-	return t.result()
+	return NewCache().Translate(res, opts)
 }

@@ -38,10 +38,15 @@ func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
 // certificate name (serving certificates and backend client certificates
 // alike) means one thing across the whole IR.
 func (x *IR) Validate() error {
-	v := &validator{
-		backends: map[string]*Backend{},
-		certs:    map[string]*Certificate{},
-	}
+	return x.validate(newValidator(nil))
+}
+
+func newValidator(seen *Validator) *validator {
+	return &validator{backends: map[string]*Backend{}, certs: map[string]*Certificate{}, seen: seen}
+}
+
+// validate checks x with v (Validate).
+func (x *IR) validate(v *validator) error {
 	type bind struct {
 		scope, addr string
 		port        uint32
@@ -94,6 +99,14 @@ type validator struct {
 	errs     []error
 	backends map[string]*Backend
 	certs    map[string]*Certificate
+	// seen, when set, holds the backends and certificates of the HTTP
+	// routes a Validator checked in earlier runs, which every use must
+	// agree with too; skipHTTPRoutes leaves the HTTP routes of listeners
+	// to the Validator (validator.go).
+	seen           *Validator
+	skipHTTPRoutes bool
+	// uses, when set, records the backends and certificates checked.
+	uses *routeUses
 }
 
 func (v *validator) add(path, msg string) {
@@ -148,14 +161,16 @@ func (v *validator) listener(p string, l *Listener) {
 	if len(l.L4Routes) > 0 && (l.Protocol == ProtocolHTTP || l.Protocol == ProtocolHTTPS) {
 		v.add(p, "TLS, TCP and UDP routes do not attach to HTTP or HTTPS listeners")
 	}
-	routeNames := map[string]bool{}
-	for _, r := range l.HTTPRoutes {
-		rp := p + ": route " + r.Name
-		if routeNames[r.Name+"\x00"+r.Hostname] {
-			v.add(rp, "route name is not unique in its virtual host")
+	if !v.skipHTTPRoutes {
+		routeNames := map[string]bool{}
+		for _, r := range l.HTTPRoutes {
+			rp := p + ": route " + r.Name
+			if routeNames[r.Name+"\x00"+r.Hostname] {
+				v.add(rp, "route name is not unique in its virtual host")
+			}
+			routeNames[r.Name+"\x00"+r.Hostname] = true
+			v.httpRoute(rp, r)
 		}
-		routeNames[r.Name+"\x00"+r.Hostname] = true
-		v.httpRoute(rp, r)
 	}
 	for _, r := range l.L4Routes {
 		rp := p + ": route " + r.Name
@@ -173,13 +188,21 @@ func (v *validator) certificate(p string, c *Certificate) {
 		v.add(p, "a certificate needs a name, a chain and a key")
 		return
 	}
-	if prev, ok := v.certs[c.Name]; ok {
+	prev, ok := v.certs[c.Name]
+	if !ok && v.seen != nil {
+		prev, ok = v.seen.cert(c.Name)
+	}
+	if ok {
 		if !bytes.Equal(prev.CertificateChain, c.CertificateChain) || !bytes.Equal(prev.PrivateKey, c.PrivateKey) {
 			v.add(p, "certificate "+c.Name+" has two different contents")
 		}
-		return
 	}
-	v.certs[c.Name] = c
+	if _, mine := v.certs[c.Name]; !mine {
+		v.certs[c.Name] = c
+	}
+	if v.uses != nil {
+		v.uses.certs = append(v.uses.certs, c)
+	}
 }
 
 func (v *validator) httpRoute(p string, r *HTTPRoute) {
@@ -297,15 +320,29 @@ func (v *validator) backend(p string, b *Backend) {
 	// A backend name is one Envoy cluster: every use must agree on what it
 	// is. Weight and backendRef-level filters (headers, Host rewrite)
 	// belong to the use, not the cluster.
+	cluster := definition(b)
+	prev, ok := v.backends[b.Name]
+	if !ok && v.seen != nil {
+		prev, ok = v.seen.backend(b.Name)
+	}
+	if ok && !reflect.DeepEqual(prev, cluster) {
+		v.add(p, "backend "+b.Name+" is used with two different definitions")
+	}
+	if _, mine := v.backends[b.Name]; !mine {
+		v.backends[b.Name] = cluster
+	}
+	if v.uses != nil {
+		v.uses.backends = append(v.uses.backends, cluster)
+	}
+}
+
+// definition is what a backend name means, the same wherever it is used:
+// the backend without what belongs to one use (weight, backendRef-level
+// filters).
+func definition(b *Backend) *Backend {
 	cluster := *b
 	cluster.Weight, cluster.RequestHeaders, cluster.ResponseHeaders, cluster.HostRewrite = 0, nil, nil, ""
-	if prev, ok := v.backends[b.Name]; ok {
-		if !reflect.DeepEqual(prev, &cluster) {
-			v.add(p, "backend "+b.Name+" is used with two different definitions")
-		}
-		return
-	}
-	v.backends[b.Name] = &cluster
+	return &cluster
 }
 
 // headers checks that a header modifier leaves Host and the

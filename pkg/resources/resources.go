@@ -79,12 +79,36 @@ func sortObjects[T metav1.Object](objs []T) {
 	})
 }
 
+// V1 returns obj as the v1 type when it is a v1beta1 GatewayClass,
+// Gateway, HTTPRoute or ReferenceGrant (the versions share one schema; the
+// result is a new object that shares obj's fields), else obj itself. A
+// caller that hands the same object to several snapshots converts it once,
+// so that the snapshots hold one pointer for it (translate.Cache
+// recognises unchanged objects by identity).
+func V1(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *gwapiv1beta1.ReferenceGrant:
+		g := gwapiv1.ReferenceGrant(*o)
+		return &g
+	case *gwapiv1beta1.GatewayClass:
+		g := gwapiv1.GatewayClass(*o)
+		return &g
+	case *gwapiv1beta1.Gateway:
+		g := gwapiv1.Gateway(*o)
+		return &g
+	case *gwapiv1beta1.HTTPRoute:
+		h := gwapiv1.HTTPRoute(*o)
+		return &h
+	}
+	return obj
+}
+
 // Add appends obj to the list of its kind. It reports false, and adds
 // nothing, when the snapshot has no list for obj's type. v1beta1
 // GatewayClass, Gateway, HTTPRoute and ReferenceGrant objects are stored as
-// the v1 type (the versions share one schema).
+// the v1 type (V1).
 func (r *Resources) Add(obj runtime.Object) bool {
-	switch o := obj.(type) {
+	switch o := V1(obj).(type) {
 	case *gwapiv1.GatewayClass:
 		r.GatewayClasses = append(r.GatewayClasses, o)
 	case *gwapiv1.Gateway:
@@ -105,19 +129,6 @@ func (r *Resources) Add(obj runtime.Object) bool {
 		r.ReferenceGrants = append(r.ReferenceGrants, o)
 	case *gwapiv1.BackendTLSPolicy:
 		r.BackendTLSPolicies = append(r.BackendTLSPolicies, o)
-	// v1beta1 kinds share the v1 schema: store them as v1.
-	case *gwapiv1beta1.ReferenceGrant:
-		g := gwapiv1.ReferenceGrant(*o)
-		r.ReferenceGrants = append(r.ReferenceGrants, &g)
-	case *gwapiv1beta1.GatewayClass:
-		g := gwapiv1.GatewayClass(*o)
-		r.GatewayClasses = append(r.GatewayClasses, &g)
-	case *gwapiv1beta1.Gateway:
-		g := gwapiv1.Gateway(*o)
-		r.Gateways = append(r.Gateways, &g)
-	case *gwapiv1beta1.HTTPRoute:
-		h := gwapiv1.HTTPRoute(*o)
-		r.HTTPRoutes = append(r.HTTPRoutes, &h)
 	case *corev1.Service:
 		r.Services = append(r.Services, o)
 	case *discoveryv1.EndpointSlice:

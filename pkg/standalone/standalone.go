@@ -151,7 +151,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("metrics listener: %w", err)
 		}
 	}
-	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}, loader: &file.Loader{}}
+	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}, loader: &file.Loader{}, cache: translate.NewCache()}
 	changes := srv.Subscribe()
 	r.reload(ctx)
 
@@ -235,6 +235,9 @@ type runner struct {
 	loader *file.Loader
 	cfg    Config
 	srv    *xdsserver.Server
+	// cache carries each translation to the next: a reload translates
+	// what changed (translate.Cache).
+	cache *translate.Cache
 
 	// mu guards what follows: reload runs on the file watcher's goroutine,
 	// refresh on the xDS server's notifications.
@@ -272,7 +275,7 @@ func (r *runner) reload(ctx context.Context) {
 	for f, keys := range loaded.Kept {
 		lines["load "+f] = "has errors; serving the last good version of " + strings.Join(keys, ", ")
 	}
-	out, err := translate.Run(loaded.Resources, gatewayapi.Options{
+	out, err := r.cache.Run(loaded.Resources, gatewayapi.Options{
 		Scope:      func(*gwapiv1.Gateway) string { return Scope },
 		RouteStats: func(*gwapiv1.Gateway) bool { return r.cfg.RouteStats },
 	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}))

@@ -5,7 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
@@ -59,5 +63,53 @@ func BenchmarkTranslate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTranslateChange measures one run of a Cache after one change,
+// at 1000 and 5000 routes of the shared benchmark input: each iteration
+// alternates between two snapshots that share every object but one, so
+// that every run sees exactly one changed object: an HTTPRoute whose path
+// changed (change=httproute), or an EndpointSlice with one more endpoint
+// (change=endpointslice). BenchmarkTranslate is the full translation the
+// figures compare with.
+func BenchmarkTranslateChange(b *testing.B) {
+	for _, n := range []int{1000, 5000} {
+		for _, change := range []string{"httproute", "endpointslice"} {
+			b.Run(fmt.Sprintf("routes=%d/change=%s", n, change), func(b *testing.B) {
+				res := benchInput(b, n, true)
+				alt := *res
+				switch change {
+				case "httproute":
+					alt.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+					r := alt.HTTPRoutes[n/2].DeepCopy()
+					r.Generation++
+					r.Spec.Rules[0].Matches = []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Value: ptrTo("/v2")}}}
+					alt.HTTPRoutes[n/2] = r
+				case "endpointslice":
+					alt.EndpointSlices = slices.Clone(res.EndpointSlices)
+					es := alt.EndpointSlices[n/2].DeepCopy()
+					es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.200.0.1"}})
+					alt.EndpointSlices[n/2] = es
+				}
+				c := NewCache()
+				if _, err := c.Run(res, gatewayapi.Options{}); err != nil {
+					b.Fatal(err)
+				}
+				snaps := []*resources.Resources{&alt, res}
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					out, err := c.Run(snaps[i%2], gatewayapi.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got := len(out.Result.IR.Gateways); got != 1 {
+						b.Fatalf("gateways = %d, want 1", got)
+					}
+					i++
+				}
+			})
+		}
 	}
 }

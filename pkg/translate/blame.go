@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -58,18 +59,22 @@ func (ref ruleRef) failureStatus() uint32 {
 	return xdstranslator.FailureStatus(&ir.HTTPRoute{GRPC: ref.route.Kind == gatewayapi.KindGRPCRoute})
 }
 
-// blame runs xdsvalidate.Check on every scope of x and traces the problems
-// found inside the routes of HTTPRoutes, GRPCRoutes and Ingresses back to
-// their rules (an Ingress: its paths): in res.IR, a rule with a problem
+// blame traces the pre-validation problems found (xdsvalidate.Check, by
+// scope) inside the routes of HTTPRoutes, GRPCRoutes and Ingresses back
+// to their rules (an Ingress: its paths): in res.IR, a rule with a problem
 // outside its matches answers its failure status (500, or 503 for gRPC and
 // Ingresses; a direct response, no filters, no backends), and a match with
 // a problem is dropped; the route's parents of ours get
 // PartiallyInvalid=True reason UnsupportedValue with the problem (an
 // Ingress: a problem of reason InvalidConfiguration). It reports whether
-// it changed the IR, and every problem found, by scope (those of x: when
-// the IR did not change they are the final verdict on x, so the caller
-// need not check it again).
-func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool, map[string][]xdsvalidate.Problem) {
+// it changed the IR (whose xDS must then be rendered and checked again).
+//
+// What it changes it copies first: the IR routes, the listeners' route
+// lists, the route statuses and their map in res may be shared with
+// earlier results (translate.Cache); only res.IR's listeners and the
+// Ingresses' status (pkg/ingress translates them at every run) are res's
+// own.
+func blame(res *gatewayapi.Result, found map[string][]xdsvalidate.Problem) bool {
 	type verdict struct {
 		ref     ruleRef
 		msgs    []string
@@ -78,16 +83,8 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 	}
 	rules := map[string]*verdict{} // unit -> verdict
 	var order []string
-	var found map[string][]xdsvalidate.Problem
-	for _, scope := range ScopeNames(x) {
-		ps := xdsvalidate.Check(x[scope])
-		if len(ps) > 0 {
-			if found == nil {
-				found = map[string][]xdsvalidate.Problem{}
-			}
-			found[scope] = ps
-		}
-		for _, p := range ps {
+	for _, scope := range slices.Sorted(maps.Keys(found)) {
+		for _, p := range found[scope] {
 			ref, ok := parseRouteName(p.Route)
 			if !ok {
 				continue
@@ -113,29 +110,36 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 		}
 	}
 	if len(rules) == 0 {
-		return false, found
+		return false
 	}
 	for _, g := range res.IR.Gateways {
 		for _, l := range g.Listeners {
-			kept := l.HTTPRoutes[:0]
+			var kept []*ir.HTTPRoute
+			touched := false
 			for _, r := range l.HTTPRoutes {
 				ref, ok := parseRouteName(r.Name)
 				v := rules[ref.unit]
 				switch {
 				case !ok || v == nil:
 				case v.dropped[r.Name]:
+					touched = true
 					continue
 				case v.whole:
 					// A problem outside the matches: the rule answers its
 					// failure status.
-					r.Backends, r.Filters, r.Timeouts, r.Retry = nil, ir.HTTPFilters{}, nil, nil
-					r.DirectResponse = &ir.DirectResponse{StatusCode: ref.failureStatus()}
+					cp := *r
+					cp.Backends, cp.Filters, cp.Timeouts, cp.Retry = nil, ir.HTTPFilters{}, nil, nil
+					cp.DirectResponse = &ir.DirectResponse{StatusCode: ref.failureStatus()}
+					r, touched = &cp, true
 				}
 				kept = append(kept, r)
 			}
-			l.HTTPRoutes = kept
+			if touched {
+				l.HTTPRoutes = kept
+			}
 		}
 	}
+	res.Status.Routes = maps.Clone(res.Status.Routes)
 	for _, unit := range order {
 		v := rules[unit]
 		if v.ref.route.Kind == gatewayapi.KindIngress {
@@ -150,6 +154,8 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 		if st == nil {
 			continue
 		}
+		st = st.DeepCopy()
+		res.Status.Routes[v.ref.route] = st
 		for i := range st.Parents {
 			conds := &st.Parents[i].Conditions
 			gen := int64(0)
@@ -167,5 +173,5 @@ func blame(res *gatewayapi.Result, x map[string]*xdstranslator.Resources) (bool,
 				Reason: string(gwapiv1.RouteReasonUnsupportedValue), Message: msg, ObservedGeneration: gen})
 		}
 	}
-	return true, found
+	return true
 }

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,7 +52,21 @@ func TestBlame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed, problems := blame(res, x)
+	// What blame changes it copies: an earlier result may share it.
+	before := res.IR.DeepCopy()
+	routesBefore := slices.Clone(res.IR.Gateways[0].Listeners[0].HTTPRoutes)
+	statusBefore := res.Status.Routes[httpRoute("hdr")]
+	condsBefore := slices.Clone(statusBefore.Parents[0].Conditions)
+	problems := map[string][]xdsvalidate.Problem{"s": xdsvalidate.Check(x["s"])}
+	changed := blame(res, problems)
+	for i, r := range routesBefore {
+		if !reflect.DeepEqual(r, before.Gateways[0].Listeners[0].HTTPRoutes[i]) {
+			t.Errorf("blame modified IR route %s in place", r.Name)
+		}
+	}
+	if !reflect.DeepEqual(statusBefore.Parents[0].Conditions, condsBefore) {
+		t.Error("blame modified a route status in place")
+	}
 	if !changed {
 		t.Fatal("nothing blamed")
 	}

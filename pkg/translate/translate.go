@@ -1,9 +1,11 @@
 // Package translate runs the whole pure pipeline of xds-controller on one
 // resource snapshot: Gateway API -> IR and status (pkg/gatewayapi), the
 // Ingresses of our IngressClasses into the same IR (pkg/ingress), IR
-// validation (pkg/ir), IR -> xDS (pkg/xdstranslator). The standalone mode,
-// the controller and the offline `translate` command all call Run, and it
-// renders both stages as YAML for golden tests and for people.
+// validation (pkg/ir), IR -> xDS (pkg/xdstranslator), pre-validation
+// (pkg/xdsvalidate). The offline `translate` command calls Run; standalone
+// mode and the controller keep a Cache, whose runs translate what changed
+// since the last one. It renders both stages as YAML for golden tests and
+// for people.
 package translate
 
 import (
@@ -19,6 +21,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
@@ -51,30 +54,93 @@ func WithIngress(cfg ingress.Config) Option {
 	return func(c *runConfig) { c.ingress = cfg }
 }
 
-// Run translates res (sorted) with opts: the Gateway API objects, then the
-// Ingresses of our IngressClasses into the same IR (ingress.Translate, with
-// the same opts). It fails when the IR breaks an invariant (a translator
-// bug, reported with every violation) or the xDS translation fails; status
-// is still returned in Output.Result then.
+// Run translates res (sorted) with opts from scratch: the Gateway API
+// objects, then the Ingresses of our IngressClasses into the same IR
+// (ingress.Translate, with the same opts). It is the reference that
+// Cache.Run, which translates only what changed, must equal. It fails
+// when the IR breaks an invariant (a translator bug, reported with every
+// violation) or the xDS translation fails; status is still returned in
+// Output.Result then.
 //
 // A panic in a translator (a bug, never the input's fault) is returned as an
 // error, so that one bad object cannot crash a long-running caller.
-func Run(res *resources.Resources, opts gatewayapi.Options, more ...Option) (out *Output, err error) {
+func Run(res *resources.Resources, opts gatewayapi.Options, more ...Option) (*Output, error) {
+	return NewCache().Run(res, opts, more...)
+}
+
+// Cache carries what one run of the pipeline computed to the next run, so
+// that a run costs what changed since the last one, not what exists:
+// routes whose object and inputs are unchanged keep their IR and status,
+// unchanged IR keeps its Envoy resources, and unchanged Envoy resources
+// keep their validation verdict. Objects are recognised by identity: the
+// caller hands over an object once and never modifies it afterwards (a
+// changed object is a new pointer), as pkg/resources requires anyway.
+//
+// The output of a run shares unchanged parts with the previous run's
+// output: neither may be modified. A Cache is not safe for concurrent use;
+// the zero value is not usable (NewCache).
+type Cache struct {
+	gw  *gatewayapi.Cache
+	irv *ir.Validator
+	xds *xdstranslator.Cache
+	// checks are the pre-validation caches, by scope.
+	checks map[string]*xdsvalidate.Cache
+}
+
+// NewCache returns an empty cache: its first run translates everything.
+func NewCache() *Cache {
+	return &Cache{gw: gatewayapi.NewCache(), irv: ir.NewValidator(), xds: xdstranslator.NewCache(), checks: map[string]*xdsvalidate.Cache{}}
+}
+
+// check pre-validates the xDS of every scope of x (xdsvalidate), and
+// returns the problems by scope (nil when there are none).
+func (c *Cache) check(x map[string]*xdstranslator.Resources) map[string][]xdsvalidate.Problem {
+	for scope := range c.checks {
+		if x[scope] == nil {
+			delete(c.checks, scope)
+		}
+	}
+	var problems map[string][]xdsvalidate.Problem
+	for _, scope := range ScopeNames(x) {
+		ch := c.checks[scope]
+		if ch == nil {
+			ch = xdsvalidate.NewCache()
+			c.checks[scope] = ch
+		}
+		if ps := ch.Check(x[scope]); len(ps) > 0 {
+			if problems == nil {
+				problems = map[string][]xdsvalidate.Problem{}
+			}
+			problems[scope] = ps
+		}
+	}
+	return problems
+}
+
+// Run translates res (sorted) with opts and more, like the package's Run,
+// reusing what the previous run of c computed for the objects that did not
+// change (Ingresses are translated again at every run). The output is
+// identical to Run's on the same input (the property test checks it).
+// After a failure c starts over: the next run translates everything again.
+func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options, more ...Option) (out *Output, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("translator panic (a bug; please report it with the input): %v", p)
+		}
+		if err != nil {
+			*c = *NewCache()
 		}
 	}()
 	var rc runConfig
 	for _, o := range more {
 		o(&rc)
 	}
-	out = &Output{Result: gatewayapi.Translate(res, opts)}
+	out = &Output{Result: c.gw.Translate(res, opts)}
 	ingress.Translate(res, opts, rc.ingress, out.Result)
-	if err := out.Result.IR.Validate(); err != nil {
+	if err := c.irv.Validate(out.Result.IR); err != nil {
 		return out, fmt.Errorf("invalid IR: %w", err)
 	}
-	x, err := xdstranslator.Translate(out.Result.IR)
+	x, err := c.xds.Translate(out.Result.IR)
 	if err != nil {
 		return out, fmt.Errorf("xDS translation: %w", err)
 	}
@@ -83,20 +149,12 @@ func Run(res *resources.Resources, opts gatewayapi.Options, more ...Option) (out
 	// match Envoy would refuse, loses that match), and the route gets
 	// PartiallyInvalid=True; then the xDS is rendered again.
 	// What is left (problems outside HTTPRoute routes) refuses the scope.
-	changed, problems := blame(out.Result, x)
-	if changed {
-		if x, err = xdstranslator.Translate(out.Result.IR); err != nil {
+	problems := c.check(x)
+	if blame(out.Result, problems) {
+		if x, err = c.xds.Translate(out.Result.IR); err != nil {
 			return out, fmt.Errorf("xDS translation: %w", err)
 		}
-		problems = nil
-		for scope, r := range x {
-			if ps := xdsvalidate.Check(r); len(ps) > 0 {
-				if problems == nil {
-					problems = map[string][]xdsvalidate.Problem{}
-				}
-				problems[scope] = ps
-			}
-		}
+		problems = c.check(x)
 	}
 	out.Refused = problems
 	out.XDS = x

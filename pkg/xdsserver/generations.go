@@ -2,15 +2,11 @@ package xdsserver
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-
-	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
 // Generations. Versions are content hashes, so they say nothing about
@@ -370,17 +366,12 @@ func (s *Server) onDeltaInitial(stream int64, scope, typeURL string, initial map
 		return
 	}
 	served := st.served
-	res := st.snaps[served].GetResources(typeURL)
-	match := !wildcard || len(res) == len(initial)
+	versions := st.snaps[served].GetVersionMap(typeURL)
+	match := !wildcard || len(versions) == len(initial)
 	for name, v := range initial {
-		r, ok := res[name]
-		if !ok || !match {
+		if held, ok := versions[name]; !ok || held != v || !match {
 			match = false
 			break
-		}
-		b, err := cachev3.MarshalResource(r)
-		if err != nil || cachev3.HashResource(b) != v {
-			match = false
 		}
 	}
 	if match {
@@ -421,21 +412,4 @@ func (s *Server) nodeOf(stream int64) (nodeID, scope string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.acks.Node(stream)
-}
-
-// validateAll runs every resource's protoc-gen-validate rules (the
-// generated ValidateAll of Envoy's API, the rules Envoy checks on load).
-func validateAll(r *xdstranslator.Resources) error {
-	for _, list := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
-		for _, res := range list {
-			v, ok := res.(interface{ ValidateAll() error })
-			if !ok {
-				continue
-			}
-			if err := v.ValidateAll(); err != nil {
-				return fmt.Errorf("%s %s: %w", typeName(string(res.ProtoReflect().Descriptor().FullName())), cachev3.GetResourceName(res), err)
-			}
-		}
-	}
-	return nil
 }

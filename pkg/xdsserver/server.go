@@ -10,9 +10,7 @@ package xdsserver
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,7 +34,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
@@ -55,11 +52,13 @@ type Server struct {
 	metrics metrics
 	authz   *Authorizer
 
-	mu      sync.Mutex
-	scopes  map[string]*scopeState
-	acks    *Tracker
-	nacks   []Nack
-	nackSeq uint64
+	mu     sync.Mutex
+	scopes map[string]*scopeState
+	// digesters keep each scope's resource digests (digest.go).
+	digesters map[string]*digester
+	acks      *Tracker
+	nacks     []Nack
+	nackSeq   uint64
 	// peers are the other replicas' reports (peers.go); peerNacks the
 	// NACKs of theirs already listed in nacks.
 	peers     map[string]Report
@@ -82,6 +81,7 @@ func New(log *slog.Logger) *Server {
 		log:       log,
 		metrics:   newMetrics(),
 		scopes:    map[string]*scopeState{},
+		digesters: map[string]*digester{},
 		acks:      NewTracker(),
 		authz:     &Authorizer{},
 		peerNacks: map[peerNackKey]bool{},
@@ -99,17 +99,24 @@ func New(log *slog.Logger) *Server {
 // generation but is not served again: the error says so, and the scope
 // keeps serving the last accepted one.
 func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Resources) (version string, changed bool, err error) {
-	version, err = Version(r)
-	if err != nil {
-		return "", false, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	d := s.digesters[scope]
+	if d == nil {
+		d = &digester{validate: true}
+		s.digesters[scope] = d
+	}
+	ds, err := d.digests(r)
+	if err != nil {
+		delete(s.digesters, scope)
+		return "", false, err
+	}
+	version = versionOf(ds)
 	st := s.scopes[scope]
 	if st != nil && st.desired == version {
 		return version, false, nil
 	}
-	if err := validateAll(r); err != nil {
+	if err := invalid(r, ds); err != nil {
 		return version, false, fmt.Errorf("scope %s: %w", scope, err)
 	}
 	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{
@@ -122,6 +129,10 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	if err != nil {
 		return version, false, err
 	}
+	// The resources' versions, for delta xDS: their digests, computed
+	// once per resource (go-control-plane would hash every resource of
+	// every snapshot).
+	snap.VersionMap = d.versionMap(r, ds)
 	if err := snap.Consistent(); err != nil {
 		return version, false, fmt.Errorf("scope %s: inconsistent snapshot: %w", scope, err)
 	}
@@ -161,6 +172,7 @@ func (s *Server) Remove(scope string) {
 		return
 	}
 	delete(s.scopes, scope)
+	delete(s.digesters, scope)
 	s.cache.ClearSnapshot(scope)
 	go s.notify()
 }
@@ -189,21 +201,15 @@ func (s *Server) Served(scope string) string {
 }
 
 // Version is the content hash of r: the first 16 hex digits of SHA-256 over
-// the deterministic protobuf encoding of every resource, in order.
+// the digest of every resource, in order (digest.go: the SHA-256 of its
+// deterministic protobuf encoding; a route configuration's combines its
+// virtual hosts'). Publish versions snapshots so.
 func Version(r *xdstranslator.Resources) (string, error) {
-	h := sha256.New()
-	for _, list := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
-		for _, res := range list {
-			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(res)
-			if err != nil {
-				return "", err
-			}
-			fmt.Fprintf(h, "%d:", len(b))
-			h.Write(b)
-		}
-		h.Write([]byte{0})
+	ds, err := (&digester{}).digests(r)
+	if err != nil {
+		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	return versionOf(ds), nil
 }
 
 // Serve serves ADS on lis with tlsConfig (which must require and verify a

@@ -26,12 +26,18 @@ import (
 // routeConfig renders the HTTP routes of the listeners ls (that share one
 // HTTP connection manager) as the route configuration name, plus a virtual
 // host answering 421 for each domain of misdirected (misdirectedHosts)
-// that no route's virtual host has (misdirected is only given with one
-// listener, an HTTPS one). Each virtual host is named after the listener
-// whose routes it holds and its hostname (virtualHostName). It reports
-// which optional filters the routes use (CORS, RBAC), so that they join
-// the chain.
+// that no route's virtual host has. Each virtual host is named after the
+// listener whose routes it holds and its hostname (virtualHostName). It
+// reports which optional filters the routes use (CORS, RBAC), so that they
+// join the chain.
+//
+// A listener's routes come grouped by hostname (pkg/gatewayapi sorts them
+// so): each run of routes with one hostname is a virtual host, rendered
+// once and then found in the scope's cache (virtualHost) while its routes
+// are the same objects. Virtual hosts are ordered most specific first by
+// their domain (compareHostSpecificity).
 func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string) (*routev3.RouteConfiguration, filterUse, error) {
+	s.configs[name] = true
 	// A request for host H is served by the most specific listener whose
 	// hostname covers H: only that listener's routes go into H's virtual
 	// host.
@@ -48,57 +54,111 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 		}
 		return nil
 	}
-	vhosts := map[string]*routev3.VirtualHost{}
-	var order []string
-	vhost := func(host string, l *ir.Listener) *routev3.VirtualHost {
-		v, ok := vhosts[host]
-		if !ok {
-			v = &routev3.VirtualHost{Name: virtualHostName(l, host), Domains: []string{host}}
-			vhosts[host] = v
-			order = append(order, host)
-		}
-		return v
-	}
-	var used filterUse
+	n := 0
 	for _, l := range ls {
-		if h := strings.ToLower(l.Hostname); h != "" && owner(h) == l {
-			vhost(h, l)
+		n += len(l.HTTPRoutes)
+	}
+	runs := make([]hostRoutes, 0, n)
+	var empty []*routev3.VirtualHost
+	for _, l := range ls {
+		own := strings.ToLower(l.Hostname)
+		if own != "" && owner(own) != l {
+			own = ""
 		}
-		for _, r := range l.HTTPRoutes {
-			host := strings.ToLower(r.Hostname)
-			if len(ls) > 1 && owner(host) != l {
+		for i := 0; i < len(l.HTTPRoutes); {
+			// Hostnames that differ in case only make runs of their own,
+			// merged into one virtual host below (mergeVirtualHosts).
+			first := l.HTTPRoutes[i].Hostname
+			j := i + 1
+			for j < len(l.HTTPRoutes) && l.HTTPRoutes[j].Hostname == first {
+				j++
+			}
+			run := hostRoutes{l, int32(i), int32(j)}
+			i = j
+			if len(ls) > 1 && owner(run.host()) != l {
 				continue
 			}
-			route, use, err := s.route(r, l.GatewayPort)
-			if err != nil {
-				return nil, used, fmt.Errorf("route %s: %w", r.Name, err)
+			runs = append(runs, run)
+			if own != "" && run.host() == own {
+				own = ""
 			}
-			used.add(use)
-			v := vhost(host, l)
-			v.Routes = append(v.Routes, route)
+		}
+		if own != "" {
+			// The listener's hostname gets a virtual host, empty if need
+			// be, so that its requests never reach a less specific one.
+			empty = append(empty, &routev3.VirtualHost{Name: virtualHostName(l, own), Domains: []string{own}})
 		}
 	}
+	var used filterUse
+	memos, err := s.virtualHosts(name, runs)
+	if err != nil {
+		return nil, used, err
+	}
+	vhosts := make([]*routev3.VirtualHost, 0, len(memos)+len(empty))
+	for _, m := range memos {
+		used.add(m.use)
+		vhosts = append(vhosts, m.vhost)
+	}
+	vhosts = append(vhosts, empty...)
+	vhosts = sortVirtualHosts(vhosts)
 	for _, h := range misdirected {
-		if _, ok := vhosts[h]; ok {
+		i, found := slices.BinarySearchFunc(vhosts, h, func(v *routev3.VirtualHost, h string) int { return compareHostSpecificity(v.Domains[0], h) })
+		if found {
 			continue
 		}
-		v := vhost(h, ls[0])
-		v.Routes = []*routev3.Route{{
-			Name:   "misdirected/" + h,
-			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-			Action: directResponse(&ir.DirectResponse{StatusCode: 421}),
-		}}
+		vhosts = slices.Insert(vhosts, i, &routev3.VirtualHost{
+			Name:    virtualHostName(ls[0], h),
+			Domains: []string{h},
+			Routes: []*routev3.Route{{
+				Name:   "misdirected/" + h,
+				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+				Action: directResponse(&ir.DirectResponse{StatusCode: 421}),
+			}},
+		})
 	}
-	slices.SortFunc(order, compareHostSpecificity)
-	rc := &routev3.RouteConfiguration{
+	m := s.cache.configs[name]
+	if m.config != nil && slices.Equal(m.vhosts, vhosts) {
+		return m.config, m.use, nil
+	}
+	m.vhosts, m.use = vhosts, used
+	m.config = &routev3.RouteConfiguration{
 		Name:                     name,
 		IgnorePortInHostMatching: true,
-		VirtualHosts:             make([]*routev3.VirtualHost, 0, len(order)),
+		VirtualHosts:             vhosts,
 	}
-	for _, h := range order {
-		rc.VirtualHosts = append(rc.VirtualHosts, vhosts[h])
+	return m.config, used, nil
+}
+
+// sortVirtualHosts orders vhosts most specific first
+// by domain (compareHostSpecificity; they mostly come so) and merges those
+// of one domain: routes of one hostname that did not come together (in another
+// case, or in an IR made by hand) share one virtual host, in order.
+func sortVirtualHosts(vhosts []*routev3.VirtualHost) []*routev3.VirtualHost {
+	sorted, unique := true, true
+	for i := 1; i < len(vhosts) && sorted; i++ {
+		switch c := compareHostSpecificity(vhosts[i-1].Domains[0], vhosts[i].Domains[0]); {
+		case c > 0:
+			sorted = false
+		case c == 0:
+			unique = false
+		}
 	}
-	return rc, used, nil
+	if !sorted {
+		slices.SortStableFunc(vhosts, func(a, b *routev3.VirtualHost) int { return compareHostSpecificity(a.Domains[0], b.Domains[0]) })
+	}
+	if sorted && unique {
+		return vhosts
+	}
+	for i := 1; i < len(vhosts); i++ {
+		if vhosts[i].Domains[0] != vhosts[i-1].Domains[0] {
+			continue
+		}
+		merged := &routev3.VirtualHost{Name: vhosts[i].Name, Domains: vhosts[i].Domains,
+			Routes: append(slices.Clone(vhosts[i-1].Routes), vhosts[i].Routes...)}
+		vhosts = slices.Replace(vhosts, i-1, i+1, merged)
+		i--
+	}
+	return vhosts
 }
 
 // covers says whether a listener with hostname listener accepts requests
@@ -114,9 +174,11 @@ func covers(listener, host string) bool {
 }
 
 // route renders one IR HTTP route of a listener whose Gateway port is
-// listenerPort.
-func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Route, filterUse, error) {
-	out := &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match, r.GRPC)}
+// listenerPort. It reports which optional filters the route uses, and the
+// valid backends it sends requests to (and mirrors), whose clusters it
+// needs.
+func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3.Route, use filterUse, used []*ir.Backend, err error) {
+	out = &routev3.Route{Name: r.Name, Match: routeMatch(&r.Match, r.GRPC)}
 	f := &r.Filters
 	if h := f.RequestHeaders; h != nil {
 		out.RequestHeadersToAdd, out.RequestHeadersToRemove = headerMods(h)
@@ -124,21 +186,21 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 	if h := f.ResponseHeaders; h != nil {
 		out.ResponseHeadersToAdd, out.ResponseHeadersToRemove = headerMods(h)
 	}
-	var use filterUse
 	switch {
 	case r.DirectResponse != nil:
 		out.Action = directResponse(r.DirectResponse)
 	case f.Redirect != nil:
 		rd, err := redirect(f.Redirect, r.Match.Path, listenerPort)
 		if err != nil {
-			return nil, use, err
+			return nil, use, nil, err
 		}
 		out.Action = &routev3.Route_Redirect{Redirect: rd}
 	case r.Backends != nil:
-		ra, direct, err := s.routeAction(r)
+		ra, direct, u, err := routeAction(r)
 		if err != nil {
-			return nil, use, err
+			return nil, use, nil, err
 		}
+		used = u
 		if direct != nil {
 			out.Action = directResponse(direct)
 			break
@@ -154,12 +216,12 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 			use.cors = true
 		}
 	default:
-		return nil, use, fmt.Errorf("the route has no action")
+		return nil, use, nil, fmt.Errorf("the route has no action")
 	}
 	if len(f.AllowedSourceRanges) > 0 {
 		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
 		if err != nil {
-			return nil, use, err
+			return nil, use, nil, err
 		}
 		if out.TypedPerFilterConfig == nil {
 			out.TypedPerFilterConfig = map[string]*anypb.Any{}
@@ -167,7 +229,7 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (*routev3.Rou
 		out.TypedPerFilterConfig[filterRBAC] = toAny(p)
 		use.rbac = true
 	}
-	return out, use, nil
+	return out, use, used, nil
 }
 
 // routeMatch renders a route's match; a gRPC route matches only gRPC
@@ -361,23 +423,22 @@ func prefixReplacement(match *ir.StringMatch, repl string) (string, *matcherv3.R
 }
 
 // routeAction forwards to the route's backends. It returns a direct
-// response instead when no request can reach a valid backend.
-func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.DirectResponse, error) {
+// response instead when no request can reach a valid backend, and the
+// valid backends it uses (those with a weight, and mirrors).
+func routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.DirectResponse, []*ir.Backend, error) {
 	ra := &routev3.RouteAction{}
-	var live []*ir.Backend
-	valid := 0
+	var live, used []*ir.Backend
 	for _, b := range r.Backends.Backends {
 		if b.Weight == 0 {
 			continue
 		}
 		live = append(live, b)
 		if !b.Invalid {
-			valid++
-			s.useBackend(b)
+			used = append(used, b)
 		}
 	}
-	if valid == 0 {
-		return nil, &ir.DirectResponse{StatusCode: FailureStatus(r)}, nil
+	if len(used) == 0 {
+		return nil, &ir.DirectResponse{StatusCode: FailureStatus(r)}, nil, nil
 	}
 	if len(live) == 1 && live[0].RequestHeaders == nil && live[0].ResponseHeaders == nil && live[0].HostRewrite == "" {
 		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: live[0].Name}
@@ -422,7 +483,7 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 			case ir.ReplacePrefixMatch:
 				prefix, re, err := prefixReplacement(r.Match.Path, p.Value)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 				ra.PrefixRewrite, ra.RegexRewrite = prefix, re
 			case ir.RegexReplace:
@@ -431,7 +492,7 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 					Substitution: p.Value,
 				}
 			default:
-				return nil, nil, fmt.Errorf("unknown path modifier %q", p.Type)
+				return nil, nil, nil, fmt.Errorf("unknown path modifier %q", p.Type)
 			}
 		}
 	}
@@ -439,7 +500,7 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 		if m.Backend == nil || m.Backend.Invalid || m.Percent <= 0 {
 			continue
 		}
-		s.useBackend(m.Backend)
+		used = append(used, m.Backend)
 		mp := &routev3.RouteAction_RequestMirrorPolicy{Cluster: m.Backend.Name}
 		if m.Percent < 100 {
 			mp.RuntimeFraction = &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{
@@ -457,7 +518,7 @@ func (s *scopeBuilder) routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.D
 		ra.Timeout = durationpb.New(0)
 		ra.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{GrpcTimeoutHeaderMax: durationpb.New(0)}
 	}
-	return ra, nil, nil
+	return ra, nil, used, nil
 }
 
 // FailureStatus is the HTTP status of a route's requests that cannot reach

@@ -137,35 +137,12 @@ type Resources struct {
 	Secrets   []types.Resource // *tlsv3.Secret
 }
 
-// Translate renders x into xDS resources per scope (the IR Gateway Scope).
-// x must have passed ir.IR.Validate. It fails when a resource does not pass
-// go-control-plane's validation, naming the resource.
+// Translate renders x into xDS resources per scope (the IR Gateway Scope)
+// from scratch (a translation of an empty Cache). x must have passed
+// ir.IR.Validate. It fails when the IR holds what cannot be rendered,
+// naming the resource.
 func Translate(x *ir.IR) (map[string]*Resources, error) {
-	if x == nil {
-		return map[string]*Resources{}, nil
-	}
-	scopes := map[string]*scopeBuilder{}
-	var order []string
-	for _, gw := range x.Gateways {
-		s, ok := scopes[gw.Scope]
-		if !ok {
-			s = newScopeBuilder()
-			scopes[gw.Scope] = s
-			order = append(order, gw.Scope)
-		}
-		for _, l := range gw.Listeners {
-			s.addListener(gw, l)
-		}
-	}
-	out := make(map[string]*Resources, len(scopes))
-	for _, name := range order {
-		r, err := scopes[name].build()
-		if err != nil {
-			return nil, fmt.Errorf("scope %s: %w", name, err)
-		}
-		out[name] = r
-	}
-	return out, nil
+	return NewCache().Translate(x)
 }
 
 // bindKey is one address and port that Envoy binds.
@@ -176,27 +153,31 @@ type bindKey struct {
 }
 
 // scopeBuilder collects the IR listeners of one scope and the clusters and
-// secrets they use.
+// secrets they use, for one translation; cache is what the scope keeps
+// from one translation to the next (cache.go).
 type scopeBuilder struct {
+	cache     *scopeCache
 	binds     map[bindKey][]*ir.Listener
 	bindOrder []bindKey
 	// gateway is the Gateway of each IR listener, "<namespace>/<name>"
 	// (stat names: sharedStatName).
-	gateway  map[*ir.Listener]string
-	clusters map[string]*ir.Backend
+	gateway map[*ir.Listener]string
 	// weighted are the clusters that weigh several backends as localities
 	// (UDP routes; udpProxyFilter), by name.
 	weighted map[string][]*ir.Backend
 	secrets  map[string]*ir.Certificate
+	// configs are the route configurations rendered.
+	configs map[string]bool
 }
 
-func newScopeBuilder() *scopeBuilder {
+func newScopeBuilder(cache *scopeCache) *scopeBuilder {
 	return &scopeBuilder{
+		cache:    cache,
 		binds:    map[bindKey][]*ir.Listener{},
 		gateway:  map[*ir.Listener]string{},
-		clusters: map[string]*ir.Backend{},
 		weighted: map[string][]*ir.Backend{},
 		secrets:  map[string]*ir.Certificate{},
+		configs:  map[string]bool{},
 	}
 }
 
@@ -209,18 +190,15 @@ func (s *scopeBuilder) addListener(gw *ir.Gateway, l *ir.Listener) {
 	s.binds[k] = append(s.binds[k], l)
 }
 
-// useBackend records the cluster a valid backend needs, and the SDS
-// secret of the client certificate it presents.
+// useBackend records the cluster a valid backend of a listener (an L4
+// route's) needs, and with it the SDS secret of the client certificate it
+// presents. HTTP routes' backends are counted by their virtual hosts
+// (cache.go).
 func (s *scopeBuilder) useBackend(b *ir.Backend) {
 	if b == nil || b.Invalid {
 		return
 	}
-	if _, ok := s.clusters[b.Name]; !ok {
-		s.clusters[b.Name] = b
-	}
-	if b.TLS != nil && b.TLS.ClientCertificate != nil {
-		s.useSecret(b.TLS.ClientCertificate)
-	}
+	s.cache.clusters.use(b)
 }
 
 // useSecret records the SDS secret of a certificate (names mean one
@@ -246,26 +224,29 @@ func (s *scopeBuilder) build() (*Resources, error) {
 			r.Routes = append(r.Routes, rc)
 		}
 	}
-	for _, name := range sortedKeys(s.clusters) {
-		c, cla := cluster(s.clusters[name])
-		r.Clusters = append(r.Clusters, c)
-		if cla != nil {
-			r.Endpoints = append(r.Endpoints, cla)
-		}
+	s.sweep()
+	clusters, endpoints, certs := s.cache.clusters.finish()
+	for _, c := range certs {
+		s.useSecret(c)
 	}
+	var weighted, weightedCLAs []types.Resource
 	for _, name := range sortedKeys(s.weighted) {
 		c, cla := weightedCluster(name, s.weighted[name])
-		r.Clusters = append(r.Clusters, c)
+		weighted = append(weighted, c)
 		if cla != nil {
-			r.Endpoints = append(r.Endpoints, cla)
+			weightedCLAs = append(weightedCLAs, cla)
 		}
 	}
+	// The lists may be the cache's own (clusterStore.finish): copied
+	// before anything is added.
+	r.Clusters, r.Endpoints = mergeByName(clusters, weighted), mergeByName(endpoints, weightedCLAs)
 	for _, name := range sortedKeys(s.secrets) {
 		r.Secrets = append(r.Secrets, secret(s.secrets[name]))
 	}
 	// protoc-gen-validate rules are checked once, by pkg/xdsvalidate, which
 	// can trace a failure inside a route back to its HTTPRoute rule.
-	for _, list := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
+	// Clusters and endpoints are sorted already.
+	for _, list := range [][]types.Resource{r.Listeners, r.Routes, r.Secrets} {
 		slices.SortStableFunc(list, func(a, b types.Resource) int { return cmp.Compare(resourceName(a), resourceName(b)) })
 	}
 	return r, nil

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"sync"
 
@@ -27,6 +28,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-controller/xds-controller/internal/memo"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
@@ -62,29 +64,18 @@ func (p Problem) String() string {
 
 // Check returns every problem of r, in resource order.
 func Check(r *xdstranslator.Resources) []Problem {
-	if r == nil {
-		return nil
-	}
-	c := &checker{clusters: names(r.Clusters), routes: names(r.Routes)}
-	for _, l := range [][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
-		for _, res := range l {
-			c.resource(res)
-		}
-	}
-	return c.problems
-}
-
-func names(l []types.Resource) map[string]bool {
-	m := make(map[string]bool, len(l))
-	for _, r := range l {
-		m[cachev3.GetResourceName(r)] = true
-	}
-	return m
+	return NewCache().Check(r)
 }
 
 type checker struct {
+	cache            *Cache
 	clusters, routes map[string]bool
-	problems         []Problem
+	// gen is the generation of clusters and routes (Cache.gen).
+	gen      uint64
+	findings []finding
+	// vhosts are the findings of the virtual hosts of the route
+	// configuration being checked, in order (validateConfig).
+	vhosts []*vhostFindings
 }
 
 // where is the location a walk reports problems at.
@@ -93,8 +84,13 @@ type where struct {
 	inMatch              bool
 }
 
+func (w where) problem(msg string) Problem {
+	return Problem{Type: w.typ, Resource: w.resource, Route: w.route, InMatch: w.inMatch, Message: msg}
+}
+
 func (c *checker) add(w where, format string, a ...any) {
-	c.problems = append(c.problems, Problem{Type: w.typ, Resource: w.resource, Route: w.route, InMatch: w.inMatch, Message: fmt.Sprintf(format, a...)})
+	p := w.problem(fmt.Sprintf(format, a...))
+	c.findings = append(c.findings, finding{problem: &p})
 }
 
 func (c *checker) resource(res types.Resource) {
@@ -103,9 +99,7 @@ func (c *checker) resource(res types.Resource) {
 		// The walk names the route of what it finds; the protoc-gen-validate
 		// rules run on the whole configuration, and only when it fails
 		// again route by route, so that problems name their route.
-		if rc.ValidateAll() != nil {
-			c.validateRoutes(w, rc)
-		}
+		c.validateConfig(w, rc)
 		c.walk(w, rc.ProtoReflect())
 		return
 	}
@@ -125,15 +119,31 @@ func validate(c *checker, w where, m proto.Message) {
 	}
 }
 
-// validateRoutes runs the protoc-gen-validate rules of rc route by route,
-// then on the rest of rc (its routes left out), so that each problem names
-// its route.
-func (c *checker) validateRoutes(w where, rc *routev3.RouteConfiguration) {
-	for _, vh := range rc.VirtualHosts {
-		for _, rt := range vh.Routes {
-			rw := w
-			rw.route = rt.Name
-			validate(c, rw, rt)
+// validateConfig runs the protoc-gen-validate rules of rc: when they fail,
+// again route by route, then on the rest of rc (its routes left out), so
+// that each problem names its route. Each virtual host's verdict is
+// cached; so is the configuration without its virtual hosts (whose rules
+// and the virtual hosts' are rc's).
+func (c *checker) validateConfig(w where, rc *routev3.RouteConfiguration) {
+	vhosts := rc.VirtualHosts
+	rc.VirtualHosts = nil
+	fails := rc.ValidateAll() != nil
+	rc.VirtualHosts = vhosts
+	list := c.cache.configs[rc.Name]
+	if list == nil {
+		list = &memo.List[*routev3.VirtualHost, *vhostFindings]{}
+		c.cache.configs[rc.Name] = list
+	}
+	c.vhosts = list.Update(vhosts, nil, func(j int) *vhostFindings { return vhost(w, vhosts[j]) }, nil)
+	for _, v := range c.vhosts {
+		fails = fails || v.fails
+	}
+	if !fails {
+		return
+	}
+	for _, v := range c.vhosts {
+		for i := range v.routes {
+			c.findings = append(c.findings, finding{problem: &v.routes[i]})
 		}
 	}
 	rest := proto.Clone(rc).(*routev3.RouteConfiguration)
@@ -141,6 +151,28 @@ func (c *checker) validateRoutes(w where, rc *routev3.RouteConfiguration) {
 		vh.Routes = nil
 	}
 	validate(c, w, rest)
+}
+
+// vhost returns what vh, a virtual host of the route configuration w
+// names, holds: its protoc-gen-validate verdict (route by route when it
+// fails) and its walk.
+func vhost(w where, vh *routev3.VirtualHost) *vhostFindings {
+	v := &vhostFindings{fails: vh.ValidateAll() != nil}
+	sub := &checker{}
+	if v.fails {
+		for _, rt := range vh.Routes {
+			rw := w
+			rw.route = rt.Name
+			validate(sub, rw, rt)
+		}
+		for _, f := range sub.findings {
+			v.routes = append(v.routes, *f.problem)
+		}
+		sub.findings = nil
+	}
+	sub.walkMessage(w, vh.ProtoReflect())
+	v.walk.items = sub.findings
+	return v
 }
 
 // filterChains finds two filter chains with equal matches: Envoy refuses
@@ -162,37 +194,90 @@ func (c *checker) filterChains(w where, l *listenerv3.Listener) {
 	}
 }
 
-// walk visits every message under m, Any payloads included; what is found
-// under an Envoy route names that route.
+// walk visits every message under m, Any payloads included, in the order
+// of their fields (and of map keys); what is found under an Envoy route
+// names that route.
 func (c *checker) walk(w where, m protoreflect.Message) {
-	if rt, ok := m.Interface().(*routev3.Route); ok {
-		w.route = rt.GetName()
+	p := planOf(m.Descriptor())
+	if p.route {
+		w.route = m.Get(p.name).String()
 	}
-	c.visit(w, m)
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	if p.visit {
+		c.visit(w, m)
+	}
+	for _, f := range p.fields {
+		if !m.Has(f.fd) {
+			continue
+		}
 		fw := w
-		if fd.ContainingMessage().FullName() == "envoy.config.route.v3.Route" && fd.Name() == "match" {
-			fw.inMatch = true
-		}
-		if md := fieldMessage(fd); md == nil || !mayHold(md) {
-			return true // nothing of what visit checks can be under it
-		}
+		fw.inMatch = fw.inMatch || f.inMatch
+		v := m.Get(f.fd)
 		switch {
-		case fd.IsList() && fd.Message() != nil:
+		case f.vhosts && c.vhosts != nil:
+			// Walked once per virtual host (validateConfig).
+			c.findings = append(c.findings, finding{vhosts: c.vhosts})
+		case f.fd.IsList():
 			l := v.List()
 			for i := 0; i < l.Len(); i++ {
 				c.walkMessage(fw, l.Get(i).Message())
 			}
-		case fd.IsMap() && fd.MapValue().Message() != nil:
-			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-				c.walkMessage(fw, mv.Message())
+		case f.fd.IsMap():
+			mv := v.Map()
+			keys := make([]protoreflect.MapKey, 0, mv.Len())
+			mv.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+				keys = append(keys, k)
 				return true
 			})
-		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			slices.SortFunc(keys, func(a, b protoreflect.MapKey) int { return strings.Compare(a.String(), b.String()) })
+			for _, k := range keys {
+				c.walkMessage(fw, mv.Get(k).Message())
+			}
+		default:
 			c.walkMessage(fw, v.Message())
 		}
-		return true
-	})
+	}
+}
+
+// plan is how walk goes through messages of one type: whether visit
+// checks it, whether it is an Envoy route (whose name, field name,
+// locates what is found under it), and its fields that can hold what
+// visit checks, in declaration order.
+type plan struct {
+	visit, route bool
+	name         protoreflect.FieldDescriptor
+	fields       []planField
+}
+
+// planField is a field to walk into: a route's match (inMatch), a route
+// configuration's virtual hosts (vhosts), or another.
+type planField struct {
+	fd              protoreflect.FieldDescriptor
+	inMatch, vhosts bool
+}
+
+// plans caches planOf per message type.
+var plans sync.Map // protoreflect.MessageDescriptor -> *plan
+
+// planOf is the plan of message type md.
+func planOf(md protoreflect.MessageDescriptor) *plan {
+	if p, ok := plans.Load(md); ok {
+		return p.(*plan)
+	}
+	p := &plan{visit: checked[md.FullName()] && md.FullName() != "google.protobuf.Any", route: md.FullName() == "envoy.config.route.v3.Route"}
+	if p.route {
+		p.name = md.Fields().ByName("name")
+	}
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if fm := fieldMessage(fd); fm == nil || !mayHold(fm) {
+			continue // nothing of what visit checks can be under it
+		}
+		p.fields = append(p.fields, planField{fd: fd, inMatch: p.route && fd.Name() == "match",
+			vhosts: fd.FullName() == "envoy.config.route.v3.RouteConfiguration.virtual_hosts"})
+	}
+	plans.Store(md, p)
+	return p
 }
 
 // checked are the message types visit checks, and Any (whose payload can
@@ -213,15 +298,16 @@ var checked = map[protoreflect.FullName]bool{
 	"google.protobuf.Any":                                                                  true,
 }
 
-// holds caches mayHold per message type.
-var holds sync.Map // protoreflect.FullName -> bool
+// holds caches mayHold per message type (by descriptor: cheaper to hash
+// than its name).
+var holds sync.Map // protoreflect.MessageDescriptor -> bool
 
 // mayHold reports whether a message of type md can have, at any depth, a
 // message of a type visit checks (or an Any): the walk skips the others,
 // such as durations, addresses and localities, which are most of a
 // cluster. It follows the type graph once per type.
 func mayHold(md protoreflect.MessageDescriptor) bool {
-	if v, ok := holds.Load(md.FullName()); ok {
+	if v, ok := holds.Load(md); ok {
 		return v.(bool)
 	}
 	seen := map[protoreflect.FullName]bool{}
@@ -243,7 +329,7 @@ func mayHold(md protoreflect.MessageDescriptor) bool {
 		return false
 	}
 	v := reach(md)
-	holds.Store(md.FullName(), v)
+	holds.Store(md, v)
 	return v
 }
 
@@ -304,9 +390,7 @@ func (c *checker) visit(w where, m protoreflect.Message) {
 	case "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight":
 		c.clusterRef(w, str("name"))
 	case "envoy.extensions.filters.network.http_connection_manager.v3.Rds":
-		if n := str("route_config_name"); !c.routes[n] {
-			c.add(w, "route configuration %q does not exist", n)
-		}
+		c.findings = append(c.findings, finding{ref: &reference{w, "route configuration", str("route_config_name")}})
 	}
 }
 
@@ -341,11 +425,12 @@ func editable(name string) bool {
 	return !strings.HasPrefix(n, ":") && n != "host"
 }
 
-// clusterRef checks a cluster reference. xdstranslator.InvalidBackendCluster
-// is absent on purpose (its share of requests gets 500).
+// clusterRef records a cluster reference to check (checker.problems).
+// xdstranslator.InvalidBackendCluster is absent on purpose (its share of
+// requests gets 500).
 func (c *checker) clusterRef(w where, name string) {
-	if name != "" && name != xdstranslator.InvalidBackendCluster && !c.clusters[name] {
-		c.add(w, "cluster %q does not exist", name)
+	if name != "" && name != xdstranslator.InvalidBackendCluster {
+		c.findings = append(c.findings, finding{ref: &reference{w, "cluster", name}})
 	}
 }
 

@@ -1,6 +1,7 @@
 package xdsvalidate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,37 @@ func TestInvalidBackendClusterIsAllowed(t *testing.T) {
 	})
 	if ps := Check(r); len(ps) != 0 {
 		t.Errorf("the deliberate invalid-backend cluster is reported: %v", ps)
+	}
+}
+
+// TestCacheChecksReferencesAgain: a Cache reuses what it found in a
+// resource it saw before (an oversized regex stays reported), but checks
+// its references against what the scope holds now: the same route
+// configuration is fine while cluster "web" exists, and refers to a
+// missing cluster once it is gone.
+func TestCacheChecksReferencesAgain(t *testing.T) {
+	r := base(t, func(rt *routev3.Route, _ *listenerv3.Listener) {
+		rt.Match = regexMatch("/" + strings.Repeat("a", 120))
+	})
+	c := NewCache()
+	first := c.Check(r)
+	if len(first) != 1 || !strings.Contains(first[0].Message, "program") {
+		t.Fatalf("first check: %v, want the oversized regex", first)
+	}
+	if again := c.Check(r); len(again) != 1 || again[0] != first[0] {
+		t.Errorf("second check of the same resources: %v, want %v", again, first)
+	}
+	r.Clusters = nil
+	gone := c.Check(r)
+	// The walk's order within a route (protobuf field ranging) is not
+	// defined: the regex's problem may come before the cluster's or after.
+	byMessage := func(a, b Problem) int { return strings.Compare(a.Message, b.Message) }
+	slices.SortFunc(gone, byMessage)
+	if len(gone) != 2 || !strings.Contains(gone[0].Message, `cluster "web" does not exist`) || gone[0].Route != routeName || gone[1] != first[0] {
+		t.Errorf("after the cluster went: %v, want the regex and the missing cluster, in route %s", gone, routeName)
+	}
+	fresh := Check(r)
+	if slices.SortFunc(fresh, byMessage); !slices.Equal(fresh, gone) {
+		t.Errorf("a fresh Check gives %v, the Cache %v", fresh, gone)
 	}
 }

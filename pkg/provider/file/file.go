@@ -251,7 +251,8 @@ func decodeOne(doc []byte) (Object, error) {
 	if !(&resources.Resources{}).Add(obj) {
 		return Object{}, fmt.Errorf("kind %s (%s) is not read by xds-controller", gvk.Kind, gvk.GroupVersion())
 	}
-	return Object{Key: key, Obj: obj}, nil
+	// Converted once: a file read again yields the same v1 object.
+	return Object{Key: key, Obj: resources.V1(obj)}, nil
 }
 
 // describe names a document for an error: "Kind namespace/name" as far as

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 func write(t *testing.T, dir, name, content string) string {
@@ -249,5 +250,26 @@ func TestLoaderDecodesOnlyChangedFiles(t *testing.T) {
 	fourth := byName()
 	if fourth["b"] == second["b"] || !fourth["b"].CreationTimestamp.Time.Equal(clock) {
 		t.Errorf("b.yaml written again: object reused or first-seen %s, want %s", fourth["b"].CreationTimestamp, clock)
+	}
+}
+
+// TestLoaderKeepsV1beta1ObjectsToo: an unchanged file of v1beta1 objects
+// (stored as v1) gives the very same objects on the next read, as v1
+// files do, so that translate.Cache sees them unchanged.
+func TestLoaderKeepsV1beta1ObjectsToo(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "grant.yaml", "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {name: g, namespace: backends}\n"+
+		"spec: {from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: default}], to: [{group: '', kind: Service}]}\n")
+	l := &Loader{}
+	var got []*gwapiv1.ReferenceGrant
+	for range 2 {
+		r, err := l.Load(dir)
+		if err != nil || len(r.Resources.ReferenceGrants) != 1 {
+			t.Fatalf("Load = %+v, %v; want one ReferenceGrant", r, err)
+		}
+		got = append(got, r.Resources.ReferenceGrants[0])
+	}
+	if got[0] != got[1] {
+		t.Error("the unchanged v1beta1 ReferenceGrant is a new object on the second read")
 	}
 }

@@ -61,6 +61,11 @@ type pipeline struct {
 
 	prov *provisionLoop
 
+	// objects and translations carry each run to the next, so that a run
+	// translates what changed (translate.Cache).
+	objects      interner
+	translations *translate.Cache
+
 	metrics *pipelineMetrics
 
 	// changes tells of data-plane changes (ACKs, NACKs, proxies coming and
@@ -353,7 +358,10 @@ func (p *pipeline) run(ctx context.Context) {
 			return
 		}
 	}
-	out, err := translate.Run(res, TranslateOptions(p.cfg.ControllerName, resolver), translate.WithIngress(p.cfg.Ingress))
+	if p.translations == nil {
+		p.translations = translate.NewCache()
+	}
+	out, err := p.translations.Run(res, TranslateOptions(p.cfg.ControllerName, resolver), translate.WithIngress(p.cfg.Ingress))
 	if err != nil {
 		p.failed.Add(1)
 		p.log.Error("translation failed (a bug); the previous configuration keeps serving", "error", err)

@@ -34,13 +34,15 @@ func metadataListOf(kind string) *metav1.PartialObjectMetadataList {
 }
 
 // snapshot lists the cache into a sorted resource snapshot. The objects are
-// the cache's own (no deep copy): nothing downstream may modify them.
-// Referenced Secrets are read through s.secrets.
+// the cache's own (no deep copy): nothing downstream may modify them; an
+// object unchanged since the last snapshot is the very object of that
+// snapshot (interner). Referenced Secrets are read through s.secrets.
 func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 	res, err := ListResources(ctx, p.cache, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return nil, err
 	}
+	p.objects.intern(res)
 	secretRefs := ReferencedSecrets(res, p.cfg.ControllerName)
 	configMapRefs := ReferencedConfigMaps(res)
 	p.setReferences(secretRefs, configMapRefs)

@@ -1,0 +1,640 @@
+package gatewayapi
+
+// Incremental translation: a Cache keeps one translation's state for the
+// next, so that a change costs what it touches.
+//
+// What a run redoes:
+//   - Gateway-level inputs (GatewayClasses, Gateways, ListenerSets,
+//     Namespaces, Secrets, ConfigMaps, ReferenceGrants, BackendTLSPolicies,
+//     the options' effect) changed: everything, from scratch (reset). They
+//     are few and change rarely, and every route reads them.
+//   - Otherwise the Gateways, listeners and policies of the last run stay,
+//     and only the routes that changed are translated again: a route object
+//     that is new, gone or another pointer; a route that read a Service
+//     whose object or EndpointSlices changed (serviceDep); and, because
+//     routes of two kinds may not share a hostname on a listener, every
+//     route of another kind whose hostnames intersect those of a route
+//     translated again on a listener they share (conflicts), transitively.
+//     The routes not translated again cannot meet the others in
+//     resolveKindConflicts, so resolving it among the routes translated
+//     again gives what resolving it among all routes gives.
+//   - A route translated again takes back what it added (undoFinish: its
+//     listeners' attachedRoutes, its IR routes, marked stale) and adds
+//     anew. Listeners keep their routes in precedence order and insert the
+//     new ones (mergeRoutes) instead of sorting everything.
+//
+// A full translation is a run of an empty Cache: everything is new. The
+// property test of pkg/translate checks that a Cache's run gives what a
+// full translation of the same snapshot gives.
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/internal/memo"
+	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/resources"
+)
+
+// Cache carries a translation's state to the next one (Cache.Translate).
+// It is not safe for concurrent use. The zero value is an empty cache.
+type Cache struct {
+	t       *translator
+	res     *resources.Resources
+	optsKey string
+	routes  map[RouteKey]*routeMemo
+	// deps are the routes that read each Service (and its EndpointSlices).
+	deps map[types.NamespacedName]*serviceDep
+	// routeStatus is the status of every route of ours, which the last
+	// Result shares: the next run copies it before it changes it.
+	routeStatus  map[RouteKey]*gwapiv1.RouteStatus
+	statusShared bool
+	// classes, gatewayWarnings: what the Gateway-level translation gave.
+	classes         map[string]*gwapiv1.GatewayClassStatus
+	gatewayWarnings []string
+	// sliceWarnings are the EndpointSlices' warnings (sliceWarning), by
+	// namespace/name; warned the routes whose memo has warnings.
+	sliceWarnings map[types.NamespacedName]string
+	warned        map[RouteKey]bool
+	// translated counts the routes the last Translate translated (read or
+	// finished again), full says whether it started over.
+	translated int
+	full       bool
+}
+
+// LastRun says what the last Translate did: whether it started over (a
+// full translation), and how many routes it translated (read again, or
+// finished again because of a route of another kind).
+func (c *Cache) LastRun() (full bool, routes int) { return c.full, c.translated }
+
+// routeMemo is what a Cache keeps of one route object: what reading it
+// gave, and what finishing it added.
+type routeMemo struct {
+	obj any
+	// stale: a Service the route read, or its EndpointSlices, changed.
+	stale bool
+	// state is the route read and attached (readRoute), nil when no
+	// parentRef names a Gateway of ours.
+	state    *routeState
+	warnings []string
+	// services are the Services the route read; ancestors the
+	// BackendTLSPolicy ancestors it makes (backendTLSFor); wants its
+	// hostnames on each listener it attached to (listenerState wants).
+	services  []types.NamespacedName
+	ancestors []ancestor
+	wants     []want
+	// done is what finishRoute added.
+	done finished
+}
+
+type ancestor struct {
+	policy *policyState
+	gw     types.NamespacedName
+}
+
+type want struct {
+	l     *listenerState
+	hosts []string
+}
+
+// serviceDep lists the routes that read a Service.
+type serviceDep struct{ routes []RouteKey }
+
+// routeChange is a route to translate again: obj is its object now (nil:
+// gone) when changed says that its object changed; else the object is
+// the one read before, and an input it read changed.
+type routeChange struct {
+	key     RouteKey
+	obj     any
+	changed bool
+}
+
+// NewCache returns an empty Cache: its first translation is a full one.
+func NewCache() *Cache { return &Cache{} }
+
+// Translate computes the IR and the status for res, like the package's
+// Translate, reusing what the previous translation of c computed for what
+// did not change. res must be sorted (resources.Resources.Sort) and, like
+// every object in it, is not modified; an object handed to c must never be
+// modified afterwards (a changed object is a new pointer): c recognises
+// unchanged objects by identity. The Result shares unchanged IR routes,
+// route statuses and the map of them (Status.Routes, until the next run
+// changes it) with the Cache and earlier Results: none of them may be
+// modified.
+func (c *Cache) Translate(res *resources.Resources, opts Options) *Result {
+	if res == nil {
+		res = &resources.Resources{}
+	}
+	key := optionsKey(res, opts)
+	var dirty []routeChange
+	full := c.t == nil || key != c.optsKey || !sameGatewayInputs(c.res, res)
+	if !full {
+		var ok bool
+		dirty, ok = c.update(res, opts)
+		full = !ok
+	}
+	if full {
+		dirty = c.reset(res, opts, key)
+	}
+	c.translateRoutes(dirty, full)
+	c.res, c.full = res, full
+	return c.result()
+}
+
+// sameGatewayInputs says whether a and b hold the same Gateway-level
+// objects (same pointers, same order).
+func sameGatewayInputs(a, b *resources.Resources) bool {
+	return a != nil && slices.Equal(a.GatewayClasses, b.GatewayClasses) && slices.Equal(a.Gateways, b.Gateways) &&
+		slices.Equal(a.ListenerSets, b.ListenerSets) && slices.Equal(a.Namespaces, b.Namespaces) &&
+		slices.Equal(a.Secrets, b.Secrets) && slices.Equal(a.ConfigMaps, b.ConfigMaps) &&
+		slices.Equal(a.ReferenceGrants, b.ReferenceGrants) && slices.Equal(a.BackendTLSPolicies, b.BackendTLSPolicies)
+}
+
+// optionsKey is what opts decide for res: the controller name, how
+// addresses are bound, the refused parameters, and every Gateway's scope,
+// route statistics (Options.RouteStats) and bind ports. Two translations whose keys are equal may share their
+// Gateway-level state.
+func optionsKey(res *resources.Resources, opts Options) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %v\n", opts.ControllerName, opts.AddressesOnService)
+	if p := opts.InvalidParameters; p != nil {
+		for _, k := range slices.Sorted(maps.Keys(p.GatewayClasses)) {
+			fmt.Fprintf(&b, "class %q %q\n", k, p.GatewayClasses[k])
+		}
+		for _, k := range slices.SortedFunc(maps.Keys(p.Gateways), compareNN) {
+			fmt.Fprintf(&b, "gateway %s %q\n", k, p.Gateways[k])
+		}
+	}
+	ports := map[types.NamespacedName][]gwapiv1.PortNumber{}
+	for _, ls := range res.ListenerSets {
+		if ls == nil {
+			continue
+		}
+		if gw, ok := ListenerSetParent(ls); ok {
+			for _, l := range ls.Spec.Listeners {
+				ports[gw] = append(ports[gw], l.Port)
+			}
+		}
+	}
+	for _, gw := range res.Gateways {
+		if gw == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%s/%s %s %v", gw.Namespace, gw.Name, opts.ScopeOf(gw), opts.RouteStats != nil && opts.RouteStats(gw))
+		for _, l := range gw.Spec.Listeners {
+			fmt.Fprintf(&b, " %d", opts.BindPortOf(gw, l.Port))
+		}
+		for _, p := range ports[nn(gw.Namespace, gw.Name)] {
+			fmt.Fprintf(&b, " %d", opts.BindPortOf(gw, p))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func compareNN(a, b types.NamespacedName) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// reset starts over: the Gateway-level translation of res, and every
+// route object to translate, in the order of compareRouteKeys.
+func (c *Cache) reset(res *resources.Resources, opts Options, key string) []routeChange {
+	t := newTranslator(res, opts)
+	n := len(res.HTTPRoutes) + len(res.GRPCRoutes) + len(res.TLSRoutes) + len(res.TCPRoutes) + len(res.UDPRoutes)
+	*c = Cache{
+		t: t, optsKey: key, routes: make(map[RouteKey]*routeMemo, n), deps: make(map[types.NamespacedName]*serviceDep, len(res.Services)),
+		routeStatus: make(map[RouteKey]*gwapiv1.RouteStatus, n), sliceWarnings: map[types.NamespacedName]string{}, warned: map[RouteKey]bool{},
+	}
+	t.translateGatewayClasses()
+	t.translateGateways()
+	t.readBackendTLSPolicies()
+	c.classes = t.status.GatewayClasses
+	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
+	t.indexEndpointSlices(func(k types.NamespacedName, w string) { c.sliceWarnings[k] = w })
+	dirty := make([]routeChange, 0, n)
+	add := func(kind string) func(types.NamespacedName, any) {
+		return func(k types.NamespacedName, o any) {
+			dirty = append(dirty, routeChange{RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}, o, true})
+		}
+	}
+	eachObject(res.HTTPRoutes, asAny[*gwapiv1.HTTPRoute](add(KindHTTPRoute)))
+	eachObject(res.GRPCRoutes, asAny[*gwapiv1.GRPCRoute](add(KindGRPCRoute)))
+	eachObject(res.TLSRoutes, asAny[*gwapiv1.TLSRoute](add(KindTLSRoute)))
+	eachObject(res.TCPRoutes, asAny[*gwapiv1.TCPRoute](add(KindTCPRoute)))
+	eachObject(res.UDPRoutes, asAny[*gwapiv1.UDPRoute](add(KindUDPRoute)))
+	return dirty
+}
+
+func asAny[T any](f func(types.NamespacedName, any)) func(types.NamespacedName, T) {
+	return func(k types.NamespacedName, o T) { f(k, o) }
+}
+
+// update applies what changed from the last snapshot to res to the
+// Services and EndpointSlices, and returns the routes to translate again
+// (a route may be there twice). ok is false when a list of res is not
+// sorted (the caller then starts over).
+func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeChange, ok bool) {
+	type svcChange struct {
+		k        types.NamespacedName
+		old, new *corev1.Service
+	}
+	type sliceChange struct {
+		k        types.NamespacedName
+		old, new *discoveryv1.EndpointSlice
+	}
+	var svcs []svcChange
+	var eps []sliceChange
+	route := func(kind string) func(types.NamespacedName, any, any) {
+		return func(k types.NamespacedName, _, o any) {
+			dirty = append(dirty, routeChange{RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}, o, true})
+		}
+	}
+	ok = diffSorted(c.res.Services, res.Services, func(k types.NamespacedName, o, n *corev1.Service) { svcs = append(svcs, svcChange{k, o, n}) }) &&
+		diffSorted(c.res.EndpointSlices, res.EndpointSlices, func(k types.NamespacedName, o, n *discoveryv1.EndpointSlice) {
+			eps = append(eps, sliceChange{k, o, n})
+		}) &&
+		diffSorted(c.res.HTTPRoutes, res.HTTPRoutes, asAny2[*gwapiv1.HTTPRoute](route(KindHTTPRoute))) &&
+		diffSorted(c.res.GRPCRoutes, res.GRPCRoutes, asAny2[*gwapiv1.GRPCRoute](route(KindGRPCRoute))) &&
+		diffSorted(c.res.TLSRoutes, res.TLSRoutes, asAny2[*gwapiv1.TLSRoute](route(KindTLSRoute))) &&
+		diffSorted(c.res.TCPRoutes, res.TCPRoutes, asAny2[*gwapiv1.TCPRoute](route(KindTCPRoute))) &&
+		diffSorted(c.res.UDPRoutes, res.UDPRoutes, asAny2[*gwapiv1.UDPRoute](route(KindUDPRoute)))
+	if !ok {
+		return nil, false
+	}
+	t := c.t
+	t.res, t.opts = res, opts
+	readers := func(k types.NamespacedName) {
+		if d := c.deps[k]; d != nil {
+			for _, rk := range d.routes {
+				if m := c.routes[rk]; m != nil && !m.stale {
+					m.stale = true
+					dirty = append(dirty, routeChange{key: rk})
+				}
+			}
+		}
+	}
+	for _, ch := range svcs {
+		if ch.new == nil {
+			delete(t.services, ch.k)
+		} else {
+			t.services[ch.k] = ch.new
+		}
+		readers(ch.k)
+	}
+	for _, ch := range eps {
+		delete(c.sliceWarnings, ch.k)
+		if svc, ok := sliceService(ch.old); ok {
+			t.slices[svc] = slices.DeleteFunc(slices.Clone(t.slices[svc]), func(es *discoveryv1.EndpointSlice) bool { return es == ch.old })
+			if len(t.slices[svc]) == 0 {
+				delete(t.slices, svc)
+			}
+			readers(svc)
+		}
+		if svc, ok := sliceService(ch.new); ok {
+			if w := sliceWarning(ch.new); w != "" {
+				c.sliceWarnings[ch.k] = w
+			}
+			list := t.slices[svc]
+			i, _ := slices.BinarySearchFunc(list, ch.new, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
+			t.slices[svc] = slices.Insert(slices.Clone(list), i, ch.new)
+			readers(svc)
+		}
+	}
+	return dirty, true
+}
+
+func asAny2[T any](f func(types.NamespacedName, any, any)) func(types.NamespacedName, T, T) {
+	return func(k types.NamespacedName, o, n T) {
+		var on, nn any
+		if !isNil(o) {
+			on = o
+		}
+		if !isNil(n) {
+			nn = n
+		}
+		f(k, on, nn)
+	}
+}
+
+func isNil[T any](v T) bool {
+	var zero T
+	return any(v) == any(zero)
+}
+
+// sliceService is the Service an EndpointSlice belongs to (its
+// kubernetes.io/service-name label, in its namespace).
+func sliceService(es *discoveryv1.EndpointSlice) (types.NamespacedName, bool) {
+	if es == nil || es.Labels[discoveryv1.LabelServiceName] == "" {
+		return types.NamespacedName{}, false
+	}
+	return nn(es.Namespace, es.Labels[discoveryv1.LabelServiceName]), true
+}
+
+// translateRoutes translates the routes dirty and the routes their
+// changes reach through conflicts between kinds. full says that dirty are
+// every route, unique and in order (compareRouteKeys), and that nothing
+// was translated before.
+func (c *Cache) translateRoutes(dirty []routeChange, full bool) {
+	t := c.t
+	if !full {
+		// One entry per route (the one that says the object changed, if
+		// any), sorted.
+		byKey := make(map[RouteKey]routeChange, len(dirty))
+		for _, ch := range dirty {
+			if prev, ok := byKey[ch.key]; !ok || !prev.changed {
+				byKey[ch.key] = ch
+			}
+		}
+		dirty = slices.SortedFunc(maps.Values(byKey), func(a, b routeChange) int { return compareRouteKeys(a.key, b.key) })
+		if c.statusShared {
+			c.routeStatus = maps.Clone(c.routeStatus)
+		}
+	}
+	c.statusShared = false
+	queued := map[RouteKey]bool{}
+	for _, ch := range dirty {
+		queued[ch.key] = true
+	}
+	enqueue := func(k RouteKey) {
+		if !queued[k] {
+			queued[k] = true
+			dirty = append(dirty, routeChange{key: k})
+		}
+	}
+	if full {
+		queued, enqueue = nil, nil
+	}
+	for i := 0; i < len(dirty); i++ {
+		k, obj := dirty[i].key, dirty[i].obj
+		m := c.routes[k]
+		if m != nil {
+			c.undoFinish(m)
+			if !full {
+				conflicts(k, m.wants, enqueue)
+			}
+			if !dirty[i].changed && !m.stale {
+				continue // read before, and still valid
+			}
+			c.dropRead(k, m)
+			if !dirty[i].changed {
+				obj = m.obj
+			}
+		}
+		if obj == nil {
+			continue
+		}
+		m = c.read(k, obj)
+		if !full {
+			conflicts(k, m.wants, enqueue)
+		}
+	}
+	if !full {
+		slices.SortFunc(dirty, func(a, b routeChange) int { return compareRouteKeys(a.key, b.key) })
+	}
+	states := make([]*routeState, 0, len(dirty))
+	for _, ch := range dirty {
+		if m := c.routes[ch.key]; m != nil && m.state != nil {
+			m.state.restoreAttachment()
+			states = append(states, m.state)
+			for _, p := range m.state.parents {
+				for _, l := range p.attached {
+					l.held = nil
+				}
+			}
+		}
+	}
+	resolveKindConflicts(states)
+	c.translated = len(dirty)
+	for _, ch := range dirty {
+		m := c.routes[ch.key]
+		if m == nil || m.state == nil {
+			delete(c.routeStatus, ch.key)
+			continue
+		}
+		m.done = t.finishRoute(m.state)
+		c.routeStatus[ch.key] = m.done.status
+	}
+}
+
+// routeKinds in the order of a full translation.
+var kindOrder = map[string]int{KindHTTPRoute: 0, KindGRPCRoute: 1, KindTLSRoute: 2, KindTCPRoute: 3, KindUDPRoute: 4}
+
+// compareRouteKeys orders routes as a full translation reads them: by
+// kind (HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute), then
+// namespace/name.
+func compareRouteKeys(a, b RouteKey) int {
+	return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// conflicts enqueues the routes of kinds other than k's whose hostnames
+// on one of the listeners of wants intersect k's there.
+func conflicts(k RouteKey, wants []want, enqueue func(RouteKey)) {
+	for _, w := range wants {
+		for kind, others := range w.l.wants {
+			if kind == k.Kind {
+				continue
+			}
+			for _, o := range others {
+				if intersectAny(w.hosts, o.hosts) {
+					enqueue(o.key)
+				}
+			}
+		}
+	}
+}
+
+func intersectAny(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if hostsIntersect(x, y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// read reads the route object obj (readRoute), records what it read and
+// where it attached, and keeps the result as the route's memo.
+func (c *Cache) read(k RouteKey, obj any) *routeMemo {
+	t := c.t
+	m := &routeMemo{obj: obj}
+	t.reading = m
+	before := len(t.status.Warnings)
+	m.state = t.readRoute(k.Kind, obj)
+	t.reading = nil
+	if len(t.status.Warnings) > before {
+		m.warnings = slices.Clone(t.status.Warnings[before:])
+		t.status.Warnings = t.status.Warnings[:before]
+		c.warned[k] = true
+	}
+	slices.SortFunc(m.services, compareNN)
+	m.services = slices.Compact(m.services)
+	for _, s := range m.services {
+		d := c.deps[s]
+		if d == nil {
+			d = &serviceDep{}
+			c.deps[s] = d
+		}
+		d.routes = append(d.routes, k)
+	}
+	for _, a := range m.ancestors {
+		a.policy.ancestors[a.gw]++
+	}
+	if m.state != nil {
+		for _, p := range m.state.parents {
+			if p.attachRefused != nil {
+				continue
+			}
+			for _, l := range p.attached {
+				hosts := routeHostnames(l.hostname, m.state.hostnames)
+				m.wants = append(m.wants, want{l, hosts})
+				if l.wants == nil {
+					l.wants = map[string][]heldHosts{}
+				}
+				l.wants[k.Kind] = append(l.wants[k.Kind], heldHosts{key: k, hosts: hosts})
+			}
+		}
+	}
+	c.routes[k] = m
+	return m
+}
+
+// dropRead takes back what read recorded for route k.
+func (c *Cache) dropRead(k RouteKey, m *routeMemo) {
+	for _, s := range m.services {
+		if d := c.deps[s]; d != nil {
+			d.routes = slices.DeleteFunc(d.routes, func(r RouteKey) bool { return r == k })
+			if len(d.routes) == 0 {
+				delete(c.deps, s)
+			}
+		}
+	}
+	for _, a := range m.ancestors {
+		a.policy.ancestors[a.gw]--
+	}
+	for _, w := range m.wants {
+		w.l.wants[k.Kind] = slices.DeleteFunc(w.l.wants[k.Kind], func(h heldHosts) bool { return h.key == k })
+	}
+	delete(c.warned, k)
+	delete(c.routes, k)
+}
+
+// undoFinish takes back what finishRoute added for m.
+func (c *Cache) undoFinish(m *routeMemo) {
+	for _, l := range m.done.attachedTo {
+		l.attached--
+		l.changed = true
+	}
+	for _, e := range m.done.entries {
+		e.stale = true
+	}
+	for _, e := range m.done.l4 {
+		for _, l := range m.done.attachedTo {
+			l.l4Routes = slices.DeleteFunc(l.l4Routes, func(x *l4Entry) bool { return x == e })
+		}
+	}
+	m.done = finished{}
+}
+
+// result assembles the IR (Gateways sorted by namespace/name, each
+// listener's routes in precedence order) and the status of every object.
+// A Gateway that is not
+// accepted because none of its listeners is stays in the IR without
+// listeners: its scope exists (a Dedicated fleet, whose ServiceAccount
+// gets an SVID, runs and serves nothing) until a listener becomes valid.
+// Only a Gateway refused as a whole (its parametersRef or spec.addresses)
+// is left out: it is not served.
+func (c *Cache) result() *Result {
+	t := c.t
+	st := &Status{
+		GatewayClasses:     c.classes,
+		Gateways:           map[types.NamespacedName]*gwapiv1.GatewayStatus{},
+		ListenerSets:       map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
+		Routes:             c.routeStatus,
+		BackendTLSPolicies: t.policyStatus(),
+	}
+	c.statusShared = true
+	for _, k := range slices.SortedFunc(maps.Keys(c.sliceWarnings), compareNN) {
+		st.Warnings = append(st.Warnings, c.sliceWarnings[k])
+	}
+	st.Warnings = append(st.Warnings, c.gatewayWarnings...)
+	for _, k := range slices.SortedFunc(maps.Keys(c.warned), compareRouteKeys) {
+		st.Warnings = append(st.Warnings, c.routes[k].warnings...)
+	}
+	out := &ir.IR{}
+	for _, gs := range t.gateways {
+		st.Gateways[gs.nn] = gs.buildStatus()
+		if gs.refused != nil || !gs.accepted() && (gs.obj.Namespace == "" || gs.obj.Name == "") {
+			continue // refused, or a malformed object with nothing to serve
+		}
+		g := &ir.Gateway{
+			Namespace: gs.obj.Namespace,
+			Name:      gs.obj.Name,
+			Class:     string(gs.obj.Spec.GatewayClassName),
+			Scope:     gs.scope,
+		}
+		for _, ls := range gs.allListeners() {
+			if !ls.programmed() {
+				continue
+			}
+			ls.refresh()
+			l := ls.irListener()
+			l.HTTPRoutes, l.L4Routes = ls.irRoutes, ls.irL4
+			g.Listeners = append(g.Listeners, l)
+		}
+		out.Gateways = append(out.Gateways, g)
+	}
+	for _, s := range t.listenerSets {
+		st.ListenerSets[s.nn] = s.buildStatus()
+	}
+	return &Result{IR: out, Status: st}
+}
+
+// eachObject calls f with every object of a sorted list (nil ones left
+// out; of several with one namespace/name, the first).
+func eachObject[E any, T interface {
+	*E
+	metav1.Object
+}](list []T, f func(types.NamespacedName, T)) {
+	var last T
+	for _, o := range list {
+		if o == nil {
+			continue
+		}
+		if last != nil && last.GetNamespace() == o.GetNamespace() && last.GetName() == o.GetName() {
+			continue
+		}
+		last = o
+		f(nn(o.GetNamespace(), o.GetName()), o)
+	}
+}
+
+// diffSorted walks two lists sorted by namespace/name (resources.Sort),
+// the objects of the last snapshot and of this one, and calls changed for
+// every namespace/name whose object is new (old nil), gone (new nil) or
+// another pointer (memo.Diff: nil entries are left out and, of several
+// objects with one namespace/name, the first counts, as eachObject does).
+// It reports false when cur is not sorted.
+func diffSorted[E any, T interface {
+	*E
+	metav1.Object
+}](prev, cur []T, changed func(k types.NamespacedName, old, new T)) bool {
+	key := func(o T) types.NamespacedName { return nn(o.GetNamespace(), o.GetName()) }
+	return memo.Diff(prev, cur, func(a, b T) int { return compareNN(key(a), key(b)) }, func(old, new T) {
+		if new != nil {
+			changed(key(new), old, new)
+		} else {
+			changed(key(old), old, new)
+		}
+	})
+}

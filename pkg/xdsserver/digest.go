@@ -1,0 +1,232 @@
+package xdsserver
+
+// Resource digests: what versions a scope's snapshot and each of its
+// resources. A digest is the SHA-256 of the resource's deterministic
+// protobuf encoding; a route configuration's is that of its encoding
+// without virtual hosts followed by each virtual host's digest, so that a
+// route configuration whose virtual hosts are mostly unchanged costs only
+// the changed ones. The snapshot's version combines the digests of all
+// resources (Version); each resource's digest, in hex, is its version in
+// the snapshot's VersionMap, which delta xDS compares per resource.
+//
+// A scope's digester keeps the digests (and protoc-gen-validate verdicts)
+// of the last publish, found again by identity and place (memo.List): the
+// translation hands over the same objects for what did not change.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/xds-controller/xds-controller/internal/memo"
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+)
+
+// typeURLs are the type URLs of the lists of xdstranslator.Resources, in
+// their order (lists).
+var typeURLs = [5]string{resource.ListenerType, resource.RouteType, resource.ClusterType, resource.EndpointType, resource.SecretType}
+
+func lists(r *xdstranslator.Resources) [5][]types.Resource {
+	return [5][]types.Resource{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets}
+}
+
+// digest is a resource's digest, in hex too, and, when its digester
+// validates, its protoc-gen-validate verdict.
+type digest struct {
+	sum     [32]byte
+	version string
+	invalid error
+}
+
+// digester computes the digests of one scope's resources. Not safe for
+// concurrent use; the zero value is usable.
+type digester struct {
+	// validate makes it run each new resource's ValidateAll too.
+	validate bool
+	lists    [5]memo.List[types.Resource, *digest]
+	vhosts   map[string]*memo.List[*routev3.VirtualHost, *digest]
+	// versions are the VersionMap of the last digests, by type URL; each
+	// is kept while its list is the very same.
+	versions [5]map[string]string
+	last     [5][]types.Resource
+}
+
+// digests returns the digests of r's resources, list by list. It fails
+// when a resource cannot be encoded.
+func (d *digester) digests(r *xdstranslator.Resources) ([5][]*digest, error) {
+	var out [5][]*digest
+	var err error
+	live := map[string]bool{}
+	for i, l := range lists(r) {
+		out[i] = d.lists[i].Update(l, nil, func(j int) *digest {
+			dg, e := d.resource(l[j])
+			if e != nil && err == nil {
+				err = e
+			}
+			return dg
+		}, nil)
+		if i == 1 {
+			for _, rc := range l {
+				live[cachev3.GetResourceName(rc)] = true
+			}
+		}
+	}
+	for name := range d.vhosts {
+		if !live[name] {
+			delete(d.vhosts, name)
+		}
+	}
+	return out, err
+}
+
+// resource computes the digest of res (and validates it).
+func (d *digester) resource(res types.Resource) (*digest, error) {
+	if rc, ok := res.(*routev3.RouteConfiguration); ok {
+		return d.config(rc)
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(res)
+	if err != nil {
+		return &digest{}, err
+	}
+	dg := newDigest(sha256.Sum256(b))
+	if d.validate {
+		dg.invalid = validate(res, "")
+	}
+	return dg, nil
+}
+
+// config computes the digest of a route configuration from that of its
+// encoding without virtual hosts and those of its virtual hosts (kept
+// from the last digests of the configuration of that name).
+func (d *digester) config(rc *routev3.RouteConfiguration) (*digest, error) {
+	shell := withoutVirtualHosts(rc)
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(shell)
+	if err != nil {
+		return &digest{}, err
+	}
+	if d.vhosts == nil {
+		d.vhosts = map[string]*memo.List[*routev3.VirtualHost, *digest]{}
+	}
+	list := d.vhosts[rc.Name]
+	if list == nil {
+		list = &memo.List[*routev3.VirtualHost, *digest]{}
+		d.vhosts[rc.Name] = list
+	}
+	vhosts := list.Update(rc.VirtualHosts, nil, func(j int) *digest {
+		vh := rc.VirtualHosts[j]
+		vb, e := proto.MarshalOptions{Deterministic: true}.Marshal(vh)
+		if e != nil {
+			err = e
+		}
+		dg := newDigest(sha256.Sum256(vb))
+		if d.validate {
+			dg.invalid = validate(vh, "virtual host "+vh.GetName()+": ")
+		}
+		return dg
+	}, nil)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:", len(b))
+	h.Write(b)
+	var invalid error
+	if d.validate {
+		invalid = validate(shell, "")
+	}
+	for _, v := range vhosts {
+		h.Write(v.sum[:])
+		if invalid == nil {
+			invalid = v.invalid
+		}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	dg := newDigest(sum)
+	dg.invalid = invalid
+	return dg, err
+}
+
+func newDigest(sum [32]byte) *digest {
+	return &digest{sum: sum, version: hex.EncodeToString(sum[:])}
+}
+
+// validate runs m's protoc-gen-validate rules (the generated ValidateAll
+// of Envoy's API, the rules Envoy checks on load); what names the part of
+// the resource that fails them.
+func validate(m proto.Message, what string) error {
+	v, ok := m.(interface{ ValidateAll() error })
+	if !ok {
+		return nil
+	}
+	if err := v.ValidateAll(); err != nil {
+		if what != "" {
+			return fmt.Errorf("%s%w", what, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// withoutVirtualHosts is a route configuration with rc's fields but its
+// virtual hosts; it shares their values with rc (rc is not modified).
+func withoutVirtualHosts(rc *routev3.RouteConfiguration) *routev3.RouteConfiguration {
+	shell := &routev3.RouteConfiguration{}
+	dst := shell.ProtoReflect()
+	rc.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Name() != "virtual_hosts" {
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	return shell
+}
+
+// versionOf is the version of a snapshot whose resources have the
+// digests ds: the first 16 hex digits of SHA-256 over every digest, list
+// by list.
+func versionOf(ds [5][]*digest) string {
+	h := sha256.New()
+	for _, l := range ds {
+		for _, d := range l {
+			h.Write(d.sum[:])
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// invalid returns the first protoc-gen-validate failure among r's
+// resources, naming the resource.
+func invalid(r *xdstranslator.Resources, ds [5][]*digest) error {
+	for i, l := range lists(r) {
+		for j, res := range l {
+			if err := ds[i][j].invalid; err != nil {
+				return fmt.Errorf("%s %s: %w", typeName(string(res.ProtoReflect().Descriptor().FullName())), cachev3.GetResourceName(res), err)
+			}
+		}
+	}
+	return nil
+}
+
+// versionMap is the snapshot's VersionMap for r (type URL -> name ->
+// version): a list that is the very same as in the last call keeps its
+// map (snapshots share it; nobody modifies it).
+func (d *digester) versionMap(r *xdstranslator.Resources, ds [5][]*digest) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(typeURLs))
+	for i, l := range lists(r) {
+		if d.versions[i] == nil || len(l) != len(d.last[i]) || len(l) > 0 && &l[0] != &d.last[i][0] {
+			m := make(map[string]string, len(l))
+			for j, res := range l {
+				m[cachev3.GetResourceName(res)] = ds[i][j].version
+			}
+			d.versions[i], d.last[i] = m, l
+		}
+		out[typeURLs[i]] = d.versions[i]
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package xdsserver
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
+)
+
+func vhost(name string) *routev3.VirtualHost {
+	return &routev3.VirtualHost{Name: name, Domains: []string{name}, Routes: []*routev3.Route{{
+		Name: name, Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+		Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "one"}}},
+	}}}
+}
+
+// withConfig adds route configuration "rc" with vhosts, and a listener
+// whose HTTP connection manager uses it.
+func withConfig(r *xdstranslator.Resources, vhosts ...*routev3.VirtualHost) *xdstranslator.Resources {
+	hcm, _ := anypb.New(&hcmv3.HttpConnectionManager{StatPrefix: "http", RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+		RouteConfigName: "rc", ConfigSource: &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}}})
+	r.Listeners = []types.Resource{&listenerv3.Listener{Name: "l", FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
+		Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcm}}}}}}}
+	r.Routes = []types.Resource{&routev3.RouteConfiguration{Name: "rc", IgnorePortInHostMatching: true, VirtualHosts: vhosts}}
+	return r
+}
+
+// TestDigestsFollowContent: a resource's version in the snapshot's
+// VersionMap (which delta xDS compares) follows its content, not its
+// object: a route configuration rebuilt around the same virtual hosts, or
+// a copy of them, keeps its version; one changed virtual host changes it
+// and nothing else. A digester that kept the last digests agrees with a
+// fresh one (Version).
+func TestDigestsFollowContent(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	a, b := vhost("a.example.com"), vhost("b.example.com")
+	versions := func(r *xdstranslator.Resources) (string, map[string]map[string]string) {
+		t.Helper()
+		v, _, err := s.Publish(ctx, "s", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fresh, _ := Version(r); fresh != v {
+			t.Errorf("Publish versions the snapshot %s, Version says %s", v, fresh)
+		}
+		snap, _ := s.cache.GetSnapshot("s")
+		m := map[string]map[string]string{}
+		for _, typ := range []string{resource.RouteType, resource.ClusterType} {
+			m[typ] = snap.GetVersionMap(typ)
+		}
+		return v, m
+	}
+	v1, m1 := versions(withConfig(cluster("one"), a, b))
+	v2, m2 := versions(withConfig(cluster("one"), proto.Clone(a).(*routev3.VirtualHost), b))
+	if v2 != v1 || m2[resource.RouteType]["rc"] != m1[resource.RouteType]["rc"] {
+		t.Errorf("the same content in new objects: version %s, rc %s; want %s, %s", v2, m2[resource.RouteType]["rc"], v1, m1[resource.RouteType]["rc"])
+	}
+	changed := vhost("b.example.com")
+	changed.Routes[0].Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/v2"}}
+	v3, m3 := versions(withConfig(cluster("one"), a, changed))
+	if v3 == v1 || m3[resource.RouteType]["rc"] == m1[resource.RouteType]["rc"] || m3[resource.ClusterType]["one"] != m1[resource.ClusterType]["one"] {
+		t.Errorf("one virtual host changed: version %s (was %s), rc %s (was %s), cluster one %s (was %s); want the first two changed, the cluster not",
+			v3, v1, m3[resource.RouteType]["rc"], m1[resource.RouteType]["rc"], m3[resource.ClusterType]["one"], m1[resource.ClusterType]["one"])
+	}
+	bad := vhost("c.example.com")
+	bad.Domains = nil // at least one domain is required
+	if _, _, err := s.Publish(ctx, "s", withConfig(cluster("one"), a, bad)); err == nil || !strings.Contains(err.Error(), "virtual host c.example.com") {
+		t.Errorf("a virtual host without domains was published (err=%v)", err)
+	}
+}

@@ -221,21 +221,19 @@ func (e *env) proxyStatus(bin string) (proxyStatus, error) {
 	return st, nil
 }
 
-// envoyPods are the running Envoy pods ("namespace/name") of both fleet
-// namespaces.
+// envoyPods are the running Envoy pods ("namespace/name") of the whole
+// cluster: proxy-status lists every fleet, including those of Gateways
+// that other tests (a conformance run) left behind.
 func (e *env) envoyPods() map[string]bool {
 	out := map[string]bool{}
-	for _, ns := range []string{releaseNamespace, exampleNamespace} {
-		list, err := e.kubectl("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/name=envoy",
-			"-o", `jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name}{" "}{.metadata.deletionTimestamp}{"\n"}{end}`)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
-			f := strings.Fields(line)
-			if len(f) == 1 {
-				out[ns+"/"+f[0]] = true
-			}
+	list, err := e.kubectl("", "get", "pods", "-A", "-l", "app.kubernetes.io/name=envoy",
+		"-o", `jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.namespace}/{.metadata.name}{" "}{.metadata.deletionTimestamp}{"\n"}{end}`)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		if f := strings.Fields(line); len(f) == 1 {
+			out[f[0]] = true
 		}
 	}
 	return out

@@ -181,6 +181,8 @@ func newScopeBuilder(cache *scopeCache) *scopeBuilder {
 	}
 }
 
+// addListener files IR listener l of Gateway gw under the address and port
+// Envoy binds for it, and remembers gw for l's stat names.
 func (s *scopeBuilder) addListener(gw *ir.Gateway, l *ir.Listener) {
 	k := bindKey{address: l.Address, port: l.Port, udp: l.Protocol == ir.ProtocolUDP}
 	s.gateway[l] = gw.Namespace + "/" + gw.Name

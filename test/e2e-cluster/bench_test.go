@@ -216,12 +216,10 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// createBenchRoute creates HTTPRoute default/name, labelled xds-bench=kind,
-// on the Gateway bench for host with one backendRef (Service backend,
-// port), and returns when the API server answered.
-func (e *env) createBenchRoute(name, kind, host, backend string, port int64) time.Time {
-	e.t.Helper()
-	route := &unstructured.Unstructured{Object: map[string]any{
+// benchRoute is HTTPRoute default/name, labelled xds-bench=kind, on the
+// Gateway bench for host with one backendRef (Service backend, port).
+func benchRoute(name, kind, host, backend string, port int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "gateway.networking.k8s.io/v1",
 		"kind":       "HTTPRoute",
 		"metadata":   map[string]any{"name": name, "namespace": "default", "labels": map[string]any{"xds-bench": kind}},
@@ -231,7 +229,13 @@ func (e *env) createBenchRoute(name, kind, host, backend string, port int64) tim
 			"rules":      []any{map[string]any{"backendRefs": []any{map[string]any{"name": backend, "port": port}}}},
 		},
 	}}
-	if _, err := e.dyn.Resource(httpRouteGVR).Namespace("default").Create(context.Background(), route, metav1.CreateOptions{}); err != nil {
+}
+
+// createBenchRoute creates benchRoute(name, kind, host, backend, port) and
+// returns when the API server answered.
+func (e *env) createBenchRoute(name, kind, host, backend string, port int64) time.Time {
+	e.t.Helper()
+	if _, err := e.dyn.Resource(httpRouteGVR).Namespace("default").Create(context.Background(), benchRoute(name, kind, host, backend, port), metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 	return time.Now()
@@ -309,18 +313,12 @@ func (e *env) waitAllRouted(addr string, hosts []string, start time.Time, timeou
 // for the connection to the Service's clusterIP to fail (about 1 to 5 s on
 // the local cluster) before its 503.
 func routedOrBusy(c *http.Client, addr, host string) bool {
-	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(addr, "80")+"/", nil)
-	if err != nil {
-		return false
-	}
-	req.Host = host
-	resp, err := c.Do(req)
+	code, err := probe(c, net.JoinHostPort(addr, "80"), host)
 	if err != nil {
 		var ne net.Error
 		return errors.As(err, &ne) && ne.Timeout()
 	}
-	resp.Body.Close()
-	return resp.StatusCode != http.StatusNotFound
+	return code != http.StatusNotFound
 }
 
 // steadyStream is two keep-alive clients sending to a set of hosts in turn.
@@ -369,15 +367,7 @@ func (e *env) churn(d time.Duration, perSecond int) (ops, refused int) {
 		switch {
 		case k%3 == 0 || len(live) == 0:
 			name := fmt.Sprintf("churn-%d", k)
-			route := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
-				"metadata": map[string]any{"name": name, "namespace": "default", "labels": map[string]any{"xds-bench": "churn"}},
-				"spec": map[string]any{
-					"parentRefs": []any{map[string]any{"name": "bench"}},
-					"hostnames":  []any{name + ".example.com"},
-					"rules":      []any{map[string]any{"backendRefs": []any{map[string]any{"name": fmt.Sprintf("svc-%d", k%20), "port": int64(8080)}}}},
-				},
-			}}
+			route := benchRoute(name, "churn", name+".example.com", fmt.Sprintf("svc-%d", k%20), 8080)
 			if _, err = res.Create(ctx, route, metav1.CreateOptions{}); err == nil {
 				live = append(live, name)
 			}

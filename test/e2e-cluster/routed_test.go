@@ -30,17 +30,24 @@ func routed(c *http.Client, addr, host string) bool {
 
 // routedAt is routed for the Envoy at hostport.
 func routedAt(c *http.Client, hostport, host string) bool {
+	code, err := probe(c, hostport, host)
+	return err == nil && code != http.StatusNotFound
+}
+
+// probe sends GET http://hostport/ with Host host and returns the answer's
+// status code.
+func probe(c *http.Client, hostport, host string) (int, error) {
 	req, err := http.NewRequest(http.MethodGet, "http://"+hostport+"/", nil)
 	if err != nil {
-		return false
+		return 0, err
 	}
 	req.Host = host
 	resp, err := c.Do(req)
 	if err != nil {
-		return false
+		return 0, err
 	}
 	resp.Body.Close()
-	return resp.StatusCode != http.StatusNotFound
+	return resp.StatusCode, nil
 }
 
 // waitRouted polls every 5 ms until host is routed at addr, and returns

@@ -37,13 +37,16 @@ e2e: ## e2e on the local cluster: helm install + kubectl apply -f examples/ in S
 # route create/edit/delete (median / p99 / max over BENCH_SAMPLES), churn and
 # rolling-restart request failures, and the controller's CPU and peak RSS per
 # phase; the summary is also written to /tmp/xds-bench-cluster-<mode>-<N>.txt.
+# BENCH_PROFILE=DIR also writes CPU profiles of the controller replicas
+# during the single-route phase into DIR (go tool pprof -top FILE).
 N ?= 1000
 BENCH_SAMPLES ?= 50
 BENCH_CHURN ?= 60s
+BENCH_PROFILE ?=
 
 .PHONY: bench-cluster
 bench-cluster: ## propagation benchmark on the local cluster: N routes (default 1000), MODE=shared|dedicated; prints bulk, single-route, churn and restart figures
 	@out=/tmp/xds-bench-cluster-$(MODE)-$(N).txt; rm -f $$out; \
-	E2E_BENCH_ROUTES=$(N) E2E_BENCH_MODE=$(MODE) E2E_BENCH_SAMPLES=$(BENCH_SAMPLES) E2E_BENCH_CHURN=$(BENCH_CHURN) E2E_BENCH_OUT=$$out \
+	E2E_BENCH_ROUTES=$(N) E2E_BENCH_MODE=$(MODE) E2E_BENCH_SAMPLES=$(BENCH_SAMPLES) E2E_BENCH_CHURN=$(BENCH_CHURN) E2E_BENCH_OUT=$$out E2E_BENCH_PROFILE=$(BENCH_PROFILE) \
 	  $(MAKE) --no-print-directory e2e E2E_RUN='^TestPropagationBenchmark$$' E2E_TIMEOUT=90m; rc=$$?; \
 	echo "== bench-cluster N=$(N) MODE=$(MODE)"; cat $$out 2>/dev/null; exit $$rc

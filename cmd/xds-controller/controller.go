@@ -96,6 +96,7 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.StringVar(&prov.AgentImage, "agent-image", infra.DefaultAgentImage, "image of the Envoy pods' SVID agent (this controller's image)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", ":8080", `address of /metrics ("0" disables)`)
 	f.StringVar(&cfg.HealthAddress, "health-address", ":8081", `address of /healthz and /readyz ("0" disables)`)
+	f.StringVar(&cfg.PprofAddress, "pprof-address", "", `address of Go's /debug/pprof/ profiles, e.g. 127.0.0.1:6060 ("" disables)`)
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect a leader among replicas; only the leader writes status and infrastructure")
 	f.BoolVar(&createCA, "create-ca", true, "create the CA Secret xds-controller-ca when missing; false waits for another writer (cert-manager) to create it")
 	f.StringVar(&cfg.TrustDomain, "trust-domain", kubernetes.DefaultTrustDomain, "SPIFFE trust domain of the xDS channel")
@@ -107,6 +108,7 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.IntVar(&cfg.StatusBurst, "status-burst", status.DefaultBurst, "burst of status writes above --status-qps")
 	f.IntVar(&cfg.StatusWorkers, "status-workers", status.DefaultWorkers, "objects whose status is written at once")
 	f.StringVar(&cfg.ServiceAccount, "service-account", kubernetes.DefaultServiceAccount, "the controller's ServiceAccount (names the xDS server identity)")
+	f.BoolVar(&prov.StateOfTheWorld, "sotw", false, "Envoy fleets subscribe with state-of-the-world ADS instead of delta ADS (which sends only the resources that changed)")
 	f.StringVar(&prov.EnvoyImage, "envoy-image", infra.DefaultEnvoyImage, "Envoy image of the fleets whose GatewayParameters name none")
 	f.StringVar(&cfg.Ingress.GatewayClass, "ingress-gateway-class", ingress.DefaultGatewayClass, "GatewayClass whose Envoy fleet serves the Ingresses of IngressClasses with controller "+ingress.ControllerName+" (their GatewayParameters overlay its parameters)")
 	return cmd

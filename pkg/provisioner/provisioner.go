@@ -41,6 +41,12 @@ type Options struct {
 	// AgentImage is the image of the Envoy pods' SVID agent: the
 	// controller's own (default infra.DefaultAgentImage).
 	AgentImage string
+	// StateOfTheWorld makes the fleets subscribe with state-of-the-world
+	// ADS (bootstrap api_type GRPC). The default is delta ADS
+	// (DELTA_GRPC): a change sends Envoy only the resources that changed,
+	// where state of the world sends every resource of each changed type
+	// (at 1000 routes, every cluster and ClusterLoadAssignment again).
+	StateOfTheWorld bool
 	// Log receives what the provisioner did (default: the Config's Log).
 	Log *slog.Logger
 }
@@ -98,6 +104,7 @@ func Install(cfg *kubernetes.Config, o Options) error {
 			IdentityPort: o.IdentityPort,
 			AgentImage:   cmp.Or(o.AgentImage, infra.DefaultAgentImage),
 			Audience:     cfg.Audience,
+			SotW:         o.StateOfTheWorld,
 			Log:          o.Log,
 		},
 	}
@@ -141,7 +148,9 @@ type Provisioner struct {
 	// Audience of the agents' projected tokens (the controller's
 	// Config.Audience).
 	Audience string
-	Log      *slog.Logger
+	// SotW: see Options.StateOfTheWorld.
+	SotW bool
+	Log  *slog.Logger
 }
 
 // Provision runs one pass. in.Resolver must come from this package's
@@ -168,7 +177,7 @@ func (p *Provisioner) Provision(ctx context.Context, in kubernetes.ProvisionInpu
 	rend := &infra.Renderer{
 		Namespace:  p.Namespace,
 		EnvoyImage: p.EnvoyImage,
-		XDS:        infra.XDSServer{Host: p.XDSHost, Port: p.XDSPort, ServerID: in.Identity.ServerID.String()},
+		XDS:        infra.XDSServer{Host: p.XDSHost, Port: p.XDSPort, ServerID: in.Identity.ServerID.String(), Delta: !p.SotW},
 		Identity: infra.IdentityService{
 			Host:       p.XDSHost,
 			Port:       p.IdentityPort,

@@ -235,7 +235,9 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 	// status-only events), the periodic resync, or Resync on a new lead.
 	var changed []Key
 	for k, d := range desired {
-		if prev, ok := w.desired[k]; !ok || !equality.Semantic.DeepEqual(prev, d) {
+		// Every status is a pointer; a translation cache hands out the
+		// very status of an object it did not translate again.
+		if prev, ok := w.desired[k]; !ok || prev != d && !equality.Semantic.DeepEqual(prev, d) {
 			changed = append(changed, k)
 		}
 	}

@@ -72,7 +72,12 @@ func TestPropagationBenchmark(t *testing.T) {
 	}
 	// Verbose logging off: the benchmark measures the controller, not its
 	// log volume.
-	e.helmInstallWith(mode, map[string]any{"verbose": false})
+	values := map[string]any{"verbose": false}
+	profileDir := os.Getenv("E2E_BENCH_PROFILE")
+	if profileDir != "" {
+		values["extraArgs"] = []any{"--pprof-address=:" + pprofPort}
+	}
+	e.helmInstallWith(mode, values)
 	ctl := e.controllerSampler()
 	var report []string
 	logf := func(format string, args ...any) {
@@ -115,6 +120,10 @@ func TestPropagationBenchmark(t *testing.T) {
 
 	// Single route: create, edit, delete.
 	ph = ctl.begin()
+	if profileDir != "" {
+		profiled := ctl.cpuProfile(profileDir, fmt.Sprintf("single-%s-%d", strings.ToLower(mode), n), 20*time.Second)
+		defer func() { logf("controller CPU profiles of the single-route phase: %s", strings.Join(profiled(), " ")) }()
+	}
 	var created, edited, deleted []time.Duration
 	// The create is also timed at each Envoy pod directly: the Gateway's
 	// address picks one pod per connection, so a slow pod shows as a tail.

@@ -3,9 +3,13 @@ package e2ecluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +20,9 @@ import (
 
 // controllerSampler reads the controller replicas' own process metrics
 // (the Prometheus client's process collector on the metrics port, 8080):
-// process_cpu_seconds_total and process_resident_memory_bytes.
+// process_cpu_seconds_total and process_resident_memory_bytes, and the
+// pipeline's runs (xds_controller_translation_duration_seconds, count and
+// sum of the successful runs).
 type controllerSampler struct {
 	e     *env
 	c     *http.Client
@@ -41,6 +47,26 @@ func (e *env) controllerSampler() *controllerSampler {
 		s.addrs = append(s.addrs, net.JoinHostPort(p.Status.PodIP, "8080"))
 	}
 	return s
+}
+
+// runsOK are the names scrapeProcess gives the count and sum of the
+// pipeline's successful runs.
+const (
+	runsOKCount = `xds_controller_translation_duration_seconds_count{result="ok"}`
+	runsOKSum   = `xds_controller_translation_duration_seconds_sum{result="ok"}`
+)
+
+// runs returns the pipeline runs and the seconds they took, summed over
+// the replicas.
+func (s *controllerSampler) runs() (n, secs float64, err error) {
+	for _, a := range s.addrs {
+		m, err := scrapeProcess(s.c, "http://"+a+"/metrics")
+		if err != nil {
+			return 0, 0, fmt.Errorf("controller metrics %s: %w", a, err)
+		}
+		n, secs = n+m[runsOKCount], secs+m[runsOKSum]
+	}
+	return n, secs, nil
 }
 
 // sample returns CPU seconds and resident bytes summed over the replicas,
@@ -81,6 +107,7 @@ func (s *controllerSampler) rss() float64 {
 type phase struct {
 	s       *controllerSampler
 	cpu0    float64
+	runs0   [2]float64 // pipeline runs and their seconds at begin
 	began   time.Time
 	mu      sync.Mutex
 	peakRSS float64
@@ -93,6 +120,7 @@ type phase struct {
 func (s *controllerSampler) begin() *phase {
 	p := &phase{s: s, began: time.Now(), done: make(chan struct{})}
 	p.cpu0, p.peakRSS = s.mustSample()
+	p.runs0[0], p.runs0[1], _ = s.runs()
 	p.wg.Go(func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
@@ -114,19 +142,24 @@ func (s *controllerSampler) begin() *phase {
 	return p
 }
 
-// end stops the phase and formats the controller's CPU seconds and peak
-// RSS during it.
+// end stops the phase and formats the controller's CPU seconds, peak RSS,
+// and pipeline runs (how many, and their mean duration) during it.
 func (p *phase) end() string {
 	close(p.done)
 	p.wg.Wait()
 	cpu, rss := p.s.mustSample()
 	peak := max(p.peakRSS, rss)
-	return fmt.Sprintf("controller: %.1f CPU s over %s, peak RSS %s",
-		cpu-p.cpu0, time.Since(p.began).Round(100*time.Millisecond), mib(peak))
+	runs := ""
+	if n, secs, err := p.s.runs(); err == nil && n > p.runs0[0] {
+		runs = fmt.Sprintf(", %.0f pipeline runs of %.1f ms mean", n-p.runs0[0], 1000*(secs-p.runs0[1])/(n-p.runs0[0]))
+	}
+	return fmt.Sprintf("controller: %.1f CPU s over %s, peak RSS %s%s",
+		cpu-p.cpu0, time.Since(p.began).Round(100*time.Millisecond), mib(peak), runs)
 }
 
 // scrapeProcess fetches a Prometheus text exposition at url and returns
-// its unlabelled samples by metric name.
+// its samples by metric name (with its labels as exposed, for a labelled
+// one).
 func scrapeProcess(c *http.Client, url string) (map[string]float64, error) {
 	resp, err := c.Get(url)
 	if err != nil {
@@ -141,10 +174,11 @@ func scrapeProcess(c *http.Client, url string) (map[string]float64, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "#") || strings.Contains(line, "{") {
+		if strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, val, ok := strings.Cut(line, " ")
+		i := strings.LastIndexByte(line, ' ')
+		name, val, ok := line[:max(i, 0)], line[i+1:], i > 0
 		if !ok {
 			continue
 		}
@@ -153,4 +187,52 @@ func scrapeProcess(c *http.Client, url string) (map[string]float64, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// pprofPort is where the benchmark asks the controller to serve
+// /debug/pprof/ (--pprof-address) when E2E_BENCH_PROFILE is set.
+const pprofPort = "6060"
+
+// cpuProfile starts fetching a CPU profile of d from every replica into
+// dir/cpu-<name>-<pod IP>.pprof; the returned function waits for them and
+// returns the files written (a replica that failed is logged and left
+// out). Read one with `go tool pprof -top FILE`.
+func (s *controllerSampler) cpuProfile(dir, name string, d time.Duration) func() []string {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var files []string
+	c := &http.Client{Timeout: d + 30*time.Second}
+	for _, a := range s.addrs {
+		host, _, _ := net.SplitHostPort(a)
+		wg.Go(func() {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", net.JoinHostPort(host, pprofPort), int(d.Seconds()))
+			resp, err := c.Get(url)
+			if err != nil {
+				s.e.t.Logf("CPU profile %s: %v", url, err)
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				s.e.t.Logf("CPU profile %s: %s", url, resp.Status)
+				return
+			}
+			file := filepath.Join(dir, fmt.Sprintf("cpu-%s-%s.pprof", name, host))
+			f, err := os.Create(file)
+			if err == nil {
+				_, err = io.Copy(f, resp.Body)
+				err = errors.Join(err, f.Close())
+			}
+			if err != nil {
+				s.e.t.Logf("CPU profile %s: %v", file, err)
+				return
+			}
+			mu.Lock()
+			files = append(files, file)
+			mu.Unlock()
+		})
+	}
+	return func() []string {
+		wg.Wait()
+		return files
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,6 +184,12 @@ spec:
 	}
 	if got := ptr.Deref(dep.Spec.Replicas, 0); got != 2 {
 		t.Errorf("replicas %d, want 2", got)
+	}
+	// The fleet subscribes with delta ADS (provisioner.Options.StateOfTheWorld
+	// is false): a route change sends Envoy only what changed.
+	boot := get(t, controllerNamespace, fleet, &corev1.ConfigMap{})
+	if !strings.Contains(fmt.Sprint(boot.Data), "api_type: DELTA_GRPC") {
+		t.Errorf("the fleet's bootstrap does not subscribe with delta ADS: %v", boot.Data)
 	}
 
 	// Per Gateway: a selectorless Service, targetPort the bind port, and an

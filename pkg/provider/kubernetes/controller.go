@@ -83,6 +83,10 @@ type Config struct {
 	// /readyz; "0" or "" disables them.
 	MetricsAddress string
 	HealthAddress  string
+	// PprofAddress, when set, serves Go's /debug/pprof/ profiles
+	// (controller-runtime's manager.Options.PprofBindAddress); "" or "0"
+	// disables it. Off by default: profiles reveal internals.
+	PprofAddress string
 	// LeaderElect enables leader election; without it this replica always
 	// leads (one replica only!).
 	LeaderElect bool
@@ -257,6 +261,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		Logger:                  logr.FromSlogHandler(cfg.Log.Handler()),
 		Metrics:                 metricsserver.Options{BindAddress: cmp.Or(cfg.MetricsAddress, "0")},
 		HealthProbeBindAddress:  cmp.Or(cfg.HealthAddress, "0"),
+		PprofBindAddress:        cmp.Or(cfg.PprofAddress, "0"),
 		GracefulShutdownTimeout: &cfg.GracefulShutdownTimeout,
 		Cache:                   cacheOptions(cfg.Hooks.Cache),
 		Client: client.Options{Cache: &client.CacheOptions{

@@ -1,6 +1,8 @@
 package kubernetes
 
 import (
+	"maps"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -14,7 +16,21 @@ import (
 // copy, fills a list of values). An object is unchanged while its UID and
 // resourceVersion are: the API server gives every write a new
 // resourceVersion. Objects without a resourceVersion are never taken for
-// another. Not safe for concurrent use; the zero value is empty.
+// another.
+//
+// The kinds whose status this controller writes (GatewayClass, Gateway,
+// ListenerSet, the route kinds, BackendTLSPolicy) are also unchanged
+// across a write of their status alone: the same UID and
+// metadata.generation (the API server bumps it on every spec change of
+// these kinds, whose CRDs have a status subresource), labels, annotations
+// and deletionTimestamp. The translation reads none of their status, and
+// without this every run after one of our own status writes (a Gateway's
+// attachedRoutes, after any route came or went) would translate again
+// what depends on that object: for a Gateway, everything. So the status
+// of an object handed out may be older than the live one: read live
+// status before interning (liveStatus).
+//
+// Not safe for concurrent use; the zero value is empty.
 type interner struct {
 	prev map[internKey]metav1.Object
 }
@@ -31,26 +47,43 @@ type internKey struct {
 // unchanged by those handed out before, and remembers this snapshot's.
 func (in *interner) intern(res *resources.Resources) {
 	next := make(map[internKey]metav1.Object, len(in.prev))
-	internList(in.prev, next, "GatewayClass", res.GatewayClasses)
-	internList(in.prev, next, "Gateway", res.Gateways)
-	internList(in.prev, next, "ListenerSet", res.ListenerSets)
-	internList(in.prev, next, "HTTPRoute", res.HTTPRoutes)
-	internList(in.prev, next, "GRPCRoute", res.GRPCRoutes)
-	internList(in.prev, next, "TLSRoute", res.TLSRoutes)
-	internList(in.prev, next, "TCPRoute", res.TCPRoutes)
-	internList(in.prev, next, "UDPRoute", res.UDPRoutes)
-	internList(in.prev, next, "ReferenceGrant", res.ReferenceGrants)
-	internList(in.prev, next, "BackendTLSPolicy", res.BackendTLSPolicies)
-	internList(in.prev, next, "Service", res.Services)
-	internList(in.prev, next, "EndpointSlice", res.EndpointSlices)
-	internList(in.prev, next, "Namespace", res.Namespaces)
+	internList(in.prev, next, "GatewayClass", res.GatewayClasses, sameSpec)
+	internList(in.prev, next, "Gateway", res.Gateways, sameSpec)
+	internList(in.prev, next, "ListenerSet", res.ListenerSets, sameSpec)
+	internList(in.prev, next, "HTTPRoute", res.HTTPRoutes, sameSpec)
+	internList(in.prev, next, "GRPCRoute", res.GRPCRoutes, sameSpec)
+	internList(in.prev, next, "TLSRoute", res.TLSRoutes, sameSpec)
+	internList(in.prev, next, "TCPRoute", res.TCPRoutes, sameSpec)
+	internList(in.prev, next, "UDPRoute", res.UDPRoutes, sameSpec)
+	internList(in.prev, next, "ReferenceGrant", res.ReferenceGrants, sameVersion)
+	internList(in.prev, next, "BackendTLSPolicy", res.BackendTLSPolicies, sameSpec)
+	internList(in.prev, next, "Service", res.Services, sameVersion)
+	internList(in.prev, next, "EndpointSlice", res.EndpointSlices, sameVersion)
+	internList(in.prev, next, "Namespace", res.Namespaces, sameVersion)
 	in.prev = next
 }
 
-func internList[T metav1.Object](prev, next map[internKey]metav1.Object, kind string, list []T) {
+// sameVersion: b is a listed again unchanged (the same resourceVersion).
+func sameVersion(a, b metav1.Object) bool {
+	return b.GetResourceVersion() != "" && a.GetResourceVersion() == b.GetResourceVersion()
+}
+
+// sameSpec: b is a, or a with another status only (the same generation,
+// labels, annotations and deletionTimestamp). Objects without a
+// generation are compared by resourceVersion.
+func sameSpec(a, b metav1.Object) bool {
+	if sameVersion(a, b) {
+		return true
+	}
+	return b.GetResourceVersion() != "" && b.GetGeneration() != 0 && a.GetGeneration() == b.GetGeneration() &&
+		maps.Equal(a.GetLabels(), b.GetLabels()) && maps.Equal(a.GetAnnotations(), b.GetAnnotations()) &&
+		a.GetDeletionTimestamp().Equal(b.GetDeletionTimestamp())
+}
+
+func internList[T metav1.Object](prev, next map[internKey]metav1.Object, kind string, list []T, same func(a, b metav1.Object) bool) {
 	for i, o := range list {
 		k := internKey{kind, o.GetNamespace(), o.GetName(), o.GetUID()}
-		if old, ok := prev[k].(T); ok && o.GetResourceVersion() != "" && old.GetResourceVersion() == o.GetResourceVersion() {
+		if old, ok := prev[k].(T); ok && same(old, o) {
 			list[i] = old
 		}
 		next[k] = list[i]

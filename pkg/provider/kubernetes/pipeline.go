@@ -342,7 +342,7 @@ func (p *pipeline) run(ctx context.Context) {
 		}
 		p.metrics.runs.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	}()
-	res, err := p.snapshot(ctx)
+	res, live, err := p.snapshot(ctx)
 	if err != nil {
 		p.failed.Add(1)
 		p.log.Error("reading the watched objects failed; the previous configuration keeps serving", "error", err)
@@ -373,8 +373,8 @@ func (p *pipeline) run(ctx context.Context) {
 	// this translation.
 	p.srv.Authorizer().Set(FleetScopes(p.ident.TrustDomain, p.cfg.Namespace, out.Result.IR))
 
-	st := status.WithStaleRoutes(out.Result.Status, status.Routes(res), p.cfg.ControllerName)
-	st = status.WithStalePolicies(st, res.BackendTLSPolicies, p.cfg.ControllerName)
+	st := status.WithStaleRoutes(out.Result.Status, live.routes, p.cfg.ControllerName)
+	st = status.WithStalePolicies(st, live.policies, p.cfg.ControllerName)
 	setAddresses(st, res, resolver)
 	p.reportIngresses(res, st)
 	gws := make(map[types.NamespacedName]*gwapiv1.Gateway, len(res.Gateways))

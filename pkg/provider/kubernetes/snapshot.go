@@ -21,6 +21,7 @@ import (
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/resources"
+	"github.com/xds-controller/xds-controller/pkg/status"
 )
 
 // metadataOf returns an empty PartialObjectMetadata of a core v1 kind, for
@@ -33,31 +34,42 @@ func metadataListOf(kind string) *metav1.PartialObjectMetadataList {
 	return &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind + "List"}}
 }
 
+// liveStatus is the status, as listed, of the objects whose stale entries
+// of ours the pipeline removes: read before interning, which may hand out
+// an older copy of an object whose status alone changed.
+type liveStatus struct {
+	routes   []status.RouteObject
+	policies []*gwapiv1.BackendTLSPolicy
+}
+
 // snapshot lists the cache into a sorted resource snapshot. The objects are
 // the cache's own (no deep copy): nothing downstream may modify them; an
-// object unchanged since the last snapshot is the very object of that
-// snapshot (interner). Referenced Secrets are read through s.secrets.
-func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
-	res, err := ListResources(ctx, p.cache, client.UnsafeDisableDeepCopy)
+// object unchanged since the last snapshot (or changed in its status
+// only) is the very object of that snapshot (interner), and live holds
+// the listed status of routes and policies. Referenced Secrets are read
+// through s.secrets.
+func (p *pipeline) snapshot(ctx context.Context) (res *resources.Resources, live liveStatus, err error) {
+	res, err = ListResources(ctx, p.cache, client.UnsafeDisableDeepCopy)
 	if err != nil {
-		return nil, err
+		return nil, live, err
 	}
+	live = liveStatus{routes: status.Routes(res), policies: slices.Clone(res.BackendTLSPolicies)}
 	p.objects.intern(res)
 	secretRefs := ReferencedSecrets(res, p.cfg.ControllerName)
 	configMapRefs := ReferencedConfigMaps(res)
 	p.setReferences(secretRefs, configMapRefs)
 	secrets, err := p.secrets.fetch(ctx, secretRefs)
 	if err != nil {
-		return nil, err
+		return nil, live, err
 	}
 	res.Secrets = secrets
 	configMaps, err := p.configMaps.fetch(ctx, configMapRefs)
 	if err != nil {
-		return nil, err
+		return nil, live, err
 	}
 	res.ConfigMaps = configMaps
 	res.Sort()
-	return res, nil
+	return res, live, nil
 }
 
 // ListResources lists, from r, every object kind the translation reads

@@ -148,6 +148,12 @@ func (t *Tracker) Opened(stream int64, at, svidExpiry time.Time) {
 	s.opened, s.svidExpiry = at, svidExpiry
 }
 
+// OpenedBefore says whether stream opened (Opened) before at.
+func (t *Tracker) OpenedBefore(stream int64, at time.Time) bool {
+	s, ok := t.streams[stream]
+	return ok && !s.opened.IsZero() && s.opened.Before(at)
+}
+
 // Holds records that the proxy on stream already holds version of typeURL
 // (a delta reconnect whose initial_resource_versions equal the served
 // snapshot's, to which the server sends nothing).

@@ -264,6 +264,11 @@ func (s *Server) onRequest(stream int64, nodeID, scope, typeURL, versionInfo, no
 		s.metrics.acks.WithLabelValues(scope, typeName(typeURL)).Inc()
 		if st != nil {
 			st.accepted(version)
+			// A proxy that connected after the publish is starting up, not
+			// following a change.
+			if version == st.desired && s.acks.OpenedBefore(stream, st.publishedAt) {
+				s.metrics.ackSeconds.WithLabelValues(typeName(typeURL)).Observe(s.now().Sub(st.publishedAt).Seconds())
+			}
 		}
 	case OutcomeNack:
 		s.metrics.nacks.WithLabelValues(scope, typeName(typeURL)).Inc()

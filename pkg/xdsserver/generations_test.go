@@ -13,6 +13,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xds-controller/xds-controller/internal/xdsclient"
@@ -193,4 +194,34 @@ func TestAckNackOverADS(t *testing.T) {
 	p.Reject("")
 	// The withdrawal sends generation 1 again, which the proxy accepts.
 	eventually(t, "the proxy back on v1", func() bool { return p.Accepted(resource.ClusterType) == v1 })
+}
+
+// TestAckSeconds: xds_controller_xds_ack_seconds counts the ACKs of a
+// publish by a proxy that was connected when it happened (one per type
+// the change reached), and not the first configuration of a proxy that
+// connects afterwards.
+func TestAckSeconds(t *testing.T) {
+	s := New(slog.Default())
+	addr, tlsc := serveWith(t, s)
+	ctx := context.Background()
+	acked := func(typ string) uint64 {
+		m := &dto.Metric{}
+		if err := s.metrics.ackSeconds.WithLabelValues(typ).(prometheus.Histogram).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	p, err := xdsclient.Connect(addr, tlsc, "envoy-1", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	eventually(t, "ACK of generation 1", func() bool { return p.Accepted(resource.ClusterType) != "" })
+	if n := acked("Cluster"); n != 0 {
+		t.Errorf("the first configuration of a proxy that connected after the publish counted %d times", n)
+	}
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	eventually(t, "ACK of generation 2", func() bool { return p.Accepted(resource.ClusterType) == v2 })
+	eventually(t, "one ACK of the change counted", func() bool { return acked("Cluster") == 1 })
 }

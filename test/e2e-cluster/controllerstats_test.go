@@ -49,24 +49,28 @@ func (e *env) controllerSampler() *controllerSampler {
 	return s
 }
 
-// runsOK are the names scrapeProcess gives the count and sum of the
-// pipeline's successful runs.
-const (
-	runsOKCount = `xds_controller_translation_duration_seconds_count{result="ok"}`
-	runsOKSum   = `xds_controller_translation_duration_seconds_sum{result="ok"}`
-)
+// pipelineSeries are the controller's series a phase reports the change
+// of: the pipeline's successful runs (count, seconds) and the ACKs of
+// route configuration changes (count, seconds after the publish).
+var pipelineSeries = [4]string{
+	`xds_controller_translation_duration_seconds_count{result="ok"}`,
+	`xds_controller_translation_duration_seconds_sum{result="ok"}`,
+	`xds_controller_xds_ack_seconds_count{type="RouteConfiguration"}`,
+	`xds_controller_xds_ack_seconds_sum{type="RouteConfiguration"}`,
+}
 
-// runs returns the pipeline runs and the seconds they took, summed over
-// the replicas.
-func (s *controllerSampler) runs() (n, secs float64, err error) {
+// pipeline returns pipelineSeries summed over the replicas.
+func (s *controllerSampler) pipeline() (out [4]float64, err error) {
 	for _, a := range s.addrs {
 		m, err := scrapeProcess(s.c, "http://"+a+"/metrics")
 		if err != nil {
-			return 0, 0, fmt.Errorf("controller metrics %s: %w", a, err)
+			return out, fmt.Errorf("controller metrics %s: %w", a, err)
 		}
-		n, secs = n+m[runsOKCount], secs+m[runsOKSum]
+		for i, name := range pipelineSeries {
+			out[i] += m[name]
+		}
 	}
-	return n, secs, nil
+	return out, nil
 }
 
 // sample returns CPU seconds and resident bytes summed over the replicas,
@@ -107,7 +111,7 @@ func (s *controllerSampler) rss() float64 {
 type phase struct {
 	s       *controllerSampler
 	cpu0    float64
-	runs0   [2]float64 // pipeline runs and their seconds at begin
+	series0 [4]float64 // pipelineSeries at begin
 	began   time.Time
 	mu      sync.Mutex
 	peakRSS float64
@@ -120,7 +124,7 @@ type phase struct {
 func (s *controllerSampler) begin() *phase {
 	p := &phase{s: s, began: time.Now(), done: make(chan struct{})}
 	p.cpu0, p.peakRSS = s.mustSample()
-	p.runs0[0], p.runs0[1], _ = s.runs()
+	p.series0, _ = s.pipeline()
 	p.wg.Go(func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
@@ -143,15 +147,22 @@ func (s *controllerSampler) begin() *phase {
 }
 
 // end stops the phase and formats the controller's CPU seconds, peak RSS,
-// and pipeline runs (how many, and their mean duration) during it.
+// pipeline runs (how many, and their mean duration), and the Envoy ACKs
+// of route configuration changes (how many, and their mean time after
+// the publish) during it.
 func (p *phase) end() string {
 	close(p.done)
 	p.wg.Wait()
 	cpu, rss := p.s.mustSample()
 	peak := max(p.peakRSS, rss)
 	runs := ""
-	if n, secs, err := p.s.runs(); err == nil && n > p.runs0[0] {
-		runs = fmt.Sprintf(", %.0f pipeline runs of %.1f ms mean", n-p.runs0[0], 1000*(secs-p.runs0[1])/(n-p.runs0[0]))
+	if v, err := p.s.pipeline(); err == nil {
+		if n := v[0] - p.series0[0]; n > 0 {
+			runs = fmt.Sprintf(", %.0f pipeline runs of %.1f ms mean", n, 1000*(v[1]-p.series0[1])/n)
+		}
+		if n := v[2] - p.series0[2]; n > 0 {
+			runs += fmt.Sprintf(", %.0f RouteConfiguration ACKs %.1f ms after the publish (mean)", n, 1000*(v[3]-p.series0[3])/n)
+		}
 	}
 	return fmt.Sprintf("controller: %.1f CPU s over %s, peak RSS %s%s",
 		cpu-p.cpu0, time.Since(p.began).Round(100*time.Millisecond), mib(peak), runs)

@@ -30,37 +30,41 @@ import (
 // of an object handed out may be older than the live one: read live
 // status before interning (liveStatus).
 //
-// Not safe for concurrent use; the zero value is empty.
+// Objects are found again by UID, which the API server makes unique
+// across kinds and time; objects without one are never taken for
+// another. Not safe for concurrent use; the zero value is empty.
 type interner struct {
-	prev map[internKey]metav1.Object
+	objects map[types.UID]*interned
+	pass    uint64
 }
 
-type internKey struct {
-	kind      string
-	namespace string
-	name      string
-	uid       types.UID
+type interned struct {
+	obj  metav1.Object
+	pass uint64 // the last pass that listed it
 }
 
 // intern replaces, in every list of res that the pipeline lists (Secrets
 // and ConfigMaps keep their objects already: refCache), the objects listed
 // unchanged by those handed out before, and remembers this snapshot's.
 func (in *interner) intern(res *resources.Resources) {
-	next := make(map[internKey]metav1.Object, len(in.prev))
-	internList(in.prev, next, "GatewayClass", res.GatewayClasses, sameSpec)
-	internList(in.prev, next, "Gateway", res.Gateways, sameSpec)
-	internList(in.prev, next, "ListenerSet", res.ListenerSets, sameSpec)
-	internList(in.prev, next, "HTTPRoute", res.HTTPRoutes, sameSpec)
-	internList(in.prev, next, "GRPCRoute", res.GRPCRoutes, sameSpec)
-	internList(in.prev, next, "TLSRoute", res.TLSRoutes, sameSpec)
-	internList(in.prev, next, "TCPRoute", res.TCPRoutes, sameSpec)
-	internList(in.prev, next, "UDPRoute", res.UDPRoutes, sameSpec)
-	internList(in.prev, next, "ReferenceGrant", res.ReferenceGrants, sameVersion)
-	internList(in.prev, next, "BackendTLSPolicy", res.BackendTLSPolicies, sameSpec)
-	internList(in.prev, next, "Service", res.Services, sameVersion)
-	internList(in.prev, next, "EndpointSlice", res.EndpointSlices, sameVersion)
-	internList(in.prev, next, "Namespace", res.Namespaces, sameVersion)
-	in.prev = next
+	if in.objects == nil {
+		in.objects = map[types.UID]*interned{}
+	}
+	in.pass++
+	internList(in, res.GatewayClasses, sameSpec)
+	internList(in, res.Gateways, sameSpec)
+	internList(in, res.ListenerSets, sameSpec)
+	internList(in, res.HTTPRoutes, sameSpec)
+	internList(in, res.GRPCRoutes, sameSpec)
+	internList(in, res.TLSRoutes, sameSpec)
+	internList(in, res.TCPRoutes, sameSpec)
+	internList(in, res.UDPRoutes, sameSpec)
+	internList(in, res.ReferenceGrants, sameVersion)
+	internList(in, res.BackendTLSPolicies, sameSpec)
+	internList(in, res.Services, sameVersion)
+	internList(in, res.EndpointSlices, sameVersion)
+	internList(in, res.Namespaces, sameVersion)
+	maps.DeleteFunc(in.objects, func(_ types.UID, e *interned) bool { return e.pass != in.pass })
 }
 
 // sameVersion: b is a listed again unchanged (the same resourceVersion).
@@ -80,12 +84,22 @@ func sameSpec(a, b metav1.Object) bool {
 		a.GetDeletionTimestamp().Equal(b.GetDeletionTimestamp())
 }
 
-func internList[T metav1.Object](prev, next map[internKey]metav1.Object, kind string, list []T, same func(a, b metav1.Object) bool) {
+func internList[T metav1.Object](in *interner, list []T, same func(a, b metav1.Object) bool) {
 	for i, o := range list {
-		k := internKey{kind, o.GetNamespace(), o.GetName(), o.GetUID()}
-		if old, ok := prev[k].(T); ok && same(old, o) {
-			list[i] = old
+		uid := o.GetUID()
+		if uid == "" {
+			continue
 		}
-		next[k] = list[i]
+		e := in.objects[uid]
+		if e == nil {
+			in.objects[uid] = &interned{obj: o, pass: in.pass}
+			continue
+		}
+		if old, ok := e.obj.(T); ok && old.GetNamespace() == o.GetNamespace() && old.GetName() == o.GetName() && same(old, o) {
+			list[i] = old
+		} else {
+			e.obj = o
+		}
+		e.pass = in.pass
 	}
 }

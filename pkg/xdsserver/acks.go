@@ -167,6 +167,25 @@ func (t *Tracker) Holds(stream int64, typeURL, version string) {
 	ts.Acked = version
 }
 
+// CarryForward records that every stream of scope holds version for each
+// type it ACKed some version of that same(typeURL, acked) says equals
+// version's resources of that type (names and versions): delta xDS sends
+// nothing for a type whose resources did not change, so no ACK would
+// ever say so. A state-of-the-world proxy is sent them again and ACKs
+// what it already held.
+func (t *Tracker) CarryForward(scope, version string, same func(typeURL, acked string) bool) {
+	for _, s := range t.streams {
+		if s.scope != scope {
+			continue
+		}
+		for typeURL, ts := range s.types {
+			if ts.Acked != "" && ts.Acked != version && same(typeURL, ts.Acked) {
+				ts.Acked = version
+			}
+		}
+	}
+}
+
 // Node returns the node id and scope of stream ("" when unknown).
 func (t *Tracker) Node(stream int64) (nodeID, scope string) {
 	if s := t.streams[stream]; s != nil {

@@ -2,6 +2,7 @@ package xdsserver
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -96,6 +97,17 @@ func (st *scopeState) published(version string, snap *cachev3.Snapshot, now time
 		}
 		st.since[typ] = next
 	}
+}
+
+// sameResources says whether the snapshots of versions a and b (both
+// still kept) hold the same resources of typeURL: the same names with the
+// same versions (digests).
+func (st *scopeState) sameResources(typeURL, a, b string) bool {
+	sa, sb := st.snaps[a], st.snaps[b]
+	if sa == nil || sb == nil {
+		return false
+	}
+	return maps.Equal(sa.GetVersionMap(typeURL), sb.GetVersionMap(typeURL))
 }
 
 // remember records version, just served after a publish, as recent.
@@ -264,6 +276,11 @@ func (s *Server) onRequest(stream int64, nodeID, scope, typeURL, versionInfo, no
 		s.metrics.acks.WithLabelValues(scope, typeName(typeURL)).Inc()
 		if st != nil {
 			st.accepted(version)
+			// A response of an older version ACKed after a publish
+			// that left this type alone: the proxy holds the newest.
+			if version != st.served && st.sameResources(typeURL, version, st.served) {
+				s.acks.Holds(stream, typeURL, st.served)
+			}
 			// A proxy that connected after the publish is starting up, not
 			// following a change.
 			if version == st.desired && s.acks.OpenedBefore(stream, st.publishedAt) {

@@ -225,3 +225,36 @@ func TestAckSeconds(t *testing.T) {
 	eventually(t, "ACK of generation 2", func() bool { return p.Accepted(resource.ClusterType) == v2 })
 	eventually(t, "one ACK of the change counted", func() bool { return acked("Cluster") == 1 })
 }
+
+// TestUnchangedTypesCarryForward: delta xDS sends nothing for a type whose
+// resources a publish left alone, so a proxy that ACKed them holds the new
+// version of that type without an ACK of it (proxy-status says SYNCED, not
+// STALE); a type that changed waits for its ACK. A late ACK of an older
+// version whose resources of the type are the newest's counts as the
+// newest.
+func TestUnchangedTypesCarryForward(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	acked := func() string { return s.acks.Proxies()[0].Types[resource.ListenerType].Acked }
+	v1, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	s.onRequest(1, "envoy-1", "a", resource.ListenerType, "", "", false, "")
+	respond(s, "1", v1)
+	answer(s, "1", "")
+	// Clusters change, listeners do not.
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	if got := acked(); got != v2 {
+		t.Errorf("listeners left alone by %s: the proxy holds %s, want %s", v2, got, v2)
+	}
+	// Listeners change: the proxy holds v2 until it ACKs v3.
+	v3, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l2"))
+	if got := acked(); got != v2 {
+		t.Errorf("listeners changed by %s: the proxy holds %s before any ACK, want %s", v3, got, v2)
+	}
+	respond(s, "2", v3)
+	// Clusters change again before the ACK of v3 arrives.
+	v4, _, _ := s.Publish(ctx, "a", withListener(cluster("three"), "l2"))
+	answer(s, "2", "")
+	if got := acked(); got != v4 {
+		t.Errorf("the ACK of %s, whose listeners are %s's: the proxy holds %s, want %s", v3, v4, got, v4)
+	}
+}

@@ -218,9 +218,11 @@ func TestReportForProxyStatus(t *testing.T) {
 	respond(s, "1", v1)
 	answer(s, "1", "")
 	now = t0.Add(time.Minute)
-	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	// New listeners each time: a proxy that holds the listeners of v1 is
+	// behind (CarryForward moves it on only while they stay the same).
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l2"))
 	now = t0.Add(2 * time.Minute)
-	v3, _, _ := s.Publish(ctx, "a", withListener(cluster("three"), "l1"))
+	v3, _, _ := s.Publish(ctx, "a", withListener(cluster("three"), "l3"))
 	s.RecordSVID("ns", "envoy-1", t0.Add(90*time.Minute))
 	s.RecordSVID("ns", "envoy-1", t0.Add(30*time.Minute)) // older: ignored
 	s.RecordSVID("ns", "gone", t0.Add(time.Minute))       // expired at now

@@ -156,6 +156,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	st.served = version
 	st.snaps[version] = snap
 	st.remember(version)
+	s.acks.CarryForward(scope, version, func(typeURL, acked string) bool { return st.sameResources(typeURL, acked, version) })
 	st.prune()
 	// Peers' ACKs of this version count once its snapshot is held here
 	// (their reports may have come first).

@@ -61,6 +61,9 @@ func TestPropagationBenchmark(t *testing.T) {
 	e := setup(t)
 	e.cleanup()
 	input := e.benchInput(n)
+	if mode == "Dedicated" {
+		input = dedicatedBench(input)
+	}
 	removeInput := func() {
 		_, _ = e.kubectl(input, "delete", "--ignore-not-found", "--wait=false", "-f", "-")
 		_, _ = e.kubectl("", "-n", "default", "delete", "httproutes", "-l", "xds-bench", "--ignore-not-found")
@@ -409,3 +412,23 @@ func spread(d []time.Duration) string {
 
 // mib formats bytes as MiB.
 func mib(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
+
+// dedicatedBench makes the benchmark input's Gateway (class bench, which
+// the chart's mode does not reach) Dedicated: its
+// infrastructure.parametersRef names GatewayParameters of mode Dedicated,
+// added to the input (the other parameters keep their defaults).
+func dedicatedBench(input string) string {
+	const class = "\n  gatewayClassName: bench\n"
+	if !strings.Contains(input, class) {
+		panic("dedicatedBench: the input's Gateway has no gatewayClassName: bench")
+	}
+	input = strings.Replace(input, class, class+
+		"  infrastructure:\n    parametersRef: {group: gateway.xds-controller.dev, kind: GatewayParameters, name: bench-dedicated}\n", 1)
+	return input + `
+---
+apiVersion: gateway.xds-controller.dev/v1alpha1
+kind: GatewayParameters
+metadata: {name: bench-dedicated, namespace: default}
+spec: {mode: Dedicated}
+`
+}

@@ -311,6 +311,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		secrets:    newSecretCache(mgr.GetCache(), mgr.GetAPIReader()),
 		configMaps: newConfigMapCache(mgr.GetCache(), mgr.GetAPIReader()),
 		kick:       make(chan struct{}, 1),
+		objects:    newObjectIndex(),
 		changes:    srv.Subscribe(),
 		events:     mgr.GetEventRecorder("xds-controller"),
 	}

@@ -16,8 +16,12 @@
 // only when its labels change) kicks the pipeline: the first event after a
 // quiet period (no run within Debounce) runs it at once; events during or
 // right after a run are a burst, coalesced until Debounce passes without
-// one, and run at least every MaxDebounce while they keep coming. One run lists the caches (sorted),
-// translates, publishes changed scopes to the xDS server and removes scopes
+// one, and run at least every MaxDebounce while they keep coming. Every
+// event of a translated kind is also recorded in the object index
+// (objectIndex, index.go), which keeps each kind sorted; one run takes the
+// index's snapshot (what changed since the last run, the rest being the
+// very objects of the last snapshot), translates what changed
+// (translate.Cache), publishes changed scopes to the xDS server and removes scopes
 // that vanished, then updates the status writer and the provisioner. A
 // failed translation is logged and changes nothing that is served: the last
 // good configuration stays published.

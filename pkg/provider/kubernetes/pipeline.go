@@ -62,8 +62,8 @@ type pipeline struct {
 	prov *provisionLoop
 
 	// objects and translations carry each run to the next, so that a run
-	// translates what changed (translate.Cache).
-	objects      interner
+	// reads and translates what changed (translate.Cache).
+	objects      *objectIndex
 	translations *translate.Cache
 
 	metrics *pipelineMetrics
@@ -160,23 +160,29 @@ func (p *pipeline) watch(ctx context.Context) error {
 		obj     client.Object
 		handler toolscache.ResourceEventHandler
 	}
+	// Each kind of the snapshot is recorded by the object index before
+	// its handler may trigger a run, in one handler: the informer calls
+	// the handlers of one registration in order, others concurrently.
+	indexed := func(kind string, h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+		return both(p.objects.handler(kind), h)
+	}
 	watches := []watch{
-		{&gwapiv1.GatewayClass{}, p.ownedHandler(status.KindGatewayClass)},
-		{&gwapiv1.Gateway{}, p.ownedHandler(status.KindGateway)},
-		{&gwapiv1.ListenerSet{}, p.ownedHandler(status.KindListenerSet)},
-		{&gwapiv1.HTTPRoute{}, p.ownedHandler(status.KindHTTPRoute)},
-		{&gwapiv1.GRPCRoute{}, p.ownedHandler(status.KindGRPCRoute)},
-		{&gwapiv1.TLSRoute{}, p.ownedHandler(status.KindTLSRoute)},
-		{&gwapiv1.TCPRoute{}, p.ownedHandler(status.KindTCPRoute)},
-		{&gwapiv1.UDPRoute{}, p.ownedHandler(status.KindUDPRoute)},
-		{&gwapiv1.BackendTLSPolicy{}, p.ownedHandler(status.KindBackendTLSPolicy)},
-		{&networkingv1.Ingress{}, p.ownedHandler(status.KindIngress)},
-		{&networkingv1.IngressClass{}, p.anyHandler()},
-		{&v1alpha1.IngressClassParameters{}, p.anyHandler()},
-		{&gwapiv1.ReferenceGrant{}, p.anyHandler()},
-		{&corev1.Service{}, p.anyHandler()},
-		{&discoveryv1.EndpointSlice{}, p.anyHandler()},
-		{metadataOf("Namespace"), p.namespaceHandler()},
+		{&gwapiv1.GatewayClass{}, indexed(ixGatewayClass, p.ownedHandler(status.KindGatewayClass))},
+		{&gwapiv1.Gateway{}, indexed(ixGateway, p.ownedHandler(status.KindGateway))},
+		{&gwapiv1.ListenerSet{}, indexed(ixListenerSet, p.ownedHandler(status.KindListenerSet))},
+		{&gwapiv1.HTTPRoute{}, indexed(ixHTTPRoute, p.ownedHandler(status.KindHTTPRoute))},
+		{&gwapiv1.GRPCRoute{}, indexed(ixGRPCRoute, p.ownedHandler(status.KindGRPCRoute))},
+		{&gwapiv1.TLSRoute{}, indexed(ixTLSRoute, p.ownedHandler(status.KindTLSRoute))},
+		{&gwapiv1.TCPRoute{}, indexed(ixTCPRoute, p.ownedHandler(status.KindTCPRoute))},
+		{&gwapiv1.UDPRoute{}, indexed(ixUDPRoute, p.ownedHandler(status.KindUDPRoute))},
+		{&gwapiv1.BackendTLSPolicy{}, indexed(ixBackendTLSPolicy, p.ownedHandler(status.KindBackendTLSPolicy))},
+		{&networkingv1.Ingress{}, indexed(ixIngress, p.ownedHandler(status.KindIngress))},
+		{&networkingv1.IngressClass{}, indexed(ixIngressClass, p.anyHandler())},
+		{&v1alpha1.IngressClassParameters{}, indexed(ixIngressClassParameters, p.anyHandler())},
+		{&gwapiv1.ReferenceGrant{}, indexed(ixReferenceGrant, p.anyHandler())},
+		{&corev1.Service{}, indexed(ixService, p.anyHandler())},
+		{&discoveryv1.EndpointSlice{}, indexed(ixEndpointSlice, p.anyHandler())},
+		{metadataOf("Namespace"), indexed(ixNamespace, p.namespaceHandler())},
 		{metadataOf("Secret"), p.referencedHandler(func() map[types.NamespacedName]bool { return p.secretRefs })},
 		{metadataOf("ConfigMap"), p.referencedHandler(func() map[types.NamespacedName]bool { return p.configMapRefs })},
 	}
@@ -192,6 +198,7 @@ func (p *pipeline) watch(ctx context.Context) error {
 		_, ok := obj.(*v1alpha1.IngressClassParameters)
 		return ok
 	}
+	var synced []toolscache.InformerSynced
 	for _, w := range watches {
 		inf, err := p.cache.GetInformer(ctx, w.obj)
 		if err != nil && optional(w.obj) && meta.IsNoMatchError(err) {
@@ -201,14 +208,27 @@ func (p *pipeline) watch(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", w.obj, err)
 		}
-		if _, err := inf.AddEventHandler(w.handler); err != nil {
+		reg, err := inf.AddEventHandler(w.handler)
+		if err != nil {
 			return fmt.Errorf("watching %T: %w", w.obj, err)
 		}
+		synced = append(synced, reg.HasSynced)
 	}
-	if !p.cache.WaitForCacheSync(ctx) {
+	// Every handler has seen its informer's initial objects (the object
+	// index is complete) before the first run.
+	if !p.cache.WaitForCacheSync(ctx) || !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// both calls a, then b, for every event.
+func both(a, b toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { a.OnAdd(obj, false); b.OnAdd(obj, false) },
+		UpdateFunc: func(o, n any) { a.OnUpdate(o, n); b.OnUpdate(o, n) },
+		DeleteFunc: func(obj any) { a.OnDelete(obj); b.OnDelete(obj) },
+	}
 }
 
 func objectOf(obj any) metav1.Object {

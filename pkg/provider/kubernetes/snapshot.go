@@ -34,27 +34,21 @@ func metadataListOf(kind string) *metav1.PartialObjectMetadataList {
 	return &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind + "List"}}
 }
 
-// liveStatus is the status, as listed, of the objects whose stale entries
-// of ours the pipeline removes: read before interning, which may hand out
-// an older copy of an object whose status alone changed.
+// liveStatus is the newest status of the objects whose stale entries of
+// ours the pipeline removes: the object index may hand out an older copy
+// of an object whose status alone changed.
 type liveStatus struct {
 	routes   []status.RouteObject
 	policies []*gwapiv1.BackendTLSPolicy
 }
 
-// snapshot lists the cache into a sorted resource snapshot. The objects are
-// the cache's own (no deep copy): nothing downstream may modify them; an
-// object unchanged since the last snapshot (or changed in its status
-// only) is the very object of that snapshot (interner), and live holds
-// the listed status of routes and policies. Referenced Secrets are read
-// through s.secrets.
+// snapshot is the object index's sorted resource snapshot (objectIndex:
+// the informers' objects, read-only; an object unchanged since the last
+// snapshot, or changed in its status only, is the very object of that
+// snapshot) and live, the newest status of routes and policies, with the
+// referenced Secrets (read through p.secrets) and ConfigMaps.
 func (p *pipeline) snapshot(ctx context.Context) (res *resources.Resources, live liveStatus, err error) {
-	res, err = ListResources(ctx, p.cache, client.UnsafeDisableDeepCopy)
-	if err != nil {
-		return nil, live, err
-	}
-	live = liveStatus{routes: status.Routes(res), policies: slices.Clone(res.BackendTLSPolicies)}
-	p.objects.intern(res)
+	res, live = p.objects.snapshot()
 	secretRefs := ReferencedSecrets(res, p.cfg.ControllerName)
 	configMapRefs := ReferencedConfigMaps(res)
 	p.setReferences(secretRefs, configMapRefs)
@@ -68,7 +62,11 @@ func (p *pipeline) snapshot(ctx context.Context) (res *resources.Resources, live
 		return nil, live, err
 	}
 	res.ConfigMaps = configMaps
-	res.Sort()
+	byKey := func(a, b metav1.Object) int {
+		return compareNN(types.NamespacedName{Namespace: a.GetNamespace(), Name: a.GetName()}, types.NamespacedName{Namespace: b.GetNamespace(), Name: b.GetName()})
+	}
+	slices.SortFunc(res.Secrets, func(a, b *corev1.Secret) int { return byKey(a, b) })
+	slices.SortFunc(res.ConfigMaps, func(a, b *corev1.ConfigMap) int { return byKey(a, b) })
 	return res, live, nil
 }
 

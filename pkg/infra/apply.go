@@ -311,6 +311,14 @@ func (a *Applier) beforeWrite(ctx context.Context) error {
 // Apply sends, without the zero values a typed object always carries
 // (creationTimestamp, status), with AnnotationAppliedHash set to the hash
 // of the rest.
+// AppliedHash is the AnnotationAppliedHash Apply gives obj: a digest of
+// everything it applies. It fails like Apply on an object without
+// apiVersion and kind.
+func AppliedHash(obj client.Object) (string, error) {
+	_, hash, err := applyObject(obj)
+	return hash, err
+}
+
 func applyObject(obj client.Object) (*unstructured.Unstructured, string, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind == "" || gvk.Version == "" {

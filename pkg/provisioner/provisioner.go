@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,6 +153,9 @@ type Provisioner struct {
 	// SotW: see Options.StateOfTheWorld.
 	SotW bool
 	Log  *slog.Logger
+
+	mu     sync.Mutex
+	synced map[string]synced // by sync (what)
 }
 
 // Provision runs one pass. in.Resolver must come from this package's
@@ -252,7 +257,8 @@ func (p *Provisioner) syncSharedFleet(ctx context.Context, a *infra.Applier, ren
 	if err != nil {
 		return err
 	}
-	return p.sync(ctx, a, "shared fleet "+f.Namespace+"/"+f.Name, infra.ClassPruneScope(p.Namespace, gc.Name), objs)
+	_, err = p.sync(ctx, a, "shared fleet "+f.Namespace+"/"+f.Name, infra.ClassPruneScope(p.Namespace, gc.Name), objs)
+	return err
 }
 
 func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, rend *infra.Renderer, r *Resolver, gw *gwapiv1.Gateway, eps []infra.Endpoint) error {
@@ -264,7 +270,7 @@ func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, r
 	// The scope holds the Gateway's dedicated fleet too: a Gateway that
 	// moved from Dedicated to Shared loses it here.
 	what := "Gateway " + gw.Namespace + "/" + gw.Name + " (Shared)"
-	if err := p.sync(ctx, a, what, infra.GatewayPruneScope(gw), objs); err != nil {
+	if skipped, err := p.sync(ctx, a, what, infra.GatewayPruneScope(gw), objs); err != nil || skipped {
 		return err
 	}
 	// And the Endpoints and EndpointSlices Kubernetes wrote while its
@@ -285,24 +291,83 @@ func (p *Provisioner) syncDedicated(ctx context.Context, a *infra.Applier, rend 
 	}
 	// Prunes the shared-mode EndpointSlices of a Gateway that moved from
 	// Shared to Dedicated.
-	return p.sync(ctx, a, "Gateway "+gw.Namespace+"/"+gw.Name+" (Dedicated)", infra.GatewayPruneScope(gw), objs)
+	_, err = p.sync(ctx, a, "Gateway "+gw.Namespace+"/"+gw.Name+" (Dedicated)", infra.GatewayPruneScope(gw), objs)
+	return err
+}
+
+// syncFresh is how long a sync whose objects did not change since it last
+// succeeded is not done again: every pipeline run offers the provisioner
+// its input, most runs change only routes, and a sync costs a GET per
+// object and a LIST per pruned kind. A pass after it repairs objects
+// someone else changed or deleted.
+const syncFresh = 30 * time.Second
+
+// synced remembers, per sync, the fingerprint of what it applied and
+// pruned and when it last succeeded.
+type synced struct {
+	fingerprint string
+	at          time.Time
+}
+
+// fingerprint names scope and every object of objs with its applied hash
+// (infra.AppliedHash).
+func fingerprint(scope infra.PruneScope, objs []client.Object) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %v\n", scope.Namespace, scope.Selector)
+	for _, o := range objs {
+		h, err := infra.AppliedHash(o)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%s %s/%s %s\n", o.GetObjectKind().GroupVersionKind(), o.GetNamespace(), o.GetName(), h)
+	}
+	return b.String(), nil
+}
+
+// fresh says whether the sync what of fp succeeded within syncFresh.
+func (p *Provisioner) fresh(what, fp string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.synced[what]
+	return ok && s.fingerprint == fp && time.Since(s.at) < syncFresh
+}
+
+// done records that the sync what of fp succeeded now.
+func (p *Provisioner) done(what, fp string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.synced == nil {
+		p.synced = map[string]synced{}
+	}
+	p.synced[what] = synced{fp, time.Now()}
 }
 
 // sync applies objs, prunes the rest of scope (infra.Applier.Sync), and
-// logs what changed.
-func (p *Provisioner) sync(ctx context.Context, a *infra.Applier, what string, scope infra.PruneScope, objs []client.Object) error {
+// logs what changed. It does nothing and reports skipped when the same
+// objects and scope succeeded within syncFresh.
+func (p *Provisioner) sync(ctx context.Context, a *infra.Applier, what string, scope infra.PruneScope, objs []client.Object) (skipped bool, err error) {
+	fp, err := fingerprint(scope, objs)
+	if err != nil {
+		return false, err
+	}
+	if p.fresh(what, fp) {
+		return true, nil
+	}
 	res, err := a.Apply(ctx, objs)
 	if res.Applied > 0 {
 		p.log().Info("infrastructure applied", "what", what, "applied", res.Applied, "unchanged", res.Unchanged)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	n, err := a.Prune(ctx, scope, objs)
 	if n > 0 {
 		p.log().Info("infrastructure pruned", "what", what, "deleted", n)
 	}
-	return err
+	if err == nil {
+		p.done(what, fp)
+	}
+	return false, err
 }
 
 func (p *Provisioner) log() *slog.Logger {

@@ -2,7 +2,7 @@ package xdsserver
 
 import (
 	"context"
-	"maps"
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -55,6 +55,11 @@ type scopeState struct {
 	// holds it has been behind.
 	publishedAt time.Time
 	superseded  map[string]time.Time
+	// typeDigests are, per published version (the last typeDigestLimit,
+	// oldest first in digestOrder), a digest of each type's resources
+	// (digestTypes).
+	typeDigests map[string]map[string]uint64
+	digestOrder []string
 }
 
 // supersededLimit bounds scopeState.superseded.
@@ -99,16 +104,51 @@ func (st *scopeState) published(version string, snap *cachev3.Snapshot, now time
 	}
 }
 
-// sameResources says whether the snapshots of versions a and b (both
-// still kept) hold the same resources of typeURL: the same names with the
-// same versions (digests).
+// sameResources says whether versions a and b (both among the last
+// typeDigestLimit published) hold the same resources of typeURL: the same
+// names with the same versions (digests).
 func (st *scopeState) sameResources(typeURL, a, b string) bool {
-	sa, sb := st.snaps[a], st.snaps[b]
-	if sa == nil || sb == nil {
-		return false
-	}
-	return maps.Equal(sa.GetVersionMap(typeURL), sb.GetVersionMap(typeURL))
+	da, oka := st.typeDigests[a]
+	db, okb := st.typeDigests[b]
+	return oka && okb && da[typeURL] == db[typeURL]
 }
+
+// typeDigestLimit bounds scopeState.typeDigests: a proxy that still holds
+// an older version of a type is not carried forward (proxy-status calls
+// it STALE until it ACKs a newer one).
+const typeDigestLimit = 64
+
+// digestTypes records, for version, a digest per resource type of its
+// resources' names and versions (order-independent), forgetting the
+// oldest version beyond typeDigestLimit.
+func (st *scopeState) digestTypes(version string, snap *cachev3.Snapshot) {
+	if st.typeDigests == nil {
+		st.typeDigests = map[string]map[string]uint64{}
+	}
+	if _, ok := st.typeDigests[version]; !ok {
+		st.digestOrder = append(st.digestOrder, version)
+	}
+	d := map[string]uint64{}
+	for _, typ := range digestedTypes {
+		var sum uint64
+		for name, v := range snap.GetVersionMap(typ) {
+			h := fnv.New64a()
+			h.Write([]byte(name))
+			h.Write([]byte{0})
+			h.Write([]byte(v))
+			sum ^= h.Sum64() // names are unique within a type
+		}
+		d[typ] = sum ^ uint64(len(snap.GetVersionMap(typ)))
+	}
+	st.typeDigests[version] = d
+	for len(st.digestOrder) > typeDigestLimit {
+		delete(st.typeDigests, st.digestOrder[0])
+		st.digestOrder = st.digestOrder[1:]
+	}
+}
+
+// digestedTypes are the types of a snapshot.
+var digestedTypes = []string{resource.ListenerType, resource.RouteType, resource.ClusterType, resource.EndpointType, resource.SecretType}
 
 // remember records version, just served after a publish, as recent.
 func (st *scopeState) remember(version string) {

@@ -258,3 +258,33 @@ func TestUnchangedTypesCarryForward(t *testing.T) {
 		t.Errorf("the ACK of %s, whose listeners are %s's: the proxy holds %s, want %s", v3, v4, got, v4)
 	}
 }
+
+// TestCarryForwardAfterANack: a proxy whose listeners were carried to a
+// version it then rejected (its clusters), and that the server withdrew
+// (and forgot), holds the listeners of the next publish of the good
+// content: the carry compares digests kept per version, not snapshots.
+func TestCarryForwardAfterANack(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	ack := func(typeURL, nonce, version string) {
+		s.onResponse(1, typeURL, nonce, version)
+		s.onRequest(1, "envoy-1", "a", typeURL, "", nonce, false, "")
+	}
+	v1, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	ack(resource.ListenerType, "1", v1)
+	ack(resource.ClusterType, "2", v1)
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	s.onResponse(1, resource.ClusterType, "3", v2)
+	s.onRequest(1, "envoy-1", "a", resource.ClusterType, "", "3", true, "bad cluster")
+	eventually(t, "the withdrawal to v1", func() bool { return s.Served("a") == v1 })
+	if v3, _, _ := s.Publish(ctx, "a", withListener(cluster("one"), "l1")); v3 != v1 {
+		t.Fatalf("the same content published again is %s, not %s", v3, v1)
+	}
+	types := s.acks.Proxies()[0].Types
+	if got := types[resource.ListenerType].Acked; got != v1 {
+		t.Errorf("listeners: the proxy holds %s, want %s", got, v1)
+	}
+	if got := types[resource.ClusterType].Acked; got != v1 {
+		t.Errorf("clusters: the proxy holds %s, want %s", got, v1)
+	}
+}

@@ -141,6 +141,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 		s.scopes[scope] = st
 	}
 	st.published(version, snap, s.now())
+	st.digestTypes(version, snap)
 	defer func() { go s.notify() }()
 	// A peer may have seen this version ACKed or rejected already.
 	if s.applyPeers(scope, st) && st.served != "" && st.served != version {

@@ -106,21 +106,30 @@ type RouteObject struct {
 // mention: the route detached from all of our Gateways (or they vanished),
 // and writing the empty entry removes our stale parents. st is not modified.
 func WithStaleRoutes(st *gatewayapi.Status, routes []RouteObject, controller gwapiv1.GatewayController) *gatewayapi.Status {
+	var known map[gatewayapi.RouteKey]*gwapiv1.RouteStatus
+	if st != nil {
+		known = st.Routes
+	}
+	var stale []gatewayapi.RouteKey
+	for _, r := range routes {
+		k := gatewayapi.RouteKey{Kind: string(r.Kind), Namespace: r.Object.GetNamespace(), Name: r.Object.GetName()}
+		if _, ok := known[k]; !ok && HasOwnParents(r.Parents, controller) {
+			stale = append(stale, k)
+		}
+	}
 	out := &gatewayapi.Status{}
 	if st != nil {
 		*out = *st
 	}
-	out.Routes = map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{}
-	if st != nil {
-		for k, v := range st.Routes {
-			out.Routes[k] = v
-		}
+	if len(stale) == 0 && out.Routes != nil {
+		return out // st's map, shared: neither side modifies it
 	}
-	for _, r := range routes {
-		k := gatewayapi.RouteKey{Kind: string(r.Kind), Namespace: r.Object.GetNamespace(), Name: r.Object.GetName()}
-		if _, ok := out.Routes[k]; !ok && HasOwnParents(r.Parents, controller) {
-			out.Routes[k] = &gwapiv1.RouteStatus{}
-		}
+	out.Routes = make(map[gatewayapi.RouteKey]*gwapiv1.RouteStatus, len(known)+len(stale))
+	for k, v := range known {
+		out.Routes[k] = v
+	}
+	for _, k := range stale {
+		out.Routes[k] = &gwapiv1.RouteStatus{}
 	}
 	return out
 }

@@ -416,7 +416,8 @@ func mib(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
 // dedicatedBench makes the benchmark input's Gateway (class bench, which
 // the chart's mode does not reach) Dedicated: its
 // infrastructure.parametersRef names GatewayParameters of mode Dedicated,
-// added to the input (the other parameters keep their defaults).
+// added at the head of the input (the other parameters keep their
+// defaults).
 func dedicatedBench(input string) string {
 	const class = "\n  gatewayClassName: bench\n"
 	if !strings.Contains(input, class) {
@@ -424,11 +425,12 @@ func dedicatedBench(input string) string {
 	}
 	input = strings.Replace(input, class, class+
 		"  infrastructure:\n    parametersRef: {group: gateway.xds-controller.dev, kind: GatewayParameters, name: bench-dedicated}\n", 1)
-	return input + `
----
-apiVersion: gateway.xds-controller.dev/v1alpha1
+	// First: a Gateway whose parameters do not exist yet is refused, and
+	// so are its routes, until they do.
+	return `apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: GatewayParameters
 metadata: {name: bench-dedicated, namespace: default}
 spec: {mode: Dedicated}
-`
+---
+` + input
 }

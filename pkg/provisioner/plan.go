@@ -1,7 +1,9 @@
 package provisioner
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +42,25 @@ type plan struct {
 // back without new pods; a class whose parameters are refused keeps its
 // shared fleet for the same reason, and so does a class whose only Gateways
 // have refused parameters (their mode is unknown).
+// signature names what p syncs and prunes: two passes with equal
+// signatures do the same syncs.
+func (p plan) signature() string {
+	var b strings.Builder
+	for _, gc := range p.sharedFleets {
+		fmt.Fprintf(&b, "fleet %s %s\n", gc.Name, gc.UID)
+	}
+	for _, c := range p.prunedClasses {
+		fmt.Fprintf(&b, "pruned %s\n", c)
+	}
+	for _, gws := range [][]*gwapiv1.Gateway{p.shared, p.dedicated, p.departed} {
+		for _, gw := range gws {
+			fmt.Fprintf(&b, "gateway %s/%s %s\n", gw.Namespace, gw.Name, gw.UID)
+		}
+		b.WriteString("--\n")
+	}
+	return b.String()
+}
+
 func makePlan(res *resources.Resources, r *Resolver) plan {
 	var p plan
 	sharedIn, refusedIn := map[string]bool{}, map[string]bool{}

@@ -154,8 +154,9 @@ type Provisioner struct {
 	SotW bool
 	Log  *slog.Logger
 
-	mu     sync.Mutex
-	synced map[string]synced // by sync (what)
+	mu            sync.Mutex
+	synced        map[string]synced // by sync (what)
+	planSignature string            // of the last pass (Provision's goroutine only)
 }
 
 // Provision runs one pass. in.Resolver must come from this package's
@@ -169,6 +170,13 @@ func (p *Provisioner) Provision(ctx context.Context, in kubernetes.ProvisionInpu
 	}
 	log := p.log()
 	pl := makePlan(in.Resources, r)
+	// A pass that syncs or prunes other things than the last one (a
+	// Gateway that changed mode, a class that lost its last Shared
+	// Gateway) may have deleted what a remembered sync wrote: forget them.
+	if sig := pl.signature(); sig != p.planSignature {
+		p.forget()
+		p.planSignature = sig
+	}
 	a := &infra.Applier{
 		Client: in.Client,
 		Reader: in.APIReader,
@@ -230,6 +238,7 @@ func (p *Provisioner) Provision(ctx context.Context, in kubernetes.ProvisionInpu
 		n, err := a.Prune(ctx, infra.ClassPruneScope(p.Namespace, class), nil)
 		if n > 0 {
 			log.Info("shared fleet removed (no Shared Gateway left)", "class", class, "objects", n)
+			p.forget()
 		}
 		if !step("pruning the shared fleet of "+class, err) {
 			return p.lostLead(log)
@@ -239,6 +248,7 @@ func (p *Provisioner) Provision(ctx context.Context, in kubernetes.ProvisionInpu
 		n, err := a.Prune(ctx, infra.GatewayPruneScope(gw), nil)
 		if n > 0 {
 			log.Info("infrastructure of a Gateway that left our classes removed", "gateway", types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, "objects", n)
+			p.forget()
 		}
 		if !step("pruning Gateway "+gw.Namespace+"/"+gw.Name, err) {
 			return p.lostLead(log)
@@ -279,6 +289,7 @@ func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, r
 	n, err := a.PruneKubernetesEndpoints(ctx, gw.Namespace, infra.GatewayServiceName(gw))
 	if n > 0 {
 		p.log().Info("infrastructure pruned", "what", what, "deleted", n, "kind", "Kubernetes' Endpoints/EndpointSlices")
+		p.forget()
 	}
 	return err
 }
@@ -332,6 +343,13 @@ func (p *Provisioner) fresh(what, fp string) bool {
 	return ok && s.fingerprint == fp && time.Since(s.at) < syncFresh
 }
 
+// forget drops every remembered sync: the next pass does them all.
+func (p *Provisioner) forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.synced = nil
+}
+
 // done records that the sync what of fp succeeded now.
 func (p *Provisioner) done(what, fp string) {
 	p.mu.Lock()
@@ -363,6 +381,7 @@ func (p *Provisioner) sync(ctx context.Context, a *infra.Applier, what string, s
 	n, err := a.Prune(ctx, scope, objs)
 	if n > 0 {
 		p.log().Info("infrastructure pruned", "what", what, "deleted", n)
+		p.forget() // what it deleted may be what another sync remembers
 	}
 	if err == nil {
 		p.done(what, fp)

@@ -21,12 +21,21 @@ import (
 // again, with its reads and prune lists.
 func TestSyncSkipsWhatDidNotChange(t *testing.T) {
 	requests := 0
+	stray := false // the next Service list holds one object not desired
 	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 			requests++
 			return nil // a live object without our applied hash: applied
 		},
-		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		List: func(_ context.Context, _ client.WithWatch, list client.ObjectList, _ ...client.ListOption) error {
+			requests++
+			if l, ok := list.(*metav1.PartialObjectMetadataList); ok && stray && l.GroupVersionKind().Kind == "ServiceList" {
+				stray = false
+				l.Items = append(l.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old"}})
+			}
+			return nil
+		},
+		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
 			requests++
 			return nil
 		},
@@ -63,5 +72,16 @@ func TestSyncSkipsWhatDidNotChange(t *testing.T) {
 	}
 	if skipped, n := sync(svc(81)); skipped || n < 1+1+len(infra.PrunedKinds) {
 		t.Errorf("a changed Service: skipped %v, %d requests; want its read, its apply and a list per pruned kind", skipped, n)
+	}
+	// A prune that deletes forgets every remembered sync: what it deleted
+	// may be what another one wrote.
+	p.done("shared fleet x", "fp")
+	stray = true
+	sync(svc(82))
+	if p.fresh("shared fleet x", "fp") {
+		t.Error("a prune deleted an object, and another sync is still remembered")
+	}
+	if skipped, _ := sync(svc(82)); !skipped {
+		t.Error("the sync that pruned is not remembered")
 	}
 }

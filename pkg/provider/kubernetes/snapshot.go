@@ -77,9 +77,11 @@ func (p *pipeline) snapshot(ctx context.Context) (res *resources.Resources, live
 // Namespaces (metadata only), BackendTLSPolicies, IngressClasses,
 // Ingresses and IngressClassParameters (none when its CRD is not
 // installed). opts apply to every
-// List. The result is not sorted. The pipeline lists its caches with it,
-// and `xds-controller config-dump --diff` the API server, so that both
-// translate the same kinds.
+// List. The result is not sorted. `xds-controller config-dump --diff`
+// lists the API server with it; the pipeline's object index (index.go)
+// holds the same kinds, fed by the informers: a kind added here must be
+// added there (and to the pipeline's watches), so that both translate the
+// same kinds.
 func ListResources(ctx context.Context, r client.Reader, opts ...client.ListOption) (*resources.Resources, error) {
 	res := &resources.Resources{}
 

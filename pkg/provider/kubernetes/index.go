@@ -156,83 +156,70 @@ func (x *objectIndex) snapshot() (*resources.Resources, liveStatus) {
 		IngressClassParameters: typed[*v1alpha1.IngressClassParameters](x.kinds[ixIngressClassParameters]),
 	}
 	live := liveStatus{
-		routes:   status.Routes(liveResources(x.kinds)),
-		policies: liveList[*gwapiv1.BackendTLSPolicy](x.kinds[ixBackendTLSPolicy]),
+		routes: status.Routes(&resources.Resources{
+			HTTPRoutes: withLive(res.HTTPRoutes, x.kinds[ixHTTPRoute]),
+			GRPCRoutes: withLive(res.GRPCRoutes, x.kinds[ixGRPCRoute]),
+			TLSRoutes:  withLive(res.TLSRoutes, x.kinds[ixTLSRoute]),
+			TCPRoutes:  withLive(res.TCPRoutes, x.kinds[ixTCPRoute]),
+			UDPRoutes:  withLive(res.UDPRoutes, x.kinds[ixUDPRoute]),
+		}),
+		policies: withLive(res.BackendTLSPolicies, x.kinds[ixBackendTLSPolicy]),
 	}
 	return res, live
-}
-
-// liveResources are the routes with their newest objects (for their live
-// status.parents).
-func liveResources(kinds map[string]*kindIndex) *resources.Resources {
-	return &resources.Resources{
-		HTTPRoutes: liveList[*gwapiv1.HTTPRoute](kinds[ixHTTPRoute]),
-		GRPCRoutes: liveList[*gwapiv1.GRPCRoute](kinds[ixGRPCRoute]),
-		TLSRoutes:  liveList[*gwapiv1.TLSRoute](kinds[ixTLSRoute]),
-		TCPRoutes:  liveList[*gwapiv1.TCPRoute](kinds[ixTCPRoute]),
-		UDPRoutes:  liveList[*gwapiv1.UDPRoute](kinds[ixUDPRoute]),
-	}
 }
 
 // apply replaces, inserts and deletes (nil) the changed objects, keeping
 // an object whose new version is the same input (same, of the same UID)
 // and recording the newer one in live. objs becomes a new slice when
-// anything changed.
+// anything changed (the last snapshot's lists are never modified).
 func (k *kindIndex) apply(changes map[types.NamespacedName]metav1.Object, same func(a, b metav1.Object) bool) {
 	keyOf := func(o metav1.Object) types.NamespacedName {
 		return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
-	find := func(objs []metav1.Object, key types.NamespacedName) (int, bool) {
-		return slices.BinarySearchFunc(objs, key, func(o metav1.Object, key types.NamespacedName) int { return compareNN(keyOf(o), key) })
-	}
-	var objs []metav1.Object
-	cloned := false
-	mutable := func() []metav1.Object {
-		if !cloned {
-			objs, cloned = slices.Clone(k.objs), true
+	// kept is the object the index holds for key after the change from
+	// old (nil: none) to n (nil: deleted).
+	kept := func(key types.NamespacedName, old, n metav1.Object) metav1.Object {
+		delete(k.live, key)
+		if n != nil && old != nil && old.GetUID() == n.GetUID() && same(old, n) {
+			if old != n {
+				k.live[key] = n
+			}
+			return old
 		}
-		return objs
+		return n
 	}
-	objs = k.objs
-	// Many changes (the informers' initial adds): rebuild and sort once.
+	// Many changes (the informers' initial adds): rebuild and sort once,
+	// rather than inserting one by one.
 	if len(changes) > 64 && len(changes) > len(k.objs)/8 {
 		byKey := make(map[types.NamespacedName]metav1.Object, len(k.objs)+len(changes))
 		for _, o := range k.objs {
 			byKey[keyOf(o)] = o
 		}
 		for key, n := range changes {
-			old := byKey[key]
-			delete(k.live, key)
-			switch {
-			case n == nil:
+			if o := kept(key, byKey[key], n); o != nil {
+				byKey[key] = o
+			} else {
 				delete(byKey, key)
-			case old != nil && old.GetUID() == n.GetUID() && same(old, n):
-				if old != n {
-					k.live[key] = n
-				}
-			default:
-				byKey[key] = n
 			}
 		}
-		objs = slices.SortedFunc(maps.Values(byKey), func(a, b metav1.Object) int { return compareNN(keyOf(a), keyOf(b)) })
-		k.objs = objs
+		k.objs = slices.SortedFunc(maps.Values(byKey), func(a, b metav1.Object) int { return compareNN(keyOf(a), keyOf(b)) })
 		return
 	}
+	objs := slices.Clone(k.objs)
 	for key, n := range changes {
-		delete(k.live, key)
-		i, found := find(objs, key)
-		switch {
-		case n == nil && found:
-			objs = slices.Delete(mutable(), i, i+1)
-		case n == nil:
-		case found && objs[i].GetUID() == n.GetUID() && same(objs[i], n):
-			if objs[i] != n {
-				k.live[key] = n
-			}
+		i, found := slices.BinarySearchFunc(objs, key, func(o metav1.Object, key types.NamespacedName) int { return compareNN(keyOf(o), key) })
+		var old metav1.Object
+		if found {
+			old = objs[i]
+		}
+		switch o := kept(key, old, n); {
+		case o == nil && found:
+			objs = slices.Delete(objs, i, i+1)
+		case o == nil:
 		case found:
-			mutable()[i] = n
+			objs[i] = o
 		default:
-			objs = slices.Insert(mutable(), i, n)
+			objs = slices.Insert(objs, i, o)
 		}
 	}
 	k.objs = objs
@@ -251,12 +238,13 @@ func typed[T metav1.Object](k *kindIndex) []T {
 	return out
 }
 
-// liveList is typed with the newest object of each key.
-func liveList[T metav1.Object](k *kindIndex) []T {
-	out := typed[T](k)
+// withLive returns list (k's objects, typed) with the newest object of
+// each key that k keeps an older one of; list itself when there is none.
+func withLive[T metav1.Object](list []T, k *kindIndex) []T {
 	if k == nil || len(k.live) == 0 {
-		return out
+		return list
 	}
+	out := slices.Clone(list)
 	for i, o := range out {
 		if n, ok := k.live[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}]; ok {
 			out[i] = n.(T)

@@ -14,7 +14,8 @@ import (
 // benchRoutes is the shared benchmark input for n HTTPRoutes (one Gateway
 // "bench", n Services and HTTPRoutes), written by the workspace's
 // shared/bench/gen-routes.py (BENCH_GEN_ROUTES overrides its path), with
-// the Gateway's listener moved to port and bound to 127.0.0.1.
+// the Gateway's listener moved to port and bound to 127.0.0.1 and the
+// Services' cluster IPs moved to 127.96.0.0/16.
 func benchRoutes(b *testing.B, n, port int) []byte {
 	b.Helper()
 	script := os.Getenv("BENCH_GEN_ROUTES")
@@ -28,7 +29,14 @@ func benchRoutes(b *testing.B, n, port int) []byte {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := string(out)
+	// The Services' cluster IPs (10.96.0.0/16) become loopback addresses
+	// (127.96.0.0/16): standalone mode sends a Service's traffic to its
+	// cluster IP, and the benchmark's traffic must stay on this machine.
+	// Nothing listens there, so a bench route answers 503 at once.
+	s := strings.ReplaceAll(string(out), "  clusterIP: 10.96.", "  clusterIP: 127.96.")
+	if !strings.Contains(s, "  clusterIP: 127.96.") {
+		b.Fatal("benchmark input: no clusterIP in 10.96.0.0/16 to move to loopback")
+	}
 	for _, r := range []struct{ old, new string }{
 		{"      port: 80\n", fmt.Sprintf("      port: %d\n", port)},
 		{"  gatewayClassName: bench\n", "  gatewayClassName: bench\n  addresses: [{type: IPAddress, value: 127.0.0.1}]\n"},

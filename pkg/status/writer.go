@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -139,9 +140,13 @@ type Writer struct {
 	limiter flowcontrol.RateLimiter
 
 	mu      sync.Mutex
-	desired map[Key]any          // *GatewayClassStatus, *GatewayStatus, *RouteStatus, *gatewayapi.IngressStatus...
-	written map[Key]writtenState // what we last wrote, to recognise a stale cache
-	fresh   map[Key]bool         // read with direct next time
+	desired map[Key]any // *GatewayClassStatus, *GatewayStatus, *RouteStatus, *gatewayapi.IngressStatus...
+	// others are the keys of desired that are not routes; routesFrom is
+	// the Status.Routes map the route entries came from (Update).
+	others     []Key
+	routesFrom map[gatewayapi.RouteKey]*gwapiv1.RouteStatus
+	written    map[Key]writtenState // what we last wrote, to recognise a stale cache
+	fresh      map[Key]bool         // read with direct next time
 
 	writes  atomic.Int64
 	metrics *writerMetrics
@@ -205,43 +210,43 @@ func (w *Writer) leading() bool { return w.opts.Leading == nil || w.opts.Leading
 // the translation owns. A route entry with no parents removes all of
 // our parents entries from that route (see WithStaleRoutes). Objects absent
 // from st are left alone. st is not modified and must not be modified
-// afterwards.
+// afterwards. Handed the very Routes map of the last call again, it costs
+// O(objects other than routes).
 func (w *Writer) Update(st *gatewayapi.Status) {
+	w.mu.Lock()
+	// Handed the very routes map of the last Update (a data-plane refresh
+	// between two translations: only Programmed on Gateways and
+	// ListenerSets can differ), the route entries stay as they are and
+	// only the few others are compared: O(Gateways), not O(routes).
+	if st != nil && w.routesFrom != nil && sameMap(st.Routes, w.routesFrom) {
+		changed := w.updateOthers(st)
+		w.mu.Unlock()
+		w.enqueue(changed)
+		return
+	}
 	desired := map[Key]any{}
+	var others []Key
 	if st != nil {
-		for name, s := range st.GatewayClasses {
-			desired[Key{Kind: KindGatewayClass, Name: name}] = s
-		}
-		for nn, s := range st.Gateways {
-			desired[Key{Kind: KindGateway, Namespace: nn.Namespace, Name: nn.Name}] = s
-		}
-		for nn, s := range st.ListenerSets {
-			desired[Key{Kind: KindListenerSet, Namespace: nn.Namespace, Name: nn.Name}] = s
-		}
+		others = addOthers(desired, st)
 		for k, s := range st.Routes {
 			desired[Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}] = s
 		}
-		for nn, s := range st.BackendTLSPolicies {
-			desired[Key{Kind: KindBackendTLSPolicy, Namespace: nn.Namespace, Name: nn.Name}] = s
-		}
-		for nn, s := range st.Ingresses {
-			desired[Key{Kind: KindIngress, Namespace: nn.Namespace, Name: nn.Name}] = s
-		}
 	}
-	w.mu.Lock()
 	// Only objects whose desired status changed are queued: the others
 	// were compared (and written if needed) already, and a change made by
 	// someone else arrives through Enqueue (the provider calls it on
 	// status-only events), the periodic resync, or Resync on a new lead.
 	var changed []Key
 	for k, d := range desired {
-		// Every status is a pointer; a translation cache hands out the
-		// very status of an object it did not translate again.
-		if prev, ok := w.desired[k]; !ok || prev != d && !equality.Semantic.DeepEqual(prev, d) {
+		if w.differs(k, d) {
 			changed = append(changed, k)
 		}
 	}
-	w.desired = desired
+	w.desired, w.others = desired, others
+	w.routesFrom = nil
+	if st != nil {
+		w.routesFrom = st.Routes
+	}
 	for k := range w.written {
 		if _, ok := desired[k]; !ok {
 			delete(w.written, k)
@@ -249,12 +254,83 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 		}
 	}
 	w.mu.Unlock()
+	w.enqueue(changed)
+}
+
+// updateOthers replaces the desired status of every object but the
+// routes with st's and returns the keys whose status changed. w.mu is
+// held.
+func (w *Writer) updateOthers(st *gatewayapi.Status) []Key {
+	prev := make(map[Key]any, len(w.others))
+	for _, k := range w.others {
+		prev[k] = w.desired[k]
+		delete(w.desired, k)
+	}
+	others := addOthers(w.desired, st)
+	var changed []Key
+	for _, k := range others {
+		if p, ok := prev[k]; !ok || p != w.desired[k] && !equality.Semantic.DeepEqual(p, w.desired[k]) {
+			changed = append(changed, k)
+		}
+		delete(prev, k)
+	}
+	for k := range prev {
+		delete(w.written, k)
+		delete(w.fresh, k)
+	}
+	w.others = others
+	return changed
+}
+
+// differs reports whether d is not the desired status of k already. Every
+// status is a pointer; a translation cache hands out the very status of
+// an object it did not translate again. w.mu is held.
+func (w *Writer) differs(k Key, d any) bool {
+	prev, ok := w.desired[k]
+	return !ok || prev != d && !equality.Semantic.DeepEqual(prev, d)
+}
+
+// enqueue queues keys, sorted, when this replica leads.
+func (w *Writer) enqueue(keys []Key) {
 	if w.leading() {
-		sortKeys(changed)
-		for _, k := range changed {
+		sortKeys(keys)
+		for _, k := range keys {
 			w.queue.Add(k)
 		}
 	}
+}
+
+// addOthers adds the desired status of st's objects other than routes
+// (GatewayClasses, Gateways, ListenerSets, BackendTLSPolicies, Ingresses)
+// to desired and returns their keys.
+func addOthers(desired map[Key]any, st *gatewayapi.Status) []Key {
+	keys := make([]Key, 0, len(st.GatewayClasses)+len(st.Gateways)+len(st.ListenerSets)+len(st.BackendTLSPolicies)+len(st.Ingresses))
+	add := func(k Key, s any) {
+		desired[k] = s
+		keys = append(keys, k)
+	}
+	for name, s := range st.GatewayClasses {
+		add(Key{Kind: KindGatewayClass, Name: name}, s)
+	}
+	for nn, s := range st.Gateways {
+		add(Key{Kind: KindGateway, Namespace: nn.Namespace, Name: nn.Name}, s)
+	}
+	for nn, s := range st.ListenerSets {
+		add(Key{Kind: KindListenerSet, Namespace: nn.Namespace, Name: nn.Name}, s)
+	}
+	for nn, s := range st.BackendTLSPolicies {
+		add(Key{Kind: KindBackendTLSPolicy, Namespace: nn.Namespace, Name: nn.Name}, s)
+	}
+	for nn, s := range st.Ingresses {
+		add(Key{Kind: KindIngress, Namespace: nn.Namespace, Name: nn.Name}, s)
+	}
+	return keys
+}
+
+// sameMap reports whether a and b are the very same map (not merely
+// equal ones).
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // Resync queues every desired object for a comparison with its live

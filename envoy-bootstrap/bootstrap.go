@@ -34,6 +34,24 @@ var (
 	sdsTmpl = template.Must(template.New("sds").Funcs(funcs).Parse(sdsTemplateText))
 )
 
+// ConfigArgs returns the Envoy command-line flags that every proxy we
+// start (a fleet's pods, standalone mode's Envoy) runs with for the
+// configuration it receives over xDS:
+//
+//   - --ignore-unknown-dynamic-fields: Envoy skips the walk over every
+//     field of each dynamic resource that looks for unknown and deprecated
+//     fields. That walk only warns and counts (Envoy ignores an unknown
+//     dynamic field either way); the API's validation rules
+//     (protoc-gen-validate) still run on every resource. Our resources are
+//     built from the same API version as the Envoy we ship
+//     (go-control-plane's envoy module), and pre-validation checks them
+//     with that Envoy. At 3000 virtual hosts a route configuration update
+//     takes 11 instead of 17 ms from receipt to the new routes
+//     (docs/performance.md).
+func ConfigArgs() []string {
+	return []string{"--ignore-unknown-dynamic-fields"}
+}
+
 // The xDS channel's credentials on disk: the SVID agent (pkg/agent) keeps
 // these files in the SDS folder, and Envoy reads them through the SDS
 // resource files that SDSFiles renders.

@@ -352,7 +352,7 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 				Image:           image,
 				ImagePullPolicy: cmp.Or(r.ImagePullPolicy, corev1.PullIfNotPresent),
 				Command:         []string{envoyBinary},
-				Args: []string{
+				Args: append([]string{
 					"--config-path", path.Join(bootstrapDir, bootstrapFile),
 					// The bootstrap's node id is the fleet's name; each pod
 					// identifies itself by its own name.
@@ -363,7 +363,7 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 					// at once, and closes the listeners drainSeconds later.
 					"--drain-time-s", strconv.Itoa(int(drainSeconds)),
 					"--drain-strategy", "immediate",
-				},
+				}, bootstrap.ConfigArgs()...),
 				Lifecycle: drainHook(drainSeconds),
 				Env: []corev1.EnvVar{
 					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},

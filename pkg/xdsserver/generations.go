@@ -118,37 +118,37 @@ func (st *scopeState) sameResources(typeURL, a, b string) bool {
 // it STALE until it ACKs a newer one).
 const typeDigestLimit = 64
 
-// digestTypes records, for version, a digest per resource type of its
-// resources' names and versions (order-independent), forgetting the
+// digestTypes records, for version, sums: a digest per resource type of
+// its resources' names and versions (typeSum, by type URL), forgetting the
 // oldest version beyond typeDigestLimit.
-func (st *scopeState) digestTypes(version string, snap *cachev3.Snapshot) {
+func (st *scopeState) digestTypes(version string, sums map[string]uint64) {
 	if st.typeDigests == nil {
 		st.typeDigests = map[string]map[string]uint64{}
 	}
 	if _, ok := st.typeDigests[version]; !ok {
 		st.digestOrder = append(st.digestOrder, version)
 	}
-	d := map[string]uint64{}
-	for _, typ := range digestedTypes {
-		var sum uint64
-		for name, v := range snap.GetVersionMap(typ) {
-			h := fnv.New64a()
-			h.Write([]byte(name))
-			h.Write([]byte{0})
-			h.Write([]byte(v))
-			sum ^= h.Sum64() // names are unique within a type
-		}
-		d[typ] = sum ^ uint64(len(snap.GetVersionMap(typ)))
-	}
-	st.typeDigests[version] = d
+	st.typeDigests[version] = sums
 	for len(st.digestOrder) > typeDigestLimit {
 		delete(st.typeDigests, st.digestOrder[0])
 		st.digestOrder = st.digestOrder[1:]
 	}
 }
 
-// digestedTypes are the types of a snapshot.
-var digestedTypes = []string{resource.ListenerType, resource.RouteType, resource.ClusterType, resource.EndpointType, resource.SecretType}
+// typeSum is the digest of the resources of one type of a snapshot, from
+// its VersionMap of that type (name -> version): FNV-1a of each name and
+// version, combined regardless of order, and the count.
+func typeSum(versions map[string]string) uint64 {
+	var sum uint64
+	for name, v := range versions {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		h.Write([]byte(v))
+		sum ^= h.Sum64() // names are unique within a type
+	}
+	return sum ^ uint64(len(versions))
+}
 
 // remember records version, just served after a publish, as recent.
 func (st *scopeState) remember(version string) {

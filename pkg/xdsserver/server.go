@@ -121,7 +121,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	}
 	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{
 		resource.ListenerType: r.Listeners,
-		resource.RouteType:    r.Routes,
+		resource.RouteType:    served(r.Routes, ds[1]),
 		resource.ClusterType:  r.Clusters,
 		resource.EndpointType: r.Endpoints,
 		resource.SecretType:   r.Secrets,
@@ -141,7 +141,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 		s.scopes[scope] = st
 	}
 	st.published(version, snap, s.now())
-	st.digestTypes(version, snap)
+	st.digestTypes(version, d.typeSums())
 	defer func() { go s.notify() }()
 	// A peer may have seen this version ACKed or rejected already.
 	if s.applyPeers(scope, st) && st.served != "" && st.served != version {

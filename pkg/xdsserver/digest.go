@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -64,6 +65,16 @@ type digester struct {
 	versions [5]map[string]string
 	sums     [5]uint64
 	last     [5][]types.Resource
+	// listSums are the SHA-256 of each list's digests, for the digests
+	// lastDs (version).
+	listSums [5][32]byte
+	lastDs   [5][]*digest
+	// checked says the lists checkedLists (listeners, clusters,
+	// ClusterLoadAssignments) with route configurations named
+	// checkedRoutes passed the consistency check (consistent).
+	checked       bool
+	checkedLists  [3][]types.Resource
+	checkedRoutes []string
 }
 
 // digests returns the digests of r's resources, list by list. It fails
@@ -242,18 +253,61 @@ func withoutVirtualHosts(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 	return shell
 }
 
-// versionOf is the version of a snapshot whose resources have the
-// digests ds: the first 16 hex digits of SHA-256 over every digest, list
-// by list.
-func versionOf(ds [5][]*digest) string {
+// version is the version of a snapshot whose resources have the digests
+// ds: the first 16 hex digits of SHA-256 over the SHA-256 of each list's
+// digests (in order), list by list. A list's sum is kept while its
+// digests are the very same list (memo.List hands out the same slice for
+// an unchanged list of resources).
+func (d *digester) version(ds [5][]*digest) string {
 	h := sha256.New()
-	for _, l := range ds {
-		for _, d := range l {
-			h.Write(d.sum[:])
+	for i, l := range ds {
+		if !sameDigests(l, d.lastDs[i]) || d.lastDs[i] == nil {
+			lh := sha256.New()
+			for _, dg := range l {
+				lh.Write(dg.sum[:])
+			}
+			lh.Sum(d.listSums[i][:0])
+			d.lastDs[i] = l
+			if l == nil {
+				d.lastDs[i] = []*digest{}
+			}
 		}
-		h.Write([]byte{0})
+		h.Write(d.listSums[i][:])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func sameDigests(a, b []*digest) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// consistent returns snap.Consistent() (go-control-plane's check that
+// every route configuration a listener names and every
+// ClusterLoadAssignment an EDS cluster names is in the snapshot, and
+// nothing else of those types), skipped when what it reads has not
+// changed since it last passed: the very same listener, cluster and
+// ClusterLoadAssignment lists, and route configurations of the same
+// names, in order (their contents do not matter to it). At 3000 clusters
+// it took about 1.3 ms of every publish.
+func (d *digester) consistent(r *xdstranslator.Resources, snap *cachev3.Snapshot) error {
+	names := make([]string, len(r.Routes))
+	for i, rc := range r.Routes {
+		names[i] = cachev3.GetResourceName(rc)
+	}
+	if d.checked && sameList(r.Listeners, d.checkedLists[0]) && sameList(r.Clusters, d.checkedLists[1]) &&
+		sameList(r.Endpoints, d.checkedLists[2]) && slices.Equal(names, d.checkedRoutes) {
+		return nil
+	}
+	d.checked = false
+	if err := snap.Consistent(); err != nil {
+		return err
+	}
+	d.checked, d.checkedLists, d.checkedRoutes = true, [3][]types.Resource{r.Listeners, r.Clusters, r.Endpoints}, names
+	return nil
+}
+
+func sameList(a, b []types.Resource) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // invalid returns the first protoc-gen-validate failure among r's

@@ -111,7 +111,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 		delete(s.digesters, scope)
 		return "", false, err
 	}
-	version = versionOf(ds)
+	version = d.version(ds)
 	st := s.scopes[scope]
 	if st != nil && st.desired == version {
 		return version, false, nil
@@ -133,7 +133,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	// once per resource (go-control-plane would hash every resource of
 	// every snapshot).
 	snap.VersionMap = d.versionMap(r, ds)
-	if err := snap.Consistent(); err != nil {
+	if err := d.consistent(r, snap); err != nil {
 		return version, false, fmt.Errorf("scope %s: inconsistent snapshot: %w", scope, err)
 	}
 	if st == nil {
@@ -203,15 +203,17 @@ func (s *Server) Served(scope string) string {
 }
 
 // Version is the content hash of r: the first 16 hex digits of SHA-256 over
-// the digest of every resource, in order (digest.go: the SHA-256 of its
-// deterministic protobuf encoding; a route configuration's combines its
-// virtual hosts'). Publish versions snapshots so.
+// the SHA-256 of each list's digests, in order (digest.go: a resource's
+// digest is the SHA-256 of its deterministic protobuf encoding; a route
+// configuration's combines its virtual hosts'). Publish versions
+// snapshots so.
 func Version(r *xdstranslator.Resources) (string, error) {
-	ds, err := (&digester{}).digests(r)
+	d := &digester{}
+	ds, err := d.digests(r)
 	if err != nil {
 		return "", err
 	}
-	return versionOf(ds), nil
+	return d.version(ds), nil
 }
 
 // Serve serves ADS on lis with tlsConfig (which must require and verify a

@@ -10,6 +10,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -61,6 +62,44 @@ func TestPublishRejectsInconsistent(t *testing.T) {
 	}}}
 	if _, _, err := New(slog.Default()).Publish(context.Background(), "a", r); err == nil {
 		t.Error("an EDS cluster without a ClusterLoadAssignment was published")
+	}
+}
+
+// TestConsistencyCheckedWhenItsInputsChange: Publish skips the snapshot's
+// consistency check only while the listeners, clusters and
+// ClusterLoadAssignments are the very same lists and the route
+// configurations keep their names: a route configuration renamed under
+// the same listener list, or an EDS cluster added to a list without its
+// assignment, is still refused, and the scope keeps its last version.
+func TestConsistencyCheckedWhenItsInputsChange(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	first := withConfig(cluster("one"), vhost("a.example.com"))
+	if _, _, err := s.Publish(ctx, "a", first); err != nil {
+		t.Fatal(err)
+	}
+	served := s.Scopes()["a"]
+	// The same lists but the routes, which keep their name: published.
+	edited := &xdstranslator.Resources{Listeners: first.Listeners, Clusters: first.Clusters,
+		Routes: withConfig(&xdstranslator.Resources{}, vhost("b.example.com")).Routes}
+	if _, changed, err := s.Publish(ctx, "a", edited); err != nil || !changed {
+		t.Fatalf("a route configuration edited under the same listeners: changed=%v err=%v, want published", changed, err)
+	}
+	served = s.Scopes()["a"]
+	renamed := &xdstranslator.Resources{Listeners: first.Listeners, Clusters: first.Clusters,
+		Routes: []types.Resource{&routev3.RouteConfiguration{Name: "other", VirtualHosts: []*routev3.VirtualHost{vhost("b.example.com")}}}}
+	if _, _, err := s.Publish(ctx, "a", renamed); err == nil {
+		t.Error("a listener naming a route configuration the snapshot lacks was published")
+	}
+	eds := &clusterv3.Cluster{Name: "eds", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
+		EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}}
+	withEDS := &xdstranslator.Resources{Listeners: first.Listeners, Routes: edited.Routes,
+		Clusters: append(append([]types.Resource{}, first.Clusters...), eds)}
+	if _, _, err := s.Publish(ctx, "a", withEDS); err == nil {
+		t.Error("an EDS cluster without its ClusterLoadAssignment was published")
+	}
+	if got := s.Scopes()["a"]; got != served {
+		t.Errorf("after refused publishes the scope serves %s, want %s", got, served)
 	}
 }
 

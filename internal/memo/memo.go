@@ -80,7 +80,7 @@ type List[K comparable, V any] struct {
 // once all are computed.
 func (l *List[K, V]) Update(keys []K, keep func(j int, v V) bool, compute func(j int) V, drop func(V)) []V {
 	prev, vals := l.keys, l.vals
-	if keep == nil && len(keys) == len(prev) && len(keys) > 0 && &keys[0] == &prev[0] {
+	if keep == nil && len(keys) > 0 && Same(keys, prev) {
 		return vals // the very list of the last run, which nobody modified
 	}
 	out := make([]V, len(keys))
@@ -191,4 +191,12 @@ func Diff[T comparable](prev, cur []T, compare func(a, b T) int, changed func(ol
 		j++
 	}
 	return true
+}
+
+// Same says whether a and b are the very same list: the same length and,
+// when not empty, the same first element in memory (the incremental
+// stages hand out an unchanged list as the slice of the last run). Two
+// empty lists are the same.
+func Same[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -66,9 +66,10 @@ type digester struct {
 	sums     [5]uint64
 	last     [5][]types.Resource
 	// listSums are the SHA-256 of each list's digests, for the digests
-	// lastDs (version).
+	// lastDs, once summed (version).
 	listSums [5][32]byte
 	lastDs   [5][]*digest
+	summed   bool
 	// checked says the lists checkedLists (listeners, clusters,
 	// ClusterLoadAssignments) with route configurations named
 	// checkedRoutes passed the consistency check (consistent).
@@ -205,9 +206,9 @@ func wireForm(rc *routev3.RouteConfiguration, dg *digest) *routev3.RouteConfigur
 	return shell
 }
 
-// served returns routes with each route configuration in the form
+// servedRoutes returns routes with each route configuration in the form
 // snapshots serve it (wireForm), given the digests ds of routes.
-func served(routes []types.Resource, ds []*digest) []types.Resource {
+func servedRoutes(routes []types.Resource, ds []*digest) []types.Resource {
 	out := make([]types.Resource, len(routes))
 	for i, res := range routes {
 		out[i] = res
@@ -261,24 +262,18 @@ func withoutVirtualHosts(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 func (d *digester) version(ds [5][]*digest) string {
 	h := sha256.New()
 	for i, l := range ds {
-		if !sameDigests(l, d.lastDs[i]) || d.lastDs[i] == nil {
+		if !d.summed || !memo.Same(l, d.lastDs[i]) {
 			lh := sha256.New()
 			for _, dg := range l {
 				lh.Write(dg.sum[:])
 			}
 			lh.Sum(d.listSums[i][:0])
 			d.lastDs[i] = l
-			if l == nil {
-				d.lastDs[i] = []*digest{}
-			}
 		}
 		h.Write(d.listSums[i][:])
 	}
+	d.summed = true
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-func sameDigests(a, b []*digest) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // consistent returns snap.Consistent() (go-control-plane's check that
@@ -294,8 +289,8 @@ func (d *digester) consistent(r *xdstranslator.Resources, snap *cachev3.Snapshot
 	for i, rc := range r.Routes {
 		names[i] = cachev3.GetResourceName(rc)
 	}
-	if d.checked && sameList(r.Listeners, d.checkedLists[0]) && sameList(r.Clusters, d.checkedLists[1]) &&
-		sameList(r.Endpoints, d.checkedLists[2]) && slices.Equal(names, d.checkedRoutes) {
+	if d.checked && memo.Same(r.Listeners, d.checkedLists[0]) && memo.Same(r.Clusters, d.checkedLists[1]) &&
+		memo.Same(r.Endpoints, d.checkedLists[2]) && slices.Equal(names, d.checkedRoutes) {
 		return nil
 	}
 	d.checked = false
@@ -304,10 +299,6 @@ func (d *digester) consistent(r *xdstranslator.Resources, snap *cachev3.Snapshot
 	}
 	d.checked, d.checkedLists, d.checkedRoutes = true, [3][]types.Resource{r.Listeners, r.Clusters, r.Endpoints}, names
 	return nil
-}
-
-func sameList(a, b []types.Resource) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // invalid returns the first protoc-gen-validate failure among r's
@@ -329,7 +320,7 @@ func invalid(r *xdstranslator.Resources, ds [5][]*digest) error {
 func (d *digester) versionMap(r *xdstranslator.Resources, ds [5][]*digest) map[string]map[string]string {
 	out := make(map[string]map[string]string, len(typeURLs))
 	for i, l := range lists(r) {
-		if d.versions[i] == nil || len(l) != len(d.last[i]) || len(l) > 0 && &l[0] != &d.last[i][0] {
+		if d.versions[i] == nil || !memo.Same(l, d.last[i]) {
 			m := make(map[string]string, len(l))
 			for j, res := range l {
 				m[cachev3.GetResourceName(res)] = ds[i][j].version

@@ -121,7 +121,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	}
 	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{
 		resource.ListenerType: r.Listeners,
-		resource.RouteType:    served(r.Routes, ds[1]),
+		resource.RouteType:    servedRoutes(r.Routes, ds[1]),
 		resource.ClusterType:  r.Clusters,
 		resource.EndpointType: r.Endpoints,
 		resource.SecretType:   r.Secrets,

@@ -116,7 +116,7 @@ func BenchmarkServedRouteConfiguration(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := cachev3.MarshalResource(served(r.Routes, ds[1])[0]); err != nil {
+			if _, err := cachev3.MarshalResource(servedRoutes(r.Routes, ds[1])[0]); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -3,6 +3,8 @@ package xdsserver
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -78,5 +81,42 @@ func TestDigestsFollowContent(t *testing.T) {
 	bad.Domains = nil // at least one domain is required
 	if _, _, err := s.Publish(ctx, "s", withConfig(cluster("one"), a, bad)); err == nil || !strings.Contains(err.Error(), "virtual host c.example.com") {
 		t.Errorf("a virtual host without domains was published (err=%v)", err)
+	}
+}
+
+// TestSnapshotHoldsEveryListAsGiven: each type of a published snapshot
+// holds exactly the resources of its list, with a version for each, when
+// only some lists changed since the last publish (the others keep their
+// maps) and when a list changed back.
+func TestSnapshotHoldsEveryListAsGiven(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	base := withConfig(cluster("one"), vhost("a.example.com"))
+	two := &xdstranslator.Resources{Listeners: base.Listeners, Routes: base.Routes, Clusters: cluster("two").Clusters}
+	renamedVhosts := &xdstranslator.Resources{Listeners: base.Listeners, Clusters: two.Clusters,
+		Routes: withConfig(&xdstranslator.Resources{}, vhost("b.example.com")).Routes}
+	for _, step := range []struct {
+		name string
+		r    *xdstranslator.Resources
+	}{{"first", base}, {"clusters changed", two}, {"routes changed", renamedVhosts}, {"back to the first", base}} {
+		if _, _, err := s.Publish(ctx, "s", step.r); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		snap, _ := s.cache.GetSnapshot("s")
+		for i, l := range lists(step.r) {
+			var want []string
+			for _, res := range l {
+				want = append(want, cachev3.GetResourceName(res))
+			}
+			got := slices.Sorted(maps.Keys(snap.GetResources(typeURLs[i])))
+			versioned := slices.Sorted(maps.Keys(snap.GetVersionMap(typeURLs[i])))
+			slices.Sort(want)
+			if !slices.Equal(got, want) || !slices.Equal(versioned, want) {
+				t.Errorf("%s: %s resources %v, versioned %v; want %v", step.name, typeURLs[i], got, versioned, want)
+			}
+		}
+		if got := servedRoute(t, s, "s").GetVirtualHosts(); len(step.r.Routes) > 0 && got[0].GetName() != step.r.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[0].GetName() {
+			t.Errorf("%s: serves virtual host %s", step.name, got[0].GetName())
+		}
 	}
 }

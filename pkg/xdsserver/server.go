@@ -26,9 +26,7 @@ import (
 	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
 	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
 	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -119,20 +117,10 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 	if err := invalid(r, ds); err != nil {
 		return version, false, fmt.Errorf("scope %s: %w", scope, err)
 	}
-	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{
-		resource.ListenerType: r.Listeners,
-		resource.RouteType:    servedRoutes(r.Routes, ds[1]),
-		resource.ClusterType:  r.Clusters,
-		resource.EndpointType: r.Endpoints,
-		resource.SecretType:   r.Secrets,
-	})
-	if err != nil {
-		return version, false, err
-	}
-	// The resources' versions, for delta xDS: their digests, computed
-	// once per resource (go-control-plane would hash every resource of
-	// every snapshot).
-	snap.VersionMap = d.versionMap(r, ds)
+	// The resources' versions, for delta xDS, are their digests,
+	// computed once per resource (go-control-plane would hash every
+	// resource of every snapshot).
+	snap := d.snapshot(version, r, ds)
 	if err := d.consistent(r, snap); err != nil {
 		return version, false, fmt.Errorf("scope %s: inconsistent snapshot: %w", scope, err)
 	}

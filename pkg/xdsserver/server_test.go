@@ -3,6 +3,7 @@ package xdsserver
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xds-controller/xds-controller/internal/xdsclient"
@@ -67,10 +69,11 @@ func TestPublishRejectsInconsistent(t *testing.T) {
 
 // TestConsistencyCheckedWhenItsInputsChange: Publish skips the snapshot's
 // consistency check only while the listeners, clusters and
-// ClusterLoadAssignments are the very same lists and the route
-// configurations keep their names: a route configuration renamed under
-// the same listener list, or an EDS cluster added to a list without its
-// assignment, is still refused, and the scope keeps its last version.
+// ClusterLoadAssignments keep their digests and the route configurations
+// their names: an edited route configuration under a rebuilt but equal
+// listener is published, while a route configuration renamed under the
+// same listener, or an EDS cluster added without its assignment, is
+// still refused, and the scope keeps its last version.
 func TestConsistencyCheckedWhenItsInputsChange(t *testing.T) {
 	s := New(slog.Default())
 	ctx := context.Background()
@@ -78,28 +81,44 @@ func TestConsistencyCheckedWhenItsInputsChange(t *testing.T) {
 	if _, _, err := s.Publish(ctx, "a", first); err != nil {
 		t.Fatal(err)
 	}
-	served := s.Scopes()["a"]
 	// The same lists but the routes, which keep their name: published.
 	edited := &xdstranslator.Resources{Listeners: first.Listeners, Clusters: first.Clusters,
 		Routes: withConfig(&xdstranslator.Resources{}, vhost("b.example.com")).Routes}
 	if _, changed, err := s.Publish(ctx, "a", edited); err != nil || !changed {
 		t.Fatalf("a route configuration edited under the same listeners: changed=%v err=%v, want published", changed, err)
 	}
-	served = s.Scopes()["a"]
-	renamed := &xdstranslator.Resources{Listeners: first.Listeners, Clusters: first.Clusters,
-		Routes: []types.Resource{&routev3.RouteConfiguration{Name: "other", VirtualHosts: []*routev3.VirtualHost{vhost("b.example.com")}}}}
-	if _, _, err := s.Publish(ctx, "a", renamed); err == nil {
-		t.Error("a listener naming a route configuration the snapshot lacks was published")
+	// The translation rebuilds a listener whose routes changed: equal
+	// content in new objects.
+	rebuilt := &xdstranslator.Resources{Listeners: []types.Resource{proto.Clone(first.Listeners[0])}, Clusters: first.Clusters,
+		Routes: withConfig(&xdstranslator.Resources{}, vhost("c.example.com")).Routes}
+	if _, changed, err := s.Publish(ctx, "a", rebuilt); err != nil || !changed {
+		t.Fatalf("a route configuration edited under a rebuilt, equal listener: changed=%v err=%v, want published", changed, err)
 	}
+	// Each refused publish follows a passed check, which it must not
+	// reuse.
 	eds := &clusterv3.Cluster{Name: "eds", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}}
-	withEDS := &xdstranslator.Resources{Listeners: first.Listeners, Routes: edited.Routes,
-		Clusters: append(append([]types.Resource{}, first.Clusters...), eds)}
-	if _, _, err := s.Publish(ctx, "a", withEDS); err == nil {
-		t.Error("an EDS cluster without its ClusterLoadAssignment was published")
-	}
-	if got := s.Scopes()["a"]; got != served {
-		t.Errorf("after refused publishes the scope serves %s, want %s", got, served)
+	for i, bad := range []struct {
+		what string
+		r    *xdstranslator.Resources
+	}{
+		{"a listener naming a route configuration the snapshot lacks", &xdstranslator.Resources{Listeners: first.Listeners, Clusters: first.Clusters,
+			Routes: []types.Resource{&routev3.RouteConfiguration{Name: "other", VirtualHosts: []*routev3.VirtualHost{vhost("b.example.com")}}}}},
+		{"an EDS cluster without its ClusterLoadAssignment", &xdstranslator.Resources{Listeners: first.Listeners, Routes: edited.Routes,
+			Clusters: append(append([]types.Resource{}, first.Clusters...), eds)}},
+	} {
+		good := &xdstranslator.Resources{Listeners: first.Listeners, Clusters: first.Clusters,
+			Routes: withConfig(&xdstranslator.Resources{}, vhost(fmt.Sprintf("good-%d.example.com", i))).Routes}
+		if _, _, err := s.Publish(ctx, "a", good); err != nil {
+			t.Fatal(err)
+		}
+		served := s.Scopes()["a"]
+		if _, _, err := s.Publish(ctx, "a", bad.r); err == nil {
+			t.Errorf("%s was published", bad.what)
+		}
+		if got := s.Scopes()["a"]; got != served {
+			t.Errorf("after %s was refused the scope serves %s, want %s", bad.what, got, served)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -98,6 +99,7 @@ func BenchmarkServedRouteConfiguration(b *testing.B) {
 	}
 	b.Run("translated", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
+			vhosts = slices.Clone(vhosts) // a published list is never modified
 			vhosts[i%n] = vhost(fmt.Sprintf("svc-%d.example.com", i%n))
 			r := withConfig(&xdstranslator.Resources{}, vhosts...)
 			if _, err := d.digests(r); err != nil {
@@ -110,6 +112,7 @@ func BenchmarkServedRouteConfiguration(b *testing.B) {
 	})
 	b.Run("served", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
+			vhosts = slices.Clone(vhosts) // a published list is never modified
 			vhosts[i%n] = vhost(fmt.Sprintf("svc-%d.example.com", i%n))
 			r := withConfig(&xdstranslator.Resources{}, vhosts...)
 			ds, err := d.digests(r)

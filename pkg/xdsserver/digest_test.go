@@ -58,7 +58,7 @@ func TestDigestsFollowContent(t *testing.T) {
 		if fresh, _ := Version(r); fresh != v {
 			t.Errorf("Publish versions the snapshot %s, Version says %s", v, fresh)
 		}
-		snap, _ := s.cache.GetSnapshot("s")
+		snap := s.cache.snapshot("s")
 		m := map[string]map[string]string{}
 		for _, typ := range []string{resource.RouteType, resource.ClusterType} {
 			m[typ] = snap.GetVersionMap(typ)
@@ -102,7 +102,7 @@ func TestSnapshotHoldsEveryListAsGiven(t *testing.T) {
 		if _, _, err := s.Publish(ctx, "s", step.r); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
-		snap, _ := s.cache.GetSnapshot("s")
+		snap := s.cache.snapshot("s")
 		for i, l := range lists(step.r) {
 			var want []string
 			for _, res := range l {

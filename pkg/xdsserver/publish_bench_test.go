@@ -12,7 +12,11 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	stream "github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -23,12 +27,20 @@ import (
 // clusters with their ClusterLoadAssignments and one route configuration
 // of 3000 virtual hosts, after one virtual host changed, as the
 // translation hands it over: the same cluster and assignment lists, the
-// listener rebuilt equal. No proxy is subscribed, so go-control-plane's
-// responses are not part of it.
+// listener rebuilt equal. proxies=0: nobody subscribed; proxies=2: two
+// proxies hold delta watches of every type, answered (and watched again)
+// as go-control-plane's server does, so the cache's responses count too.
 func BenchmarkPublishRouteChange(b *testing.B) {
+	for _, proxies := range []int{0, 2} {
+		b.Run(fmt.Sprintf("proxies=%d", proxies), func(b *testing.B) { benchPublishRouteChange(b, proxies) })
+	}
+}
+
+func benchPublishRouteChange(b *testing.B, proxies int) {
 	const n = 3000
 	r := withConfig(&xdstranslator.Resources{})
 	vhosts := make([]*routev3.VirtualHost, n)
+	var edsNames []string
 	for i := range n {
 		name := fmt.Sprintf("svc-%d", i)
 		vhosts[i] = vhost(name + ".example.com")
@@ -36,6 +48,7 @@ func BenchmarkPublishRouteChange(b *testing.B) {
 			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 			EdsClusterConfig:     &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}})
 		r.Endpoints = append(r.Endpoints, &endpointv3.ClusterLoadAssignment{ClusterName: name})
+		edsNames = append(edsNames, name)
 	}
 	s := New(slog.Default())
 	ctx := context.Background()
@@ -51,8 +64,40 @@ func BenchmarkPublishRouteChange(b *testing.B) {
 		}
 	}
 	publish(0)
+	// The proxies' delta watches, by request.
+	responses := make(chan cachev3.DeltaResponse, 64)
+	watchers := map[*discoveryv3.DeltaDiscoveryRequest]*stream.Subscription{}
+	watch := func(req *discoveryv3.DeltaDiscoveryRequest) {
+		if _, err := s.cache.mux.CreateDeltaWatch(req, watchers[req], responses); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for p := range proxies {
+		node := &corev3.Node{Id: fmt.Sprintf("p%d", p), Cluster: "s"}
+		for typ, names := range map[string][]string{resource.ClusterType: nil, resource.EndpointType: edsNames,
+			resource.ListenerType: nil, resource.RouteType: {"rc"}, resource.SecretType: nil} {
+			req := &discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: typ, ResourceNamesSubscribe: names}
+			sub := stream.NewDeltaSubscription(names, nil, nil, false)
+			watchers[req] = &sub
+			watch(req)
+		}
+	}
+	answer := func() {
+		for {
+			select {
+			case resp := <-responses:
+				req := resp.GetDeltaRequest()
+				watchers[req].SetReturnedResources(resp.GetReturnedResources())
+				watch(req)
+			default:
+				return
+			}
+		}
+	}
+	answer()
 	b.ReportAllocs()
 	for i := 1; b.Loop(); i++ {
 		publish(i)
+		answer()
 	}
 }

@@ -26,7 +26,6 @@ import (
 	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
 	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
 	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -45,7 +44,7 @@ func (ScopeHash) ID(node *corev3.Node) string { return node.GetCluster() }
 // Server is the snapshot cache and the ADS server in front of it, with the
 // ACK/NACK bookkeeping of every connected proxy (generations.go).
 type Server struct {
-	cache   cachev3.SnapshotCache
+	cache   *typeCaches
 	log     *slog.Logger
 	metrics metrics
 	authz   *Authorizer
@@ -75,7 +74,7 @@ type Server struct {
 // NACK messages.
 func New(log *slog.Logger) *Server {
 	return &Server{
-		cache:     cachev3.NewSnapshotCache(true, ScopeHash{}, nil),
+		cache:     newTypeCaches(),
 		log:       log,
 		metrics:   newMetrics(),
 		scopes:    map[string]*scopeState{},
@@ -139,7 +138,7 @@ func (s *Server) Publish(ctx context.Context, scope string, r *xdstranslator.Res
 		return version, true, fmt.Errorf("scope %s: Envoy proxy %s rejected this configuration before (%s); the scope keeps serving generation %d",
 			scope, n.NodeID, n.Detail, st.genOf[st.served])
 	}
-	if err := s.cache.SetSnapshot(ctx, scope, snap); err != nil {
+	if err := s.cache.set(ctx, scope, version, snap); err != nil {
 		return version, false, err
 	}
 	st.served = version
@@ -163,7 +162,7 @@ func (s *Server) Remove(scope string) {
 	}
 	delete(s.scopes, scope)
 	delete(s.digesters, scope)
-	s.cache.ClearSnapshot(scope)
+	s.cache.clear(scope)
 	go s.notify()
 }
 
@@ -212,7 +211,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 	if tlsConfig == nil || tlsConfig.ClientAuth != tls.RequireAndVerifyClientCert {
 		return errors.New("xds: the server requires mutual TLS")
 	}
-	srv := serverv3.NewServer(ctx, s.cache, withAuthorization(s.callbacks(), s.authz, s.log))
+	srv := serverv3.NewServer(ctx, s.cache.mux, withAuthorization(s.callbacks(), s.authz, s.log))
 	g := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(tlsConfig)),
 		grpc.MaxConcurrentStreams(1_000_000),

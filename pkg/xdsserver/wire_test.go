@@ -22,9 +22,9 @@ import (
 // configuration "rc" of scope s's snapshot, decoded again.
 func servedRoute(t *testing.T, s *Server, scope string) *routev3.RouteConfiguration {
 	t.Helper()
-	snap, err := s.cache.GetSnapshot(scope)
-	if err != nil {
-		t.Fatal(err)
+	snap := s.cache.snapshot(scope)
+	if snap == nil {
+		t.Fatalf("scope %s has no snapshot", scope)
 	}
 	res := snap.GetResources(resource.RouteType)["rc"]
 	if res == nil {

@@ -214,12 +214,12 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 		t: t, optsKey: key, routes: make(map[RouteKey]*routeMemo, n), deps: make(map[types.NamespacedName]*serviceDep, len(res.Services)),
 		routeStatus: make(map[RouteKey]*gwapiv1.RouteStatus, n), sliceWarnings: map[types.NamespacedName]string{}, warned: map[RouteKey]bool{},
 	}
+	t.indexBackends(func(k types.NamespacedName, w string) { c.sliceWarnings[k] = w })
 	t.translateGatewayClasses()
 	t.translateGateways()
 	t.readBackendTLSPolicies()
 	c.classes = t.status.GatewayClasses
 	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
-	t.indexEndpointSlices(func(k types.NamespacedName, w string) { c.sliceWarnings[k] = w })
 	dirty := make([]routeChange, 0, n)
 	add := func(kind string) func(types.NamespacedName, any) {
 		return func(k types.NamespacedName, o any) {

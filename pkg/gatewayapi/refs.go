@@ -82,19 +82,33 @@ func CompareHosts(a, b string) int { return compareHosts(a, b) }
 // NewRefs; it is not safe for concurrent use.
 type Refs struct {
 	t *translator
+	// indexed: t's Services and EndpointSlices are indexed (backends).
+	indexed bool
 }
 
 // NewRefs indexes res (sorted; nil is an empty snapshot) as Translate does
-// with opts. It reads, never modifies, res.
+// with opts; its Services and EndpointSlices when a backend is first
+// resolved. It reads, never modifies, res.
 func NewRefs(res *resources.Resources, opts Options) *Refs {
 	if res == nil {
 		res = &resources.Resources{}
 	}
 	t := newTranslator(res, opts)
-	t.indexEndpointSlices(nil)
 	t.translateGatewayClasses()
 	t.readBackendTLSPolicies()
 	return &Refs{t: t}
+}
+
+// backends is r's translator with the Services and EndpointSlices
+// indexed, on first use: an IngressClass without Ingresses resolves no
+// backend, and indexing thousands of Services at every run for it cost
+// more than the rest of a run's translation.
+func (r *Refs) backends() *translator {
+	if !r.indexed {
+		r.t.indexBackends(nil)
+		r.indexed = true
+	}
+	return r.t
 }
 
 // OurGatewayClass says whether name is a GatewayClass of our controller
@@ -122,7 +136,7 @@ func (r *Refs) GatewayExists(k types.NamespacedName) bool {
 // policy's own status says why.
 func (r *Refs) ServiceBackend(kind, ns, from, name string, port ServicePort) (*ir.Backend, string) {
 	rs := &routeState{key: RouteKey{Kind: kind, Namespace: ns, Name: from}}
-	b, p := r.t.serviceBackend(rs, ns, name, port, corev1.ProtocolTCP)
+	b, p := r.backends().serviceBackend(rs, ns, name, port, corev1.ProtocolTCP)
 	if p != nil {
 		return nil, p.msg
 	}

@@ -63,8 +63,8 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		controller:     cmp.Or(opts.ControllerName, ControllerName),
 		classes:        map[string]*gwapiv1.GatewayClass{},
 		gatewayIndex:   map[types.NamespacedName]*gatewayState{},
-		services:       make(map[types.NamespacedName]*corev1.Service, len(res.Services)),
-		slices:         make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(res.EndpointSlices)),
+		services:       map[types.NamespacedName]*corev1.Service{},
+		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		secrets:        map[types.NamespacedName]*corev1.Secret{},
 		namespaces:     map[string]*corev1.Namespace{},
 		grants:         map[string][]*gwapiv1.ReferenceGrant{},
@@ -92,7 +92,6 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 			t.allClasses[c.Name] = true
 		}
 	}
-	eachObject(res.Services, func(k types.NamespacedName, s *corev1.Service) { t.services[k] = s })
 	for _, s := range res.Secrets {
 		if s != nil {
 			t.secrets[nn(s.Namespace, s.Name)] = s
@@ -116,10 +115,16 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 	return t
 }
 
-// indexEndpointSlices indexes the snapshot's EndpointSlices by the
+// indexBackends indexes what backend references resolve to: the
+// snapshot's Services by namespace/name and its EndpointSlices by the
 // Service they belong to (sliceService), and calls warn (when not nil)
-// with the warning of each that has one (sliceWarning), by namespace/name.
-func (t *translator) indexEndpointSlices(warn func(types.NamespacedName, string)) {
+// with the warning of each slice that has one (sliceWarning), by
+// namespace/name, replacing what they held. Only backends.go reads these
+// indexes; newTranslator leaves them empty.
+func (t *translator) indexBackends(warn func(types.NamespacedName, string)) {
+	t.services = make(map[types.NamespacedName]*corev1.Service, len(t.res.Services))
+	t.slices = make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(t.res.EndpointSlices))
+	eachObject(t.res.Services, func(k types.NamespacedName, s *corev1.Service) { t.services[k] = s })
 	eachObject(t.res.EndpointSlices, func(k types.NamespacedName, es *discoveryv1.EndpointSlice) {
 		svc, ok := sliceService(es)
 		if !ok {

@@ -6,12 +6,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
@@ -71,15 +75,20 @@ func BenchmarkTranslate(b *testing.B) {
 // alternates between two snapshots that share every object but one, so
 // that every run sees exactly one changed object: an HTTPRoute whose path
 // changed (change=httproute), or an EndpointSlice with one more endpoint
-// (change=endpointslice). BenchmarkTranslate is the full translation the
-// figures compare with.
+// (change=endpointslice); ingressclass=1: the same HTTPRoute change with
+// an IngressClass of ours that has no Ingresses, as the chart installs.
+// BenchmarkTranslate is the full translation the figures compare with.
 func BenchmarkTranslateChange(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		for _, change := range []string{"httproute", "endpointslice"} {
+		for _, change := range []string{"httproute", "endpointslice", "httproute/ingressclass=1"} {
 			b.Run(fmt.Sprintf("routes=%d/change=%s", n, change), func(b *testing.B) {
 				res := benchInput(b, n, true)
+				if strings.HasSuffix(change, "ingressclass=1") {
+					res.IngressClasses = []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "xds-controller"},
+						Spec: networkingv1.IngressClassSpec{Controller: ingress.ControllerName}}}
+				}
 				alt := *res
-				switch change {
+				switch strings.TrimSuffix(change, "/ingressclass=1") {
 				case "httproute":
 					alt.HTTPRoutes = slices.Clone(res.HTTPRoutes)
 					r := alt.HTTPRoutes[n/2].DeepCopy()
@@ -104,8 +113,8 @@ func BenchmarkTranslateChange(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if got := len(out.Result.IR.Gateways); got != 1 {
-						b.Fatalf("gateways = %d, want 1", got)
+					if got := len(out.Result.IR.Gateways); got != 1+len(res.IngressClasses) {
+						b.Fatalf("gateways = %d, want %d", got, 1+len(res.IngressClasses))
 					}
 					i++
 				}

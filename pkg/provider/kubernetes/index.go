@@ -117,10 +117,9 @@ func (x *objectIndex) handler(kind string) toolscache.ResourceEventHandler {
 
 // snapshot applies the changes recorded since the last call and returns
 // the objects of every kind, sorted (Secrets and ConfigMaps are not
-// indexed), and the live status of routes and policies. The lists are
-// new slices; the objects of a kind without changes are the last
-// snapshot's.
-func (x *objectIndex) snapshot() (*resources.Resources, liveStatus) {
+// indexed). The lists are new slices; the objects of a kind without
+// changes are the last snapshot's.
+func (x *objectIndex) snapshot() *resources.Resources {
 	x.mu.Lock()
 	pending := x.pending
 	x.pending = map[string]map[types.NamespacedName]metav1.Object{}
@@ -155,7 +154,16 @@ func (x *objectIndex) snapshot() (*resources.Resources, liveStatus) {
 		Ingresses:              typed[*networkingv1.Ingress](x.kinds[ixIngress]),
 		IngressClassParameters: typed[*v1alpha1.IngressClassParameters](x.kinds[ixIngressClassParameters]),
 	}
-	live := liveStatus{
+	return res
+}
+
+// liveStatus returns the newest status of the routes and policies of res,
+// the last snapshot: where the index kept an older copy of an object
+// whose status alone changed, the newer object's. Call it before the
+// next snapshot. The pipeline calls it after publishing: with our status
+// on every route, it looks up every route.
+func (x *objectIndex) liveStatus(res *resources.Resources) liveStatus {
+	return liveStatus{
 		routes: status.Routes(&resources.Resources{
 			HTTPRoutes: withLive(res.HTTPRoutes, x.kinds[ixHTTPRoute]),
 			GRPCRoutes: withLive(res.GRPCRoutes, x.kinds[ixGRPCRoute]),
@@ -165,7 +173,6 @@ func (x *objectIndex) snapshot() (*resources.Resources, liveStatus) {
 		}),
 		policies: withLive(res.BackendTLSPolicies, x.kinds[ixBackendTLSPolicy]),
 	}
-	return res, live
 }
 
 // apply replaces, inserts and deletes (nil) the changed objects, keeping

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -362,7 +363,7 @@ func (p *pipeline) run(ctx context.Context) {
 		}
 		p.metrics.runs.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	}()
-	res, live, err := p.snapshot(ctx)
+	res, err := p.snapshot(ctx)
 	if err != nil {
 		p.failed.Add(1)
 		p.log.Error("reading the watched objects failed; the previous configuration keeps serving", "error", err)
@@ -393,6 +394,7 @@ func (p *pipeline) run(ctx context.Context) {
 	// this translation.
 	p.srv.Authorizer().Set(FleetScopes(p.ident.TrustDomain, p.cfg.Namespace, out.Result.IR))
 
+	live := p.objects.liveStatus(res)
 	st := status.WithStaleRoutes(out.Result.Status, live.routes, p.cfg.ControllerName)
 	st = status.WithStalePolicies(st, live.policies, p.cfg.ControllerName)
 	setAddresses(st, res, resolver)
@@ -489,11 +491,17 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 // and sets Programmed=False when an address the Gateway requests in
 // spec.addresses is not the Service's (status.GatewayAddresses); likewise
 // the status.loadBalancer of every Ingress of ours
-// (status.IngressLoadBalancer).
+// (status.IngressLoadBalancer). res.Services are sorted by namespace/name
+// (objectIndex).
 func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
-	svcs := make(map[types.NamespacedName]*corev1.Service, len(res.Services))
-	for _, s := range res.Services {
-		svcs[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = s
+	svc := func(k types.NamespacedName) *corev1.Service {
+		i, ok := slices.BinarySearchFunc(res.Services, k, func(s *corev1.Service, k types.NamespacedName) int {
+			return compareNN(types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, k)
+		})
+		if !ok {
+			return nil
+		}
+		return res.Services[i]
 	}
 	for _, gw := range res.Gateways {
 		gs := st.Gateways[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}]
@@ -501,14 +509,14 @@ func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 			continue
 		}
 		var problem *status.AddressProblem
-		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIPs(gw), svcs[r.ServiceFor(gw)])
+		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIPs(gw), svc(r.ServiceFor(gw)))
 		problem.Apply(gs)
 	}
 	// An Ingress's status.loadBalancer is the address of the Service of
 	// its class's Gateway (left empty while the class is not served).
 	for _, is := range st.Ingresses {
 		if is.Gateway != nil {
-			is.LoadBalancer = status.IngressLoadBalancer(svcs[r.ServiceFor(is.Gateway)])
+			is.LoadBalancer = status.IngressLoadBalancer(svc(r.ServiceFor(is.Gateway)))
 		}
 	}
 }

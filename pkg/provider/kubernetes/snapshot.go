@@ -45,21 +45,21 @@ type liveStatus struct {
 // snapshot is the object index's sorted resource snapshot (objectIndex:
 // the informers' objects, read-only; an object unchanged since the last
 // snapshot, or changed in its status only, is the very object of that
-// snapshot) and live, the newest status of routes and policies, with the
-// referenced Secrets (read through p.secrets) and ConfigMaps.
-func (p *pipeline) snapshot(ctx context.Context) (res *resources.Resources, live liveStatus, err error) {
-	res, live = p.objects.snapshot()
+// snapshot), with the referenced Secrets (read through p.secrets) and
+// ConfigMaps.
+func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
+	res := p.objects.snapshot()
 	secretRefs := ReferencedSecrets(res, p.cfg.ControllerName)
 	configMapRefs := ReferencedConfigMaps(res)
 	p.setReferences(secretRefs, configMapRefs)
 	secrets, err := p.secrets.fetch(ctx, secretRefs)
 	if err != nil {
-		return nil, live, err
+		return nil, err
 	}
 	res.Secrets = secrets
 	configMaps, err := p.configMaps.fetch(ctx, configMapRefs)
 	if err != nil {
-		return nil, live, err
+		return nil, err
 	}
 	res.ConfigMaps = configMaps
 	byKey := func(a, b metav1.Object) int {
@@ -67,7 +67,7 @@ func (p *pipeline) snapshot(ctx context.Context) (res *resources.Resources, live
 	}
 	slices.SortFunc(res.Secrets, func(a, b *corev1.Secret) int { return byKey(a, b) })
 	slices.SortFunc(res.ConfigMaps, func(a, b *corev1.ConfigMap) int { return byKey(a, b) })
-	return res, live, nil
+	return res, nil
 }
 
 // ListResources lists, from r, every object kind the translation reads

@@ -1,10 +1,13 @@
 // Package memo keeps what a computation derived from immutable inputs
 // (keyed by their identity, a pointer) from one run of the computation to
 // the next, and forgets what a run no longer used: a Table by key, a List
-// by position in a list that changes little. The incremental stages of
+// by position in a list that changes little; Same and SameMap recognise
+// a list or map handed over unchanged. The incremental stages of
 // the pipeline (pkg/xdstranslator, pkg/xdsvalidate, pkg/ir,
 // pkg/xdsserver) share it.
 package memo
+
+import "reflect"
 
 // Table maps keys to values for the runs of one computation. A run looks
 // its keys up (Get) or stores new values (Put), then ends with Sweep,
@@ -199,4 +202,11 @@ func Diff[T comparable](prev, cur []T, compare func(a, b T) int, changed func(ol
 // empty lists are the same.
 func Same[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// SameMap says whether a and b are the very same map (not merely equal):
+// a stage hands out an unchanged map as the map of the last run. Two nil
+// maps are the same.
+func SameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }

@@ -35,7 +35,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -53,6 +52,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/internal/memo"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 )
 
@@ -214,12 +214,16 @@ func (w *Writer) leading() bool { return w.opts.Leading == nil || w.opts.Leading
 // O(objects other than routes).
 func (w *Writer) Update(st *gatewayapi.Status) {
 	w.mu.Lock()
-	// Handed the very routes map of the last Update (a data-plane refresh
-	// between two translations: only Programmed on Gateways and
+	// After an Update with routes, the desired status is updated in
+	// place. Handed the very routes map of the last Update (a data-plane
+	// refresh between two translations: only Programmed on Gateways and
 	// ListenerSets can differ), the route entries stay as they are and
 	// only the few others are compared: O(Gateways), not O(routes).
-	if st != nil && w.routesFrom != nil && sameMap(st.Routes, w.routesFrom) {
+	if st != nil && w.routesFrom != nil {
 		changed := w.updateOthers(st)
+		if !memo.SameMap(st.Routes, w.routesFrom) {
+			changed = append(changed, w.updateRoutes(st.Routes)...)
+		}
 		w.mu.Unlock()
 		w.enqueue(changed)
 		return
@@ -255,6 +259,35 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 	}
 	w.mu.Unlock()
 	w.enqueue(changed)
+}
+
+// updateRoutes replaces the desired status of the routes, those of the
+// last Update's st.Routes (w.routesFrom), with routes, in place, and
+// returns the keys whose status changed; a route gone is forgotten.
+// w.mu is held.
+func (w *Writer) updateRoutes(routes map[gatewayapi.RouteKey]*gwapiv1.RouteStatus) []Key {
+	var changed []Key
+	for k, s := range routes {
+		key := Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}
+		prev, ok := w.desired[key]
+		if ok && prev == any(s) {
+			continue
+		}
+		if !ok || !equality.Semantic.DeepEqual(prev, s) {
+			changed = append(changed, key)
+		}
+		w.desired[key] = s
+	}
+	for k := range w.routesFrom {
+		if _, ok := routes[k]; !ok {
+			key := Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}
+			delete(w.desired, key)
+			delete(w.written, key)
+			delete(w.fresh, key)
+		}
+	}
+	w.routesFrom = routes
+	return changed
 }
 
 // updateOthers replaces the desired status of every object but the
@@ -325,12 +358,6 @@ func addOthers(desired map[Key]any, st *gatewayapi.Status) []Key {
 		add(Key{Kind: KindIngress, Namespace: nn.Namespace, Name: nn.Name}, s)
 	}
 	return keys
-}
-
-// sameMap reports whether a and b are the very same map (not merely
-// equal ones).
-func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // Resync queues every desired object for a comparison with its live

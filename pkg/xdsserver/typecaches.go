@@ -3,11 +3,12 @@ package xdsserver
 import (
 	"context"
 	"maps"
-	"reflect"
 	"sync/atomic"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+
+	"github.com/xds-controller/xds-controller/internal/memo"
 )
 
 // Per-type caches. go-control-plane's snapshot cache answers every delta
@@ -128,7 +129,7 @@ func (t *typeCaches) snapshot(scope string) *cachev3.Snapshot {
 // resources at the same versions: the very same map (a list the
 // translation handed over unchanged), or equal ones.
 func sameVersions(a, b map[string]string) bool {
-	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() || maps.Equal(a, b)
+	return a != nil && memo.SameMap(a, b) || maps.Equal(a, b)
 }
 
 // part is one type of a scope's snapshot as its type's cache serves it

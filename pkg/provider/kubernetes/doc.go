@@ -14,9 +14,10 @@
 // back our status if someone else changed it; a Secret or ConfigMap event
 // counts only when one of our Gateways references it; a Namespace event
 // only when its labels change) kicks the pipeline: the first event after a
-// quiet period (no run within Debounce) runs it at once; events during or
-// right after a run are a burst, coalesced until Debounce passes without
-// one, and run at least every MaxDebounce while they keep coming. Every
+// quiet period (no run within Debounce) runs it at once, a lone event
+// right after a run when Debounce has passed since that run; two or more
+// events are a burst, coalesced until Debounce passes without one, and run
+// at least every MaxDebounce while they keep coming (runAt). Every
 // event of a translated kind is also recorded in the object index
 // (objectIndex, index.go), which keeps each kind sorted; one run takes the
 // index's snapshot (what changed since the last run, the rest being the

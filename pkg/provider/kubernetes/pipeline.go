@@ -103,11 +103,8 @@ func (p *pipeline) trigger() {
 }
 
 // Start registers the event handlers (each GetInformer waits for its
-// informer's initial sync), then runs the pipeline until ctx ends. The
-// first change after a quiet period (no run within Debounce) is acted on
-// at once; changes that arrive while a run works or right after it are a
-// burst, coalesced until Debounce passes without one (at most
-// MaxDebounce).
+// informer's initial sync), then runs the pipeline until ctx ends, when
+// runAt says (the first change after a quiet period at once).
 func (p *pipeline) Start(ctx context.Context) error {
 	if err := p.watch(ctx); err != nil {
 		return err
@@ -117,6 +114,8 @@ func (p *pipeline) Start(ctx context.Context) error {
 	}
 	p.trigger()
 	var lastRun time.Time
+	timer := time.NewTimer(0)
+	<-timer.C
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,33 +125,47 @@ func (p *pipeline) Start(ctx context.Context) error {
 			continue
 		case <-p.kick:
 		}
-		if time.Since(lastRun) >= p.cfg.Debounce {
-			p.run(ctx)
-			lastRun = time.Now()
-			continue
-		}
 		first := time.Now()
-		quiet := time.NewTimer(p.cfg.Debounce)
+		last, kicks := first, 1
 	wait:
 		for {
+			d := time.Until(runAt(lastRun, first, last, kicks, p.cfg.Debounce, p.cfg.MaxDebounce))
+			if d <= 0 {
+				break
+			}
+			timer.Reset(d)
 			select {
 			case <-ctx.Done():
-				quiet.Stop()
+				timer.Stop()
 				return nil
 			case <-p.kick:
-				left := p.cfg.MaxDebounce - time.Since(first)
-				if left <= 0 {
-					break wait
-				}
-				quiet.Reset(min(p.cfg.Debounce, left))
-			case <-quiet.C:
+				timer.Stop()
+				last, kicks = time.Now(), kicks+1
+			case <-timer.C:
 				break wait
 			}
 		}
-		quiet.Stop()
 		p.run(ctx)
 		lastRun = time.Now()
 	}
+}
+
+// runAt is when the pipeline runs for the kicks (changes) pending since
+// first, the latest at last, after a run that ended at lastRun (zero:
+// none yet). One kick runs once debounce has passed since lastRun: at
+// once after a quiet period, else at the end of the last run's window, so
+// that a lone change waits at most debounce. Two or more are a burst,
+// coalesced until debounce passes without a kick, and run at the latest
+// maxDebounce after the first.
+func runAt(lastRun, first, last time.Time, kicks int, debounce, maxDebounce time.Duration) time.Time {
+	if kicks <= 1 {
+		return lastRun.Add(debounce)
+	}
+	quiet := last.Add(debounce)
+	if limit := first.Add(maxDebounce); limit.Before(quiet) {
+		return limit
+	}
+	return quiet
 }
 
 // watch registers an event handler on every informer we read.

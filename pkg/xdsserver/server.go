@@ -1,6 +1,7 @@
 // Package xdsserver serves the xDS configuration to Envoy: go-control-plane's
-// ADS server (state-of-the-world and delta) over a snapshot cache keyed by
-// proxy scope, on gRPC with mutual TLS.
+// ADS server (state-of-the-world and delta) over snapshot caches keyed by
+// proxy scope (one per resource type for delta: typecaches.go), on gRPC
+// with mutual TLS.
 //
 // A proxy's scope is the `cluster` field of its Envoy node (the bootstrap in
 // envoy-bootstrap/ sets it). Publish replaces a scope's snapshot only when
@@ -41,7 +42,7 @@ type ScopeHash struct{}
 // ID returns node.cluster.
 func (ScopeHash) ID(node *corev3.Node) string { return node.GetCluster() }
 
-// Server is the snapshot cache and the ADS server in front of it, with the
+// Server is the snapshot caches and the ADS server in front of them, with the
 // ACK/NACK bookkeeping of every connected proxy (generations.go).
 type Server struct {
 	cache   *typeCaches

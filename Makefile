@@ -60,8 +60,8 @@ test-conformance-unit: ## the conformance runner's own unit tests (its module; n
 test-conformance-images: ## vet and test third_party/conformance-images (the conformance suite's echo-server packages)
 	$(MAKE) -C third_party/conformance-images test
 
-bench: ## translation benchmarks at 100, 1000 and 5000 HTTPRoutes
-	$(GO) test ./pkg/translate ./pkg/xdstranslator -run '^$$' -bench . -benchmem
+bench: ## translation benchmarks at 100, 1000 and 5000 HTTPRoutes, and of a publish and a status update at 3000
+	$(GO) test ./pkg/translate ./pkg/xdstranslator ./pkg/xdsserver ./pkg/status -run '^$$' -bench . -benchmem
 
 bench-standalone: envoy ## standalone propagation: one more route file until Envoy serves it, at 100, 1000 and 3000 routes (20 samples each)
 	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench StandalonePropagation -benchtime 20x -timeout 20m

@@ -97,11 +97,16 @@ func BenchmarkServedRouteConfiguration(b *testing.B) {
 	if _, err := d.digests(r); err != nil {
 		b.Fatal(err)
 	}
+	// changed is the configuration with virtual host i%n made anew, in a
+	// new list (a published list is never modified).
+	changed := func(i int) *xdstranslator.Resources {
+		vhosts = slices.Clone(vhosts)
+		vhosts[i%n] = vhost(fmt.Sprintf("svc-%d.example.com", i%n))
+		return withConfig(&xdstranslator.Resources{}, vhosts...)
+	}
 	b.Run("translated", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			vhosts = slices.Clone(vhosts) // a published list is never modified
-			vhosts[i%n] = vhost(fmt.Sprintf("svc-%d.example.com", i%n))
-			r := withConfig(&xdstranslator.Resources{}, vhosts...)
+			r := changed(i)
 			if _, err := d.digests(r); err != nil {
 				b.Fatal(err)
 			}
@@ -112,9 +117,7 @@ func BenchmarkServedRouteConfiguration(b *testing.B) {
 	})
 	b.Run("served", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			vhosts = slices.Clone(vhosts) // a published list is never modified
-			vhosts[i%n] = vhost(fmt.Sprintf("svc-%d.example.com", i%n))
-			r := withConfig(&xdstranslator.Resources{}, vhosts...)
+			r := changed(i)
 			ds, err := d.digests(r)
 			if err != nil {
 				b.Fatal(err)

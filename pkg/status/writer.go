@@ -206,72 +206,44 @@ func (w *Writer) Writes() int64 { return w.writes.Load() }
 
 func (w *Writer) leading() bool { return w.opts.Leading == nil || w.opts.Leading() }
 
-// Update replaces the desired status with st: the status of every object
-// the translation owns. A route entry with no parents removes all of
-// our parents entries from that route (see WithStaleRoutes). Objects absent
-// from st are left alone. st is not modified and must not be modified
-// afterwards. Handed the very Routes map of the last call again, it costs
-// O(objects other than routes).
+// Update replaces the desired status with st (nil: nothing desired): the
+// status of every object the translation owns. A route entry with no
+// parents removes all of our parents entries from that route (see
+// WithStaleRoutes). Objects absent from st are left alone. st is not
+// modified and must not be modified afterwards. The desired status is
+// updated in place; handed the very Routes map of the last call again (a
+// data-plane refresh between two translations: only Programmed on
+// Gateways and ListenerSets can differ), it costs O(objects other than
+// routes).
+//
+// Only objects whose desired status changed are queued: the others were
+// compared (and written if needed) already, and a change made by someone
+// else arrives through Enqueue (the provider calls it on status-only
+// events), the periodic resync, or Resync on a new lead.
 func (w *Writer) Update(st *gatewayapi.Status) {
+	if st == nil {
+		st = &gatewayapi.Status{}
+	}
 	w.mu.Lock()
-	// After an Update with routes, the desired status is updated in
-	// place. Handed the very routes map of the last Update (a data-plane
-	// refresh between two translations: only Programmed on Gateways and
-	// ListenerSets can differ), the route entries stay as they are and
-	// only the few others are compared: O(Gateways), not O(routes).
-	if st != nil && w.routesFrom != nil {
-		changed := w.updateOthers(st)
-		if !memo.SameMap(st.Routes, w.routesFrom) {
-			changed = append(changed, w.updateRoutes(st.Routes)...)
-		}
-		w.mu.Unlock()
-		w.enqueue(changed)
-		return
-	}
-	desired := map[Key]any{}
-	var others []Key
-	if st != nil {
-		others = addOthers(desired, st)
-		for k, s := range st.Routes {
-			desired[Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}] = s
-		}
-	}
-	// Only objects whose desired status changed are queued: the others
-	// were compared (and written if needed) already, and a change made by
-	// someone else arrives through Enqueue (the provider calls it on
-	// status-only events), the periodic resync, or Resync on a new lead.
-	var changed []Key
-	for k, d := range desired {
-		if w.differs(k, d) {
-			changed = append(changed, k)
-		}
-	}
-	w.desired, w.others = desired, others
-	w.routesFrom = nil
-	if st != nil {
-		w.routesFrom = st.Routes
-	}
-	for k := range w.written {
-		if _, ok := desired[k]; !ok {
-			delete(w.written, k)
-			delete(w.fresh, k)
-		}
+	changed := w.updateOthers(st)
+	if !memo.SameMap(st.Routes, w.routesFrom) {
+		changed = append(changed, w.updateRoutes(st.Routes)...)
 	}
 	w.mu.Unlock()
 	w.enqueue(changed)
 }
 
 // updateRoutes replaces the desired status of the routes, those of the
-// last Update's st.Routes (w.routesFrom), with routes, in place, and
-// returns the keys whose status changed; a route gone is forgotten.
-// w.mu is held.
+// last Update's st.Routes (w.routesFrom), with routes, and returns the
+// keys whose status changed; a route gone is forgotten. w.mu is held.
 func (w *Writer) updateRoutes(routes map[gatewayapi.RouteKey]*gwapiv1.RouteStatus) []Key {
+	keyOf := func(k gatewayapi.RouteKey) Key { return Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name} }
 	var changed []Key
 	for k, s := range routes {
-		key := Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}
+		key := keyOf(k)
 		prev, ok := w.desired[key]
 		if ok && prev == any(s) {
-			continue
+			continue // a translation cache hands out the very status of a route it did not translate again
 		}
 		if !ok || !equality.Semantic.DeepEqual(prev, s) {
 			changed = append(changed, key)
@@ -280,10 +252,7 @@ func (w *Writer) updateRoutes(routes map[gatewayapi.RouteKey]*gwapiv1.RouteStatu
 	}
 	for k := range w.routesFrom {
 		if _, ok := routes[k]; !ok {
-			key := Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}
-			delete(w.desired, key)
-			delete(w.written, key)
-			delete(w.fresh, key)
+			w.forget(keyOf(k))
 		}
 	}
 	w.routesFrom = routes
@@ -291,8 +260,8 @@ func (w *Writer) updateRoutes(routes map[gatewayapi.RouteKey]*gwapiv1.RouteStatu
 }
 
 // updateOthers replaces the desired status of every object but the
-// routes with st's and returns the keys whose status changed. w.mu is
-// held.
+// routes with st's and returns the keys whose status changed; an object
+// gone is forgotten. w.mu is held.
 func (w *Writer) updateOthers(st *gatewayapi.Status) []Key {
 	prev := make(map[Key]any, len(w.others))
 	for _, k := range w.others {
@@ -308,19 +277,18 @@ func (w *Writer) updateOthers(st *gatewayapi.Status) []Key {
 		delete(prev, k)
 	}
 	for k := range prev {
-		delete(w.written, k)
-		delete(w.fresh, k)
+		w.forget(k)
 	}
 	w.others = others
 	return changed
 }
 
-// differs reports whether d is not the desired status of k already. Every
-// status is a pointer; a translation cache hands out the very status of
-// an object it did not translate again. w.mu is held.
-func (w *Writer) differs(k Key, d any) bool {
-	prev, ok := w.desired[k]
-	return !ok || prev != d && !equality.Semantic.DeepEqual(prev, d)
+// forget drops k, no longer desired, and what the writer knew of it.
+// w.mu is held.
+func (w *Writer) forget(k Key) {
+	delete(w.desired, k)
+	delete(w.written, k)
+	delete(w.fresh, k)
 }
 
 // enqueue queues keys, sorted, when this replica leads.

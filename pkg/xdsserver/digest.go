@@ -60,24 +60,31 @@ type digester struct {
 	validate bool
 	lists    [5]memo.List[types.Resource, *digest]
 	vhosts   map[string]*memo.List[*routev3.VirtualHost, *digest]
-	// items are the resources of the last snapshot by name, list by
-	// list, versions their VersionMap and sums its typeSum; each is kept
-	// while its list is the very same as last.
-	items    [5]map[string]types.ResourceWithTTL
-	versions [5]map[string]string
-	sums     [5]uint64
-	last     [5][]types.Resource
-	// listSums are the SHA-256 of each list's digests, for the digests
-	// lastDs, once summed (version).
-	listSums [5][32]byte
-	lastDs   [5][]*digest
-	summed   bool
+	// kept is what the last publish derived from each list (version,
+	// snapshot).
+	kept [5]keptList
 	// checked says that listeners, clusters and ClusterLoadAssignments
 	// whose lists have the sums checkedSums, with route configurations
 	// named checkedRoutes, passed the consistency check (consistent).
 	checked       bool
 	checkedSums   [3][32]byte
 	checkedRoutes []string
+}
+
+// keptList is what a digester derived from one list of digests, kept
+// while the list is the very same: memo.List hands out the same slice of
+// digests for the very same list of resources, a new one otherwise.
+type keptList struct {
+	digests []*digest
+	ok      bool
+	// sum is the SHA-256 of the digests, in order (version).
+	sum [32]byte
+	// items are the list's resources by name as a snapshot holds them,
+	// versions their VersionMap and typeSum its typeSum (snapshot; nil
+	// until made).
+	items    map[string]types.ResourceWithTTL
+	versions map[string]string
+	typeSum  uint64
 }
 
 // digests returns the digests of r's resources, list by list. It fails
@@ -258,23 +265,22 @@ func withoutVirtualHosts(rc *routev3.RouteConfiguration) *routev3.RouteConfigura
 
 // version is the version of a snapshot whose resources have the digests
 // ds: the first 16 hex digits of SHA-256 over the SHA-256 of each list's
-// digests (in order), list by list. A list's sum is kept while its
-// digests are the very same list (memo.List hands out the same slice for
-// an unchanged list of resources).
+// digests (in order), list by list. A list's sum, and what snapshot
+// derives from it, is kept while its digests are the very same list.
 func (d *digester) version(ds [5][]*digest) string {
 	h := sha256.New()
 	for i, l := range ds {
-		if !d.summed || !memo.Same(l, d.lastDs[i]) {
+		k := &d.kept[i]
+		if !k.ok || !memo.Same(l, k.digests) {
+			*k = keptList{digests: l, ok: true}
 			lh := sha256.New()
 			for _, dg := range l {
 				lh.Write(dg.sum[:])
 			}
-			lh.Sum(d.listSums[i][:0])
-			d.lastDs[i] = l
+			lh.Sum(k.sum[:0])
 		}
-		h.Write(d.listSums[i][:])
+		h.Write(k.sum[:])
 	}
-	d.summed = true
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
@@ -294,7 +300,7 @@ func (d *digester) consistent(r *xdstranslator.Resources, snap *cachev3.Snapshot
 	for i, rc := range r.Routes {
 		names[i] = cachev3.GetResourceName(rc)
 	}
-	sums := [3][32]byte{d.listSums[0], d.listSums[2], d.listSums[3]}
+	sums := [3][32]byte{d.kept[0].sum, d.kept[2].sum, d.kept[3].sum}
 	if d.checked && sums == d.checkedSums && slices.Equal(names, d.checkedRoutes) {
 		return nil
 	}
@@ -322,30 +328,32 @@ func invalid(r *xdstranslator.Resources, ds [5][]*digest) error {
 // snapshot is the snapshot of r (whose digests are ds) at version: what
 // cachev3.NewSnapshot makes of r's lists, with route configurations in
 // their served form (servedRoutes), and its VersionMap (type URL -> name
-// -> version, which delta xDS compares). A list that is the very same as
-// in the last call keeps its resources by name and its versions (the
-// snapshots share those maps; nobody modifies them): at 3000 clusters
-// and ClusterLoadAssignments, indexing them again took about a third of
-// a publish's time and most of its allocations.
+// -> version, which delta xDS compares). Call it after version with the
+// same digests: a list that is the very same as in the last publish
+// keeps its resources by name and its versions (the snapshots share
+// those maps; nobody modifies them): at 3000 clusters and
+// ClusterLoadAssignments, indexing them again took about a third of a
+// publish's time and most of its allocations.
 func (d *digester) snapshot(version string, r *xdstranslator.Resources, ds [5][]*digest) *cachev3.Snapshot {
 	snap := &cachev3.Snapshot{VersionMap: make(map[string]map[string]string, len(typeURLs))}
 	for i, l := range lists(r) {
-		if d.items[i] == nil || !memo.Same(l, d.last[i]) {
+		k := &d.kept[i]
+		if k.items == nil {
 			served := l
 			if i == 1 {
 				served = servedRoutes(l, ds[i])
 			}
-			items := make(map[string]types.ResourceWithTTL, len(l))
-			versions := make(map[string]string, len(l))
+			k.items = make(map[string]types.ResourceWithTTL, len(l))
+			k.versions = make(map[string]string, len(l))
 			for j, res := range served {
 				name := cachev3.GetResourceName(res)
-				items[name] = types.ResourceWithTTL{Resource: res}
-				versions[name] = ds[i][j].version
+				k.items[name] = types.ResourceWithTTL{Resource: res}
+				k.versions[name] = ds[i][j].version
 			}
-			d.items[i], d.versions[i], d.sums[i], d.last[i] = items, versions, typeSum(versions), l
+			k.typeSum = typeSum(k.versions)
 		}
-		snap.Resources[cachev3.GetResponseType(typeURLs[i])] = cachev3.Resources{Version: version, Items: d.items[i]}
-		snap.VersionMap[typeURLs[i]] = d.versions[i]
+		snap.Resources[cachev3.GetResponseType(typeURLs[i])] = cachev3.Resources{Version: version, Items: k.items}
+		snap.VersionMap[typeURLs[i]] = k.versions
 	}
 	return snap
 }
@@ -355,7 +363,7 @@ func (d *digester) snapshot(version string, r *xdstranslator.Resources, ds [5][]
 func (d *digester) typeSums() map[string]uint64 {
 	out := make(map[string]uint64, len(typeURLs))
 	for i, typ := range typeURLs {
-		out[typ] = d.sums[i]
+		out[typ] = d.kept[i].typeSum
 	}
 	return out
 }

@@ -129,7 +129,7 @@ func (t *typeCaches) snapshot(scope string) *cachev3.Snapshot {
 // resources at the same versions: the very same map (a list the
 // translation handed over unchanged), or equal ones.
 func sameVersions(a, b map[string]string) bool {
-	return a != nil && memo.SameMap(a, b) || maps.Equal(a, b)
+	return memo.SameMap(a, b) || maps.Equal(a, b)
 }
 
 // part is one type of a scope's snapshot as its type's cache serves it

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,18 +60,29 @@ var pipelineSeries = [4]string{
 	`xds_controller_xds_ack_seconds_sum{type="RouteConfiguration"}`,
 }
 
-// pipeline returns pipelineSeries summed over the replicas.
-func (s *controllerSampler) pipeline() (out [4]float64, err error) {
+// triggersSeries is the prefix of the pipeline's trigger counters, one
+// series per kind of object whose events asked for a run.
+const triggersSeries = `xds_controller_pipeline_triggers_total{kind="`
+
+// pipeline returns pipelineSeries summed over the replicas, and the
+// trigger counters by kind, summed too.
+func (s *controllerSampler) pipeline() (out [4]float64, triggers map[string]float64, err error) {
+	triggers = map[string]float64{}
 	for _, a := range s.addrs {
 		m, err := scrapeProcess(s.c, "http://"+a+"/metrics")
 		if err != nil {
-			return out, fmt.Errorf("controller metrics %s: %w", a, err)
+			return out, nil, fmt.Errorf("controller metrics %s: %w", a, err)
 		}
 		for i, name := range pipelineSeries {
 			out[i] += m[name]
 		}
+		for name, v := range m {
+			if kind, ok := strings.CutPrefix(name, triggersSeries); ok {
+				triggers[strings.TrimSuffix(kind, `"}`)] += v
+			}
+		}
 	}
-	return out, nil
+	return out, triggers, nil
 }
 
 // sample returns CPU seconds and resident bytes summed over the replicas,
@@ -112,6 +124,7 @@ type phase struct {
 	s       *controllerSampler
 	cpu0    float64
 	series0 [4]float64 // pipelineSeries at begin
+	trig0   map[string]float64
 	began   time.Time
 	mu      sync.Mutex
 	peakRSS float64
@@ -124,7 +137,7 @@ type phase struct {
 func (s *controllerSampler) begin() *phase {
 	p := &phase{s: s, began: time.Now(), done: make(chan struct{})}
 	p.cpu0, p.peakRSS = s.mustSample()
-	p.series0, _ = s.pipeline()
+	p.series0, p.trig0, _ = s.pipeline()
 	p.wg.Go(func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
@@ -147,18 +160,26 @@ func (s *controllerSampler) begin() *phase {
 }
 
 // end stops the phase and formats the controller's CPU seconds, peak RSS,
-// pipeline runs (how many, and their mean duration), and the Envoy ACKs
-// of route configuration changes (how many, and their mean time after
-// the publish) during it.
+// pipeline runs (how many, and their mean duration, and the events that
+// asked for them by kind), and the Envoy ACKs of route configuration
+// changes (how many, and their mean time after the publish) during it.
 func (p *phase) end() string {
 	close(p.done)
 	p.wg.Wait()
 	cpu, rss := p.s.mustSample()
 	peak := max(p.peakRSS, rss)
 	runs := ""
-	if v, err := p.s.pipeline(); err == nil {
+	if v, trig, err := p.s.pipeline(); err == nil {
 		if n := v[0] - p.series0[0]; n > 0 {
 			runs = fmt.Sprintf(", %.0f pipeline runs of %.1f ms mean", n, 1000*(v[1]-p.series0[1])/n)
+			var kinds []string
+			for kind, c := range trig {
+				if d := c - p.trig0[kind]; d > 0 {
+					kinds = append(kinds, fmt.Sprintf("%s %.0f", kind, d))
+				}
+			}
+			slices.Sort(kinds)
+			runs += " (asked for by " + strings.Join(kinds, ", ") + ")"
 		}
 		if n := v[2] - p.series0[2]; n > 0 {
 			runs += fmt.Sprintf(", %.0f RouteConfiguration ACKs %.1f ms after the publish (mean)", n, 1000*(v[3]-p.series0[3])/n)

@@ -21,6 +21,9 @@ type pipelineMetrics struct {
 	// published counts the snapshots published per scope (a run publishes
 	// only the scopes whose configuration changed).
 	published *prometheus.CounterVec
+	// triggers counts the watch events that asked for a run, by the kind
+	// of their object ("start" and "retry": the pipeline's own).
+	triggers *prometheus.CounterVec
 }
 
 func newPipelineMetrics() *pipelineMetrics {
@@ -42,11 +45,15 @@ func newPipelineMetrics() *pipelineMetrics {
 			Name: "xds_controller_snapshots_published_total",
 			Help: "Configuration snapshots published to the xDS server, by proxy scope.",
 		}, []string{"scope"}),
+		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xds_controller_pipeline_triggers_total",
+			Help: "Watch events that asked for a pipeline run, by the kind of their object (start, retry: the pipeline's own); runs coalesce bursts of them.",
+		}, []string{"kind"}),
 	}
 }
 
 func (m *pipelineMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.runs, m.objects, m.resources, m.published}
+	return []prometheus.Collector{m.runs, m.objects, m.resources, m.published, m.triggers}
 }
 
 // observe records the sizes of one run's input and output.

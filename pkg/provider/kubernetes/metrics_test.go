@@ -9,6 +9,8 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/resources"
@@ -90,5 +92,35 @@ func TestDashboardUsesOurMetrics(t *testing.T) {
 		if !known[name] {
 			t.Errorf("the dashboard queries %s, which the controller does not register", name)
 		}
+	}
+}
+
+// TestTriggersCountedByKind: each handler counts the events that ask for a
+// run under its object's kind, and only those: a status-only update of a
+// route we own, or a Namespace update that keeps its labels, asks for no
+// run and is not counted.
+func TestTriggersCountedByKind(t *testing.T) {
+	p := &pipeline{kick: make(chan struct{}, 1), metrics: newPipelineMetrics(), writer: status.NewWriter(nil, nil, status.Options{})}
+	route := &gwapiv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "default", Generation: 1}}
+	statusOnly := route.DeepCopy()
+	statusOnly.Status.Parents = []gwapiv1.RouteParentStatus{{ControllerName: "x"}}
+	edited := route.DeepCopy()
+	edited.Generation = 2
+	ns := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{"a": "b"}}}
+
+	owned := p.ownedHandler(status.KindHTTPRoute)
+	owned.OnAdd(route, false)
+	owned.OnUpdate(route, statusOnly)
+	owned.OnUpdate(statusOnly, edited)
+	p.anyHandler(kindOf(&discoveryv1.EndpointSlice{})).OnAdd(&discoveryv1.EndpointSlice{}, false)
+	nsh := p.namespaceHandler()
+	nsh.OnUpdate(ns, ns.DeepCopy())
+	for kind, want := range map[string]float64{"HTTPRoute": 2, "EndpointSlice": 1, "Namespace": 0} {
+		if got := testutil.ToFloat64(p.metrics.triggers.WithLabelValues(kind)); got != want {
+			t.Errorf("triggers{kind=%s} = %v, want %v", kind, got, want)
+		}
+	}
+	if got := kindOf(metadataOf("Secret")); got != "Secret" {
+		t.Errorf("kindOf(metadata-only Secret) = %q, want Secret", got)
 	}
 }

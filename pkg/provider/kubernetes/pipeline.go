@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -94,8 +95,13 @@ type lastRun struct {
 
 func (p *pipeline) NeedLeaderElection() bool { return false }
 
-// trigger asks for a run after the debounce.
-func (p *pipeline) trigger() {
+// trigger asks for a run (when runAt says) for a change of an object of
+// kind (a Kubernetes kind, or "start" and "retry" for the pipeline's own),
+// counted by xds_controller_pipeline_triggers_total.
+func (p *pipeline) trigger(kind string) {
+	if p.metrics != nil {
+		p.metrics.triggers.WithLabelValues(kind).Inc()
+	}
 	select {
 	case p.kick <- struct{}{}:
 	default:
@@ -112,8 +118,8 @@ func (p *pipeline) Start(ctx context.Context) error {
 	if p.prov != nil {
 		go p.prov.run(ctx)
 	}
-	p.trigger()
-	var lastRun time.Time
+	p.trigger("start")
+	var lastRun, earlier time.Time // the ends of the last two runs
 	timer := time.NewTimer(0)
 	<-timer.C
 	for {
@@ -129,7 +135,7 @@ func (p *pipeline) Start(ctx context.Context) error {
 		last, kicks := first, 1
 	wait:
 		for {
-			d := time.Until(runAt(lastRun, first, last, kicks, p.cfg.Debounce, p.cfg.MaxDebounce))
+			d := time.Until(runAt(earlier, first, last, kicks, p.cfg.Debounce, p.cfg.MaxDebounce))
 			if d <= 0 {
 				break
 			}
@@ -146,20 +152,22 @@ func (p *pipeline) Start(ctx context.Context) error {
 			}
 		}
 		p.run(ctx)
-		lastRun = time.Now()
+		earlier, lastRun = lastRun, time.Now()
 	}
 }
 
 // runAt is when the pipeline runs for the kicks (changes) pending since
-// first, the latest at last, after a run that ended at lastRun (zero:
-// none yet). One kick runs once debounce has passed since lastRun: at
-// once after a quiet period, else at the end of the last run's window, so
-// that a lone change waits at most debounce. Two or more are a burst,
-// coalesced until debounce passes without a kick, and run at the latest
-// maxDebounce after the first.
-func runAt(lastRun, first, last time.Time, kicks int, debounce, maxDebounce time.Duration) time.Time {
+// first, the latest at last; earlier is the end of the run before the
+// last one (zero: fewer than two runs yet). One kick runs once debounce
+// has passed since earlier: at once unless two runs ended within the last
+// debounce, so that one stray event (an EndpointSlice elsewhere) does not
+// delay the next change, and lone changes run at most twice per debounce,
+// each waiting at most debounce. Two or more kicks are a burst, coalesced
+// until debounce passes without a kick, and run at the latest maxDebounce
+// after the first.
+func runAt(earlier, first, last time.Time, kicks int, debounce, maxDebounce time.Duration) time.Time {
 	if kicks <= 1 {
-		return lastRun.Add(debounce)
+		return earlier.Add(debounce)
 	}
 	quiet := last.Add(debounce)
 	if limit := first.Add(maxDebounce); limit.Before(quiet) {
@@ -191,17 +199,17 @@ func (p *pipeline) watch(ctx context.Context) error {
 		{&gwapiv1.UDPRoute{}, indexed(ixUDPRoute, p.ownedHandler(status.KindUDPRoute))},
 		{&gwapiv1.BackendTLSPolicy{}, indexed(ixBackendTLSPolicy, p.ownedHandler(status.KindBackendTLSPolicy))},
 		{&networkingv1.Ingress{}, indexed(ixIngress, p.ownedHandler(status.KindIngress))},
-		{&networkingv1.IngressClass{}, indexed(ixIngressClass, p.anyHandler())},
-		{&v1alpha1.IngressClassParameters{}, indexed(ixIngressClassParameters, p.anyHandler())},
-		{&gwapiv1.ReferenceGrant{}, indexed(ixReferenceGrant, p.anyHandler())},
-		{&corev1.Service{}, indexed(ixService, p.anyHandler())},
-		{&discoveryv1.EndpointSlice{}, indexed(ixEndpointSlice, p.anyHandler())},
+		{&networkingv1.IngressClass{}, indexed(ixIngressClass, p.anyHandler("IngressClass"))},
+		{&v1alpha1.IngressClassParameters{}, indexed(ixIngressClassParameters, p.anyHandler("IngressClassParameters"))},
+		{&gwapiv1.ReferenceGrant{}, indexed(ixReferenceGrant, p.anyHandler("ReferenceGrant"))},
+		{&corev1.Service{}, indexed(ixService, p.anyHandler("Service"))},
+		{&discoveryv1.EndpointSlice{}, indexed(ixEndpointSlice, p.anyHandler("EndpointSlice"))},
 		{metadataOf("Namespace"), indexed(ixNamespace, p.namespaceHandler())},
-		{metadataOf("Secret"), p.referencedHandler(func() map[types.NamespacedName]bool { return p.secretRefs })},
-		{metadataOf("ConfigMap"), p.referencedHandler(func() map[types.NamespacedName]bool { return p.configMapRefs })},
+		{metadataOf("Secret"), p.referencedHandler("Secret", func() map[types.NamespacedName]bool { return p.secretRefs })},
+		{metadataOf("ConfigMap"), p.referencedHandler("ConfigMap", func() map[types.NamespacedName]bool { return p.configMapRefs })},
 	}
 	for _, obj := range p.cfg.Hooks.Watches {
-		watches = append(watches, watch{obj, p.anyHandler()})
+		watches = append(watches, watch{obj, p.anyHandler(kindOf(obj))})
 	}
 	for _, obj := range p.cfg.Hooks.InfraWatches {
 		watches = append(watches, watch{obj, p.infraHandler()})
@@ -253,12 +261,25 @@ func objectOf(obj any) metav1.Object {
 	return o
 }
 
-// anyHandler re-runs the pipeline on every event.
-func (p *pipeline) anyHandler() toolscache.ResourceEventHandler {
+// kindOf is the kind of obj for the triggers metric: a metadata-only
+// object's TypeMeta kind, else its Go type's name (as its kind is named).
+func kindOf(obj client.Object) string {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok && m.Kind != "" {
+		return m.Kind
+	}
+	t := reflect.TypeOf(obj)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// anyHandler re-runs the pipeline on every event of an object of kind.
+func (p *pipeline) anyHandler(kind string) toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { p.trigger() },
-		UpdateFunc: func(any, any) { p.trigger() },
-		DeleteFunc: func(any) { p.trigger() },
+		AddFunc:    func(any) { p.trigger(kind) },
+		UpdateFunc: func(any, any) { p.trigger(kind) },
+		DeleteFunc: func(any) { p.trigger(kind) },
 	}
 }
 
@@ -287,7 +308,7 @@ func (p *pipeline) ownedHandler(kind status.Kind) toolscache.ResourceEventHandle
 	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			p.trigger()
+			p.trigger(string(kind))
 			// A re-created object may get the very status its predecessor
 			// had, which the writer would not queue as a change.
 			if o := objectOf(obj); o != nil {
@@ -298,12 +319,12 @@ func (p *pipeline) ownedHandler(kind status.Kind) toolscache.ResourceEventHandle
 			o, n := objectOf(oldObj), objectOf(newObj)
 			if o == nil || n == nil || o.GetGeneration() != n.GetGeneration() ||
 				!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) {
-				p.trigger()
+				p.trigger(string(kind))
 				return
 			}
 			enqueue(n)
 		},
-		DeleteFunc: func(any) { p.trigger() },
+		DeleteFunc: func(any) { p.trigger(string(kind)) },
 	}
 }
 
@@ -311,31 +332,31 @@ func (p *pipeline) ownedHandler(kind status.Kind) toolscache.ResourceEventHandle
 // changes its labels (listener allowedRoutes selectors read them).
 func (p *pipeline) namespaceHandler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { p.trigger() },
+		AddFunc: func(any) { p.trigger("Namespace") },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := objectOf(oldObj), objectOf(newObj)
 			if o == nil || n == nil || !equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) {
-				p.trigger()
+				p.trigger("Namespace")
 			}
 		},
-		DeleteFunc: func(any) { p.trigger() },
+		DeleteFunc: func(any) { p.trigger("Namespace") },
 	}
 }
 
-// referencedHandler re-runs the pipeline only for objects that a Gateway
-// of ours references.
-func (p *pipeline) referencedHandler(refs func() map[types.NamespacedName]bool) toolscache.ResourceEventHandler {
+// referencedHandler re-runs the pipeline only for objects (of kind) that
+// a Gateway of ours references.
+func (p *pipeline) referencedHandler(kind string, refs func() map[types.NamespacedName]bool) toolscache.ResourceEventHandler {
 	check := func(obj any) {
 		o := objectOf(obj)
 		if o == nil {
-			p.trigger()
+			p.trigger(kind)
 			return
 		}
 		p.refMu.Lock()
 		hit := refs()[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}]
 		p.refMu.Unlock()
 		if hit {
-			p.trigger()
+			p.trigger(kind)
 		}
 	}
 	return toolscache.ResourceEventHandlerFuncs{
@@ -380,7 +401,7 @@ func (p *pipeline) run(ctx context.Context) {
 	if err != nil {
 		p.failed.Add(1)
 		p.log.Error("reading the watched objects failed; the previous configuration keeps serving", "error", err)
-		time.AfterFunc(retryAfter, p.trigger)
+		time.AfterFunc(retryAfter, func() { p.trigger("retry") })
 		return
 	}
 	var resolver Resolver = SharedResolver{}
@@ -388,7 +409,7 @@ func (p *pipeline) run(ctx context.Context) {
 		if resolver, err = p.cfg.Hooks.Resolve(ctx, p.cache, res); err != nil {
 			p.failed.Add(1)
 			p.log.Error("resolving Gateway parameters failed; the previous configuration keeps serving", "error", err)
-			time.AfterFunc(retryAfter, p.trigger)
+			time.AfterFunc(retryAfter, func() { p.trigger("retry") })
 			return
 		}
 	}

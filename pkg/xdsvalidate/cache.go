@@ -198,6 +198,11 @@ type nameSet struct {
 
 // update makes the set cur's names and reports whether it changed.
 func (n *nameSet) update(cur []types.Resource) (map[string]bool, bool) {
+	if len(n.prev) == 0 {
+		// Every name is new: the set is cur's, made at its size.
+		n.set, n.prev = names(cur), cur
+		return n.set, len(cur) > 0
+	}
 	changed := false
 	sorted := memo.Diff(n.prev, cur, func(a, b types.Resource) int {
 		return strings.Compare(cachev3.GetResourceName(a), cachev3.GetResourceName(b))

@@ -399,25 +399,36 @@ func (c *checker) visit(w where, m protoreflect.Message) {
 // remove a pseudo-header or Host, in requests and responses alike
 // (":-prefixed or host headers may not be modified").
 func (c *checker) headerEdits(w where, m protoreflect.Message) {
-	for _, dir := range []string{"request", "response"} {
-		if fd := m.Descriptor().Fields().ByName(protoreflect.Name(dir + "_headers_to_add")); fd != nil {
+	fields := m.Descriptor().Fields()
+	for _, d := range editFields {
+		// Has first: Get of an empty list allocates a view of it.
+		if fd := fields.ByName(d.add); fd != nil && m.Has(fd) {
 			l := m.Get(fd).List()
 			for i := range l.Len() {
 				k := l.Get(i).Message().Interface().(*corev3.HeaderValueOption).GetHeader().GetKey()
 				if !editable(k) {
-					c.add(w, "%s header %q cannot be modified (pseudo-headers and host are Envoy's)", dir, k)
+					c.add(w, "%s header %q cannot be modified (pseudo-headers and host are Envoy's)", d.dir, k)
 				}
 			}
 		}
-		if fd := m.Descriptor().Fields().ByName(protoreflect.Name(dir + "_headers_to_remove")); fd != nil {
+		if fd := fields.ByName(d.remove); fd != nil && m.Has(fd) {
 			l := m.Get(fd).List()
 			for i := range l.Len() {
 				if k := l.Get(i).String(); !editable(k) {
-					c.add(w, "%s header %q cannot be removed (pseudo-headers and host are Envoy's)", dir, k)
+					c.add(w, "%s header %q cannot be removed (pseudo-headers and host are Envoy's)", d.dir, k)
 				}
 			}
 		}
 	}
+}
+
+// editFields are the header edit fields headerEdits reads, by direction.
+var editFields = [...]struct {
+	dir         string
+	add, remove protoreflect.Name
+}{
+	{"request", "request_headers_to_add", "request_headers_to_remove"},
+	{"response", "response_headers_to_add", "response_headers_to_remove"},
 }
 
 func editable(name string) bool {

@@ -360,18 +360,20 @@ func (c *Cache) translateRoutes(dirty []routeChange, full bool) {
 		}
 	}
 	c.statusShared = false
-	queued := map[RouteKey]bool{}
-	for _, ch := range dirty {
-		queued[ch.key] = true
-	}
-	enqueue := func(k RouteKey) {
-		if !queued[k] {
-			queued[k] = true
-			dirty = append(dirty, routeChange{key: k})
+	// enqueue adds a route that a conflict reaches (not in a full run,
+	// where every route is in dirty already).
+	var enqueue func(RouteKey)
+	if !full {
+		queued := make(map[RouteKey]bool, len(dirty))
+		for _, ch := range dirty {
+			queued[ch.key] = true
 		}
-	}
-	if full {
-		queued, enqueue = nil, nil
+		enqueue = func(k RouteKey) {
+			if !queued[k] {
+				queued[k] = true
+				dirty = append(dirty, routeChange{key: k})
+			}
+		}
 	}
 	for i := 0; i < len(dirty); i++ {
 		k, obj := dirty[i].key, dirty[i].obj

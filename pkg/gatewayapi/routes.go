@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
 // routeState is one route of any kind during translation.
@@ -465,20 +467,30 @@ func (t *translator) finishRoute(r *routeState) finished {
 
 // addRoutes adds one IR route per hostname, rule and match of r to l
 // (listenerState added), whose TLS backends present l's Gateway's client
-// certificate (applyBackendClientCert), and returns their entries.
+// certificate (applyBackendClientCert), and returns their entries. The IR
+// routes share what they hold (backends, filters, match values) with the
+// rule's template and matches, which nothing modifies once translated;
+// only a Gateway with a client certificate, which rewrites backends, gets
+// a deep copy of the template.
 func (l *listenerState) addRoutes(r *routeState) []*routeEntry {
 	start := len(l.added)
 	for _, h := range routeHosts(l.hostname, r.hostnames) {
 		for _, ru := range r.rules.rules {
 			for j, m := range ru.matches {
-				route := ru.template.DeepCopy()
-				l.gw.applyBackendClientCert(route)
+				var route *ir.HTTPRoute
+				if l.gw.backendCert != nil {
+					route = ru.template.DeepCopy()
+					l.gw.applyBackendClientCert(route)
+				} else {
+					route = new(ir.HTTPRoute)
+					*route = *ru.template
+				}
 				route.Name = routeMatchName(r.key, ru.index, j)
 				if l.gw.routeStats {
 					route.StatName = routeRuleName(r.key, ru.index)
 				}
 				route.Hostname = h.host
-				route.Match = *m.DeepCopy()
+				route.Match = m
 				l.added = append(l.added, &routeEntry{
 					route: route, rank: ru.ranks[j], origin: h.origin, created: r.created, kind: r.key.Kind, ns: r.key.Namespace, name: r.key.Name, rule: ru.index, match: j,
 				})

@@ -396,8 +396,12 @@ func (c *Cache) translateRoutes(dirty []routeChange, full bool) {
 		}
 		m = c.read(k, obj)
 		if !full {
+			addWants(k, m)
 			conflicts(k, m.wants, enqueue)
 		}
+	}
+	if full {
+		c.addAllWants(dirty)
 	}
 	if !full {
 		slices.SortFunc(dirty, func(a, b routeChange) int { return compareRouteKeys(a.key, b.key) })
@@ -466,7 +470,8 @@ func intersectAny(a, b []string) bool {
 }
 
 // read reads the route object obj (readRoute), records what it read and
-// where it attached, and keeps the result as the route's memo.
+// where it attached (the memo's wants, which the caller adds to the
+// listeners: addWants), and keeps the result as the route's memo.
 func (c *Cache) read(k RouteKey, obj any) *routeMemo {
 	t := c.t
 	m := &routeMemo{obj: obj}
@@ -497,18 +502,53 @@ func (c *Cache) read(k RouteKey, obj any) *routeMemo {
 			if p.attachRefused != nil {
 				continue
 			}
-			for _, l := range p.attached {
-				hosts := routeHostnames(l.hostname, m.state.hostnames)
-				m.wants = append(m.wants, want{l, hosts})
-				if l.wants == nil {
-					l.wants = map[string][]heldHosts{}
-				}
-				l.wants[k.Kind] = append(l.wants[k.Kind], heldHosts{key: k, hosts: hosts})
+			for i, l := range p.attached {
+				m.wants = append(m.wants, want{l, p.hosts[i]})
 			}
 		}
 	}
 	c.routes[k] = m
 	return m
+}
+
+// addWants adds the wants of route k (its memo m) to its listeners
+// (listenerState wants).
+func addWants(k RouteKey, m *routeMemo) {
+	for _, w := range m.wants {
+		if w.l.wants == nil {
+			w.l.wants = map[string][]heldHosts{}
+		}
+		w.l.wants[k.Kind] = append(w.l.wants[k.Kind], heldHosts{key: k, hosts: w.hosts})
+	}
+}
+
+// addAllWants adds the wants of the routes of dirty, in order, to
+// listeners that have none yet (a full translation), on lists made at
+// their size.
+func (c *Cache) addAllWants(dirty []routeChange) {
+	type listenerKind struct {
+		l    *listenerState
+		kind string
+	}
+	n := map[listenerKind]int{}
+	for _, ch := range dirty {
+		if m := c.routes[ch.key]; m != nil {
+			for _, w := range m.wants {
+				n[listenerKind{w.l, ch.key.Kind}]++
+			}
+		}
+	}
+	for k, size := range n {
+		if k.l.wants == nil {
+			k.l.wants = map[string][]heldHosts{}
+		}
+		k.l.wants[k.kind] = make([]heldHosts, 0, size)
+	}
+	for _, ch := range dirty {
+		if m := c.routes[ch.key]; m != nil {
+			addWants(ch.key, m)
+		}
+	}
 }
 
 // dropRead takes back what read recorded for route k.

@@ -58,6 +58,9 @@ type parentState struct {
 	// run starts its conflicts over from them (restoreAttachment).
 	attached      []*listenerState
 	attachRefused *problem
+	// hosts are the route's hostnames on each listener of attached
+	// (routeHostnames), in the same order.
+	hosts [][]string
 }
 
 // How routes are translated (Cache.translateRoutes, incremental.go, runs
@@ -223,7 +226,7 @@ func (t *translator) attachRoute(r *routeState) {
 		if r.spec != nil {
 			p.refused = r.spec
 		} else {
-			p.listeners, p.refused = t.attach(r, p)
+			p.listeners, p.hosts, p.refused = t.attach(r, p)
 			if p.refused == nil && r.rules.allInvalid() {
 				p.refused = r.rules.unsupported
 			}
@@ -234,21 +237,21 @@ func (t *translator) attachRoute(r *routeState) {
 
 // attach finds the listeners of the parent p that a route attaches to
 // through p.ref (ParentReference sectionName and port; listener
-// allowedRoutes kinds and namespaces; hostname intersection), or says why
-// there are none: NoMatchingParent (no listener has that sectionName/port,
+// allowedRoutes kinds and namespaces; hostname intersection), with the
+// route's hostnames on each (routeHostnames), or says why there are none: NoMatchingParent (no listener has that sectionName/port,
 // or the parent is not accepted), NotAllowedByListeners,
 // NoMatchingListenerHostname. A Gateway parent offers its own listeners
 // only, a ListenerSet parent its own only (ListenerEntry name: routes
 // reach a ListenerSet's listener through the ListenerSet).
-func (t *translator) attach(r *routeState, p *parentState) ([]*listenerState, *problem) {
+func (t *translator) attach(r *routeState, p *parentState) ([]*listenerState, [][]string, *problem) {
 	ref, gs := p.ref, p.gw
 	if gs.refused != nil {
-		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent), fmt.Sprintf("Gateway %s is not accepted: %s", gs.nn, gs.refused.msg)}
+		return nil, nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent), fmt.Sprintf("Gateway %s is not accepted: %s", gs.nn, gs.refused.msg)}
 	}
 	listeners := gs.listeners
 	if p.set != nil {
 		if !p.set.accepted() {
-			return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent), fmt.Sprintf("%s is not accepted", p.set.describe())}
+			return nil, nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent), fmt.Sprintf("%s is not accepted", p.set.describe())}
 		}
 		listeners = p.set.listeners
 	}
@@ -273,7 +276,7 @@ func (t *translator) attach(r *routeState, p *parentState) ([]*listenerState, *p
 		if ref.Port != nil {
 			sel = append(sel, fmt.Sprintf("port %d", *ref.Port))
 		}
-		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent),
+		return nil, nil, &problem{string(gwapiv1.RouteReasonNoMatchingParent),
 			fmt.Sprintf("%s has no listener with %s", p.describe(), strings.Join(sel, " and "))}
 	}
 	var allowed []*listenerState
@@ -283,20 +286,21 @@ func (t *translator) attach(r *routeState, p *parentState) ([]*listenerState, *p
 		}
 	}
 	if len(allowed) == 0 {
-		return nil, &problem{string(gwapiv1.RouteReasonNotAllowedByListeners),
+		return nil, nil, &problem{string(gwapiv1.RouteReasonNotAllowedByListeners),
 			fmt.Sprintf("no listener of %s allows %ss from namespace %s", p.describe(), r.key.Kind, r.key.Namespace)}
 	}
 	var out []*listenerState
+	var hosts [][]string
 	for _, l := range allowed {
-		if len(routeHostnames(l.hostname, r.hostnames)) > 0 {
-			out = append(out, l)
+		if h := routeHostnames(l.hostname, r.hostnames); len(h) > 0 {
+			out, hosts = append(out, l), append(hosts, h)
 		}
 	}
 	if len(out) == 0 {
-		return nil, &problem{string(gwapiv1.RouteReasonNoMatchingListenerHostname),
+		return nil, nil, &problem{string(gwapiv1.RouteReasonNoMatchingListenerHostname),
 			fmt.Sprintf("no hostname of the route matches a listener hostname of %s", p.describe())}
 	}
-	return out, nil
+	return out, hosts, nil
 }
 
 func (l *listenerState) allowsKind(group, kind string) bool {
@@ -338,29 +342,37 @@ type heldHosts struct {
 // holds an intersecting hostname; a parentRef that loses all of its
 // listeners is refused with reason NotAllowedByListeners (the spec names no
 // reason). Neither route silently shadows the other.
+//
+// Every parent of routes must be as attachRoute left it (its listeners
+// are those attached, restoreAttachment), and the listeners' held empty.
 func resolveKindConflicts(routes []*routeState) {
 	order := slices.Clone(routes)
 	slices.SortStableFunc(order, func(a, b *routeState) int {
 		return cmp.Or(compareTime(a.created, b.created), cmp.Compare(a.key.Namespace, b.key.Namespace),
 			cmp.Compare(a.key.Name, b.key.Name), cmp.Compare(a.key.Kind, b.key.Kind))
 	})
+	sizeHeld(order)
 	for _, r := range order {
 		for _, p := range r.parents {
 			if p.refused != nil {
 				continue
 			}
-			var kept []*listenerState
-			for _, l := range p.listeners {
-				hosts := routeHostnames(l.hostname, r.hostnames)
+			// kept are the listeners not taken: p.listeners itself
+			// until one is (it is attached, which stays as it is).
+			kept, taken := p.listeners, false
+			for i, l := range p.listeners {
+				hosts := p.hosts[i]
 				if other, host := l.heldByOtherKind(r.key, hosts); other != nil {
 					p.taken = append(p.taken, fmt.Sprintf("%s (%s holds %s there)", l.name, other, host))
+					if !taken {
+						kept, taken = slices.Clone(p.listeners[:i]), true
+					}
 					continue
 				}
-				if l.held == nil {
-					l.held = map[string][]heldHosts{}
-				}
 				l.held[r.key.Kind] = append(l.held[r.key.Kind], heldHosts{key: r.key, hosts: hosts})
-				kept = append(kept, l)
+				if taken {
+					kept = append(kept, l)
+				}
 			}
 			p.listeners = kept
 			if len(kept) == 0 {
@@ -369,6 +381,31 @@ func resolveKindConflicts(routes []*routeState) {
 					p.describe(), strings.Join(p.taken, "; "))}
 			}
 		}
+	}
+}
+
+// sizeHeld makes the held lists of the listeners routes attach to (not
+// refused) at the size of those routes of each kind, an upper bound.
+func sizeHeld(routes []*routeState) {
+	type listenerKind struct {
+		l    *listenerState
+		kind string
+	}
+	n := map[listenerKind]int{}
+	for _, r := range routes {
+		for _, p := range r.parents {
+			if p.refused == nil {
+				for _, l := range p.listeners {
+					n[listenerKind{l, r.key.Kind}]++
+				}
+			}
+		}
+	}
+	for k, c := range n {
+		if k.l.held == nil {
+			k.l.held = map[string][]heldHosts{}
+		}
+		k.l.held[k.kind] = make([]heldHosts, 0, c)
 	}
 }
 

@@ -305,8 +305,11 @@ func (v *validator) backend(p string, b *Backend) {
 		v.add(p, "a backend needs a name")
 		return
 	}
-	v.headers(p+": backend "+b.Name, "request", b.RequestHeaders)
-	v.headers(p+": backend "+b.Name, "response", b.ResponseHeaders)
+	if b.RequestHeaders != nil || b.ResponseHeaders != nil {
+		bp := p + ": backend " + b.Name
+		v.headers(bp, "request", b.RequestHeaders)
+		v.headers(bp, "response", b.ResponseHeaders)
+	}
 	if b.TLS != nil && b.TLS.ClientCertificate != nil {
 		v.certificate(p+": backend "+b.Name+": client certificate", b.TLS.ClientCertificate)
 	}

@@ -83,12 +83,22 @@ func (v *Validator) check(x *IR) bool {
 		u *routeUses
 	}
 	var fresh []newRoute
+	if len(v.listeners) == 0 {
+		// Every route is new: fresh is made at its size.
+		n := 0
+		for _, gw := range x.Gateways {
+			for _, l := range gw.Listeners {
+				n += len(l.HTTPRoutes)
+			}
+		}
+		fresh = make([]newRoute, 0, n)
+	}
 	live := map[string]bool{}
 	for _, gw := range x.Gateways {
 		for _, l := range gw.Listeners {
 			lr := v.listeners[l.Name]
 			if lr == nil {
-				lr = &listenerRoutes{names: map[[2]string]int{}}
+				lr = &listenerRoutes{names: make(map[[2]string]int, len(l.HTTPRoutes))}
 				v.listeners[l.Name] = lr
 			}
 			live[l.Name] = true
@@ -113,6 +123,7 @@ func (v *Validator) check(x *IR) bool {
 	// One validator checks the new routes against each other and against
 	// those seen before; what each uses is counted once all are checked.
 	rv := newValidator(v)
+	rv.backends = make(map[string]*Backend, len(fresh))
 	for _, n := range fresh {
 		rv.uses = n.u
 		rv.httpRoute("", n.r)
@@ -123,6 +134,14 @@ func (v *Validator) check(x *IR) bool {
 	}
 	if len(rv.errs) > 0 {
 		ok = false
+	}
+	if len(v.backends) == 0 {
+		// Every backend is new: the map is made at its size.
+		n := 0
+		for _, f := range fresh {
+			n += len(f.u.backends)
+		}
+		v.backends = make(map[string]*counted[*Backend], n)
 	}
 	for _, n := range fresh {
 		for _, b := range n.u.backends {

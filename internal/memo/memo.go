@@ -92,6 +92,9 @@ func (l *List[K, V]) Update(keys []K, keep func(j int, v V) bool, compute func(j
 	// find returns where k (keys[j]) was in prev, looking at prev[i] first
 	// (-1: nowhere), and the position in prev to look at next.
 	find := func(j int, k K, i int) (int, int) {
+		if len(prev) == 0 {
+			return -1, i // nothing to find (and no index to build)
+		}
 		next := func(p int) (int, int) { return p, p + 1 }
 		switch {
 		case i < len(prev) && prev[i] == k:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -229,7 +230,7 @@ func (t *translator) serviceBackend(r *routeState, ns, svcName string, port Serv
 		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s has no %s port %d", name, transport, port.Number)}
 	}
 	b := &ir.Backend{
-		Name:      fmt.Sprintf("service/%s/%s/%d", ns, svcName, sp.Port),
+		Name:      "service/" + ns + "/" + svcName + "/" + strconv.Itoa(int(sp.Port)),
 		Protocol:  appProtocol(sp.AppProtocol),
 		Endpoints: t.endpoints(svc, sp),
 	}

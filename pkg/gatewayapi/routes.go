@@ -456,9 +456,15 @@ func (t *translator) finishRoute(r *routeState) finished {
 	var out finished
 	gen := r.generation
 	rules := r.rules
-	st := &gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{}}
+	st := &gwapiv1.RouteStatus{Parents: make([]gwapiv1.RouteParentStatus, 0, len(r.parents))}
 	for _, p := range r.parents {
 		ps := gwapiv1.RouteParentStatus{ParentRef: p.ref, ControllerName: t.controller}
+		// Accepted, ResolvedRefs and perhaps PartiallyInvalid.
+		n := 2
+		if p.refused == nil && rules.unsupported != nil {
+			n++
+		}
+		ps.Conditions = make([]metav1.Condition, 0, n)
 		if p.refused != nil {
 			setCondition(&ps.Conditions, condition(gwapiv1.RouteConditionAccepted, false, p.refused.reason, p.refused.msg, gen))
 		} else {
@@ -548,14 +554,25 @@ var routeKinds = map[string]string{
 // rule i of a route: "<kind>/<namespace>/<name>/rule/<i>/match/<j>", kind
 // lower-cased ("httproute/default/web/rule/0/match/0").
 func routeMatchName(k RouteKey, rule, match int) string {
-	return fmt.Sprintf("%s/match/%d", routeRuleName(k, rule), match)
+	return routeRuleName(k, rule) + "/match/" + strconv.Itoa(match)
 }
 
 // routeRuleName names rule i of a route, the prefix of its matches' IR
 // route names: "<kind>/<namespace>/<name>/rule/<i>" (the IR HTTPRoute
 // StatName).
 func routeRuleName(k RouteKey, rule int) string {
-	return fmt.Sprintf("%s/%s/%s/rule/%d", strings.ToLower(k.Kind), k.Namespace, k.Name, rule)
+	return kindPrefix(k.Kind) + "/" + k.Namespace + "/" + k.Name + "/rule/" + strconv.Itoa(rule)
+}
+
+// kindPrefix is a route kind lower-cased, as route names start.
+func kindPrefix(kind string) string {
+	switch kind {
+	case KindHTTPRoute:
+		return "httproute"
+	case KindGRPCRoute:
+		return "grpcroute"
+	}
+	return strings.ToLower(kind)
 }
 
 // ParseRouteMatchName reads a name made by the translator for the IR route

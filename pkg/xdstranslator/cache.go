@@ -349,7 +349,9 @@ func (cs *clusterStore) finish() (clusters, endpoints []types.Resource, certs []
 // binary search, many by sorting everything again.
 func mergeSorted(sorted, added []string) []string {
 	if len(added)*8 > len(sorted) {
-		return slices.Sorted(slices.Values(append(sorted, added...)))
+		out := append(sorted, added...)
+		slices.Sort(out)
+		return out
 	}
 	for _, n := range added {
 		i, _ := slices.BinarySearch(sorted, n)

@@ -21,6 +21,16 @@ import (
 // connectTimeout bounds a TCP (and TLS) connection to an endpoint.
 const connectTimeout = 10 * time.Second
 
+// What every EDS cluster holds alike: its connect timeout, discovery type
+// and EDS config. Clusters share these messages, which nothing modifies
+// (like the resources themselves, which a Cache hands out again and
+// again), instead of holding a copy each.
+var (
+	connectTimeoutPB = durationpb.New(connectTimeout)
+	edsType          = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
+	edsConfig        = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource()}
+)
+
 // cluster renders a backend as a cluster and, when its endpoints are IP
 // addresses, the ClusterLoadAssignment served by EDS. A backend with a host
 // name among its endpoints is a STRICT_DNS cluster with the endpoints
@@ -28,7 +38,7 @@ const connectTimeout = 10 * time.Second
 func cluster(b *ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
 	c := &clusterv3.Cluster{
 		Name:           b.Name,
-		ConnectTimeout: durationpb.New(connectTimeout),
+		ConnectTimeout: connectTimeoutPB,
 		LbPolicy:       clusterv3.Cluster_ROUND_ROBIN,
 	}
 	cla := loadAssignment(b)
@@ -45,8 +55,8 @@ func cluster(b *ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignme
 		c.LoadAssignment = cla
 		cla = nil
 	} else {
-		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
-		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource()}
+		c.ClusterDiscoveryType = edsType
+		c.EdsClusterConfig = edsConfig
 	}
 	http2 := b.Protocol == ir.AppProtocolHTTP2 || b.Protocol == ir.AppProtocolH2C
 	if http2 {
@@ -138,10 +148,10 @@ func upstreamTLS(t *ir.BackendTLS, http2 bool) *corev3.TransportSocket {
 func weightedCluster(name string, backends []*ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
 	c := &clusterv3.Cluster{
 		Name:                 name,
-		ConnectTimeout:       durationpb.New(connectTimeout),
+		ConnectTimeout:       connectTimeoutPB,
 		LbPolicy:             clusterv3.Cluster_ROUND_ROBIN,
-		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
-		EdsClusterConfig:     &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource()},
+		ClusterDiscoveryType: edsType,
+		EdsClusterConfig:     edsConfig,
 		CommonLbConfig: &clusterv3.Cluster_CommonLbConfig{LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
 			LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{},
 		}},

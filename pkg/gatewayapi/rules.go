@@ -130,12 +130,15 @@ func (rc *ruleContext) forward(tpl *ir.HTTPRoute, filters ir.HTTPFilters, extRef
 // copies base (t, route, failure, http2, filterTypes) and has the rule's
 // index, by one.
 func (t *translator) translateRules(r *routeState, n int, base ruleContext, one func(rc *ruleContext) *ruleIR) *routeRules {
-	out := &routeRules{failure: base.failure, l4: base.l4 != ""}
+	out := &routeRules{rules: make([]*ruleIR, 0, n), failure: base.failure, l4: base.l4 != ""}
 	var refs, unsupported []*problem
+	// One ruleContext for every rule, the translator's (one retains
+	// nothing of it), rather than one allocated per rule.
+	rc := &t.rule
 	for i := range n {
-		rc := base
+		*rc = base
 		rc.t, rc.route, rc.index = t, r, i
-		ru := one(&rc)
+		ru := one(rc)
 		out.rules = append(out.rules, ru)
 		refs = append(refs, rc.refs...)
 		if len(rc.unsupported) > 0 {
@@ -143,6 +146,7 @@ func (t *translator) translateRules(r *routeState, n int, base ruleContext, one 
 			unsupported = append(unsupported, rc.unsupported...)
 		}
 	}
+	*rc = ruleContext{}
 	out.refs = summarize(refs)
 	out.unsupported = summarize(unsupported)
 	return out

@@ -54,6 +54,8 @@ type translator struct {
 	// reading is the memo of the route being read (Cache.read), which
 	// records the Services it reads and the policy ancestors it makes.
 	reading *routeMemo
+	// rule is the context of the rule being translated (translateRules).
+	rule ruleContext
 }
 
 func newTranslator(res *resources.Resources, opts Options) *translator {

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
@@ -21,13 +19,11 @@ type routeEntry struct {
 	// origin is the route's own hostname the virtual host comes from
 	// (routeHosts): among routes of one virtual host, the more specific
 	// origin comes first.
-	origin  string
-	created metav1.Time
-	kind    string
-	ns      string
-	name    string
-	rule    int
-	match   int
+	origin string
+	// of is the route the entry comes from (its key and creation time).
+	of    *routeState
+	rule  int
+	match int
 	// stale marks the entry of a route that changed since it was added:
 	// the listener drops it (listenerState.refresh).
 	stale bool
@@ -55,12 +51,12 @@ func compareEntries(a, b *routeEntry) int {
 		compareHosts(a.route.Hostname, b.route.Hostname),
 		compareHosts(a.origin, b.origin),
 		slices.Compare(a.rank, b.rank),
-		compareTime(a.created, b.created),
-		cmp.Compare(a.ns, b.ns),
-		cmp.Compare(a.name, b.name),
+		compareTime(a.of.created, b.of.created),
+		cmp.Compare(a.of.key.Namespace, b.of.key.Namespace),
+		cmp.Compare(a.of.key.Name, b.of.key.Name),
 		cmp.Compare(a.rule, b.rule),
 		cmp.Compare(a.match, b.match),
-		cmp.Compare(a.kind, b.kind),
+		cmp.Compare(a.of.key.Kind, b.of.key.Kind),
 	)
 }
 

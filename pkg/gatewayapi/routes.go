@@ -535,7 +535,7 @@ func (l *listenerState) addRoutes(r *routeState) []*routeEntry {
 				route.Hostname = h.host
 				route.Match = m
 				l.added = append(l.added, &routeEntry{
-					route: route, rank: ru.ranks[j], origin: h.origin, created: r.created, kind: r.key.Kind, ns: r.key.Namespace, name: r.key.Name, rule: ru.index, match: j,
+					route: route, rank: ru.ranks[j], origin: h.origin, of: r, rule: ru.index, match: j,
 				})
 			}
 		}
@@ -554,7 +554,7 @@ var routeKinds = map[string]string{
 // rule i of a route: "<kind>/<namespace>/<name>/rule/<i>/match/<j>", kind
 // lower-cased ("httproute/default/web/rule/0/match/0").
 func routeMatchName(k RouteKey, rule, match int) string {
-	return routeRuleName(k, rule) + "/match/" + strconv.Itoa(match)
+	return kindPrefix(k.Kind) + "/" + k.Namespace + "/" + k.Name + "/rule/" + strconv.Itoa(rule) + "/match/" + strconv.Itoa(match)
 }
 
 // routeRuleName names rule i of a route, the prefix of its matches' IR

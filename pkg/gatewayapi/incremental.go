@@ -375,9 +375,17 @@ func (c *Cache) translateRoutes(dirty []routeChange, full bool) {
 			}
 		}
 	}
+	// memos are the memos read in a full run, by index in dirty.
+	var memos []*routeMemo
+	if full {
+		memos = make([]*routeMemo, len(dirty))
+	}
 	for i := 0; i < len(dirty); i++ {
 		k, obj := dirty[i].key, dirty[i].obj
-		m := c.routes[k]
+		var m *routeMemo
+		if !full {
+			m = c.routes[k] // a full run has read nothing yet
+		}
 		if m != nil {
 			c.undoFinish(m)
 			if !full {
@@ -395,13 +403,15 @@ func (c *Cache) translateRoutes(dirty []routeChange, full bool) {
 			continue
 		}
 		m = c.read(k, obj)
-		if !full {
+		if full {
+			memos[i] = m
+		} else {
 			addWants(k, m)
 			conflicts(k, m.wants, enqueue)
 		}
 	}
 	if full {
-		c.addAllWants(dirty)
+		addAllWants(dirty, memos)
 	}
 	if !full {
 		slices.SortFunc(dirty, func(a, b routeChange) int { return compareRouteKeys(a.key, b.key) })
@@ -522,32 +532,38 @@ func addWants(k RouteKey, m *routeMemo) {
 	}
 }
 
-// addAllWants adds the wants of the routes of dirty, in order, to
-// listeners that have none yet (a full translation), on lists made at
-// their size.
-func (c *Cache) addAllWants(dirty []routeChange) {
-	type listenerKind struct {
-		l    *listenerState
-		kind string
-	}
-	n := map[listenerKind]int{}
-	for _, ch := range dirty {
-		if m := c.routes[ch.key]; m != nil {
-			for _, w := range m.wants {
-				n[listenerKind{w.l, ch.key.Kind}]++
+// addAllWants adds the wants of the routes of dirty (memos, read in a
+// full translation, by index in dirty; nil for none) to their listeners,
+// in order, on lists grown once to their size, a run of routes of one kind
+// at a time.
+func addAllWants(dirty []routeChange, memos []*routeMemo) {
+	for start := 0; start < len(dirty); {
+		kind, end := dirty[start].key.Kind, start
+		var ls []*listenerState
+		for ; end < len(dirty) && dirty[end].key.Kind == kind; end++ {
+			if memos[end] == nil {
+				continue
+			}
+			for _, w := range memos[end].wants {
+				if w.l.count == 0 {
+					ls = append(ls, w.l)
+				}
+				w.l.count++
 			}
 		}
-	}
-	for k, size := range n {
-		if k.l.wants == nil {
-			k.l.wants = map[string][]heldHosts{}
+		for _, l := range ls {
+			if l.wants == nil {
+				l.wants = map[string][]heldHosts{}
+			}
+			l.wants[kind] = slices.Grow(l.wants[kind], l.count)
+			l.count = 0
 		}
-		k.l.wants[k.kind] = make([]heldHosts, 0, size)
-	}
-	for _, ch := range dirty {
-		if m := c.routes[ch.key]; m != nil {
-			addWants(ch.key, m)
+		for i := start; i < end; i++ {
+			if memos[i] != nil {
+				addWants(dirty[i].key, memos[i])
+			}
 		}
+		start = end
 	}
 }
 

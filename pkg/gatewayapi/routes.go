@@ -387,25 +387,37 @@ func resolveKindConflicts(routes []*routeState) {
 // sizeHeld makes the held lists of the listeners routes attach to (not
 // refused) at the size of those routes of each kind, an upper bound.
 func sizeHeld(routes []*routeState) {
-	type listenerKind struct {
-		l    *listenerState
-		kind string
-	}
-	n := map[listenerKind]int{}
+	var kinds []string
 	for _, r := range routes {
-		for _, p := range r.parents {
-			if p.refused == nil {
+		if !slices.Contains(kinds, r.key.Kind) {
+			kinds = append(kinds, r.key.Kind)
+		}
+	}
+	for _, kind := range kinds {
+		var ls []*listenerState
+		for _, r := range routes {
+			if r.key.Kind != kind {
+				continue
+			}
+			for _, p := range r.parents {
+				if p.refused != nil {
+					continue
+				}
 				for _, l := range p.listeners {
-					n[listenerKind{l, r.key.Kind}]++
+					if l.count == 0 {
+						ls = append(ls, l)
+					}
+					l.count++
 				}
 			}
 		}
-	}
-	for k, c := range n {
-		if k.l.held == nil {
-			k.l.held = map[string][]heldHosts{}
+		for _, l := range ls {
+			if l.held == nil {
+				l.held = map[string][]heldHosts{}
+			}
+			l.held[kind] = make([]heldHosts, 0, l.count)
+			l.count = 0
 		}
-		k.l.held[k.kind] = make([]heldHosts, 0, c)
 	}
 }
 

@@ -119,7 +119,9 @@ func (p *pipeline) Start(ctx context.Context) error {
 		go p.prov.run(ctx)
 	}
 	p.trigger("start")
-	var lastRun, earlier time.Time // the ends of the last two runs
+	// lastRun is when the last run ended; early when the last run that
+	// ran inside the debounce window of the run before it (runAt) began.
+	var lastRun, early time.Time
 	timer := time.NewTimer(0)
 	<-timer.C
 	for {
@@ -135,7 +137,7 @@ func (p *pipeline) Start(ctx context.Context) error {
 		last, kicks := first, 1
 	wait:
 		for {
-			d := time.Until(runAt(earlier, first, last, kicks, p.cfg.Debounce, p.cfg.MaxDebounce))
+			d := time.Until(runAt(lastRun, early, first, last, kicks, p.cfg.Debounce, p.cfg.MaxDebounce))
 			if d <= 0 {
 				break
 			}
@@ -151,23 +153,32 @@ func (p *pipeline) Start(ctx context.Context) error {
 				break wait
 			}
 		}
+		if now := time.Now(); now.Before(lastRun.Add(p.cfg.Debounce)) {
+			early = now
+		}
 		p.run(ctx)
-		earlier, lastRun = lastRun, time.Now()
+		lastRun = time.Now()
 	}
 }
 
 // runAt is when the pipeline runs for the kicks (changes) pending since
-// first, the latest at last; earlier is the end of the run before the
-// last one (zero: fewer than two runs yet). One kick runs once debounce
-// has passed since earlier: at once unless two runs ended within the last
-// debounce, so that one stray event (an EndpointSlice elsewhere) does not
-// delay the next change, and lone changes run at most twice per debounce,
-// each waiting at most debounce. Two or more kicks are a burst, coalesced
-// until debounce passes without a kick, and run at the latest maxDebounce
-// after the first.
-func runAt(earlier, first, last time.Time, kicks int, debounce, maxDebounce time.Duration) time.Time {
+// first, the latest at last, after a run that ended at lastRun (zero: none
+// yet); early is when a run last began inside the debounce window of the
+// run before it (zero: never). One kick runs once debounce has passed since
+// lastRun: at once after a quiet period. Inside that window it runs at once
+// too if no run began early in the last maxDebounce, so that a run for an
+// unrelated event (an EndpointSlice elsewhere) does not delay the next
+// change; else at the window's end. Lone changes thus run at most once per
+// debounce, and once more per maxDebounce. Two or more kicks are a burst,
+// coalesced until debounce passes without a kick, and run at the latest
+// maxDebounce after the first.
+func runAt(lastRun, early, first, last time.Time, kicks int, debounce, maxDebounce time.Duration) time.Time {
 	if kicks <= 1 {
-		return earlier.Add(debounce)
+		due := lastRun.Add(debounce)
+		if first.Before(due) && first.Sub(early) >= maxDebounce {
+			return first
+		}
+		return due
 	}
 	quiet := last.Add(debounce)
 	if limit := first.Add(maxDebounce); limit.Before(quiet) {

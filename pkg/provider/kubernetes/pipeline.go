@@ -119,8 +119,8 @@ func (p *pipeline) Start(ctx context.Context) error {
 		go p.prov.run(ctx)
 	}
 	p.trigger("start")
-	// lastRun is when the last run ended; early when the last run that
-	// ran inside the debounce window of the run before it (runAt) began.
+	// lastRun is when the last run ended; early is when the last run
+	// that began inside the previous run's debounce window began (runAt).
 	var lastRun, early time.Time
 	timer := time.NewTimer(0)
 	<-timer.C

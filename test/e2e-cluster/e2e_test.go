@@ -360,6 +360,7 @@ func (e *env) gatewayAddress(name string, timeout time.Duration) string {
 func (e *env) gatewayAddressIn(ns, name string, timeout time.Duration) string {
 	e.t.Helper()
 	var addr string
+	_, pool, _ := net.ParseCIDR("10.244.1.0/24")
 	e.eventually("Gateway "+name+" Programmed with an address", timeout, func() error {
 		gw, err := e.dyn.Resource(gatewayGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -381,14 +382,16 @@ func (e *env) gatewayAddressIn(ns, name string, timeout time.Duration) string {
 			return fmt.Errorf("address %v has no value", a)
 		}
 		addr = v
+		// Until the load balancer assigns an address the Gateway's
+		// status.addresses holds the Service's cluster IP
+		// (status.GatewayAddresses); wait for the load balancer's.
+		if !pool.Contains(net.ParseIP(v)) {
+			return fmt.Errorf("address %s is not from the LoadBalancer pool %s yet", v, pool)
+		}
 		return nil
 	})
 	if err := allowedAddress(addr); err != nil {
 		e.t.Fatalf("Gateway %s: %v", name, err)
-	}
-	_, pool, _ := net.ParseCIDR("10.244.1.0/24")
-	if !pool.Contains(net.ParseIP(addr)) {
-		e.t.Fatalf("Gateway %s: address %s is not from the LoadBalancer pool 10.244.1.0/24", name, addr)
 	}
 	return addr
 }

@@ -70,6 +70,9 @@ const (
 	// below LB_POOL_START).
 	defaultUsable   = "10.244.1.250"
 	defaultUnusable = "10.244.1.5"
+	// deleteTimeout is the suite's DeleteTimeout, long enough for a
+	// namespace whose Envoy pods drain (see its use).
+	deleteTimeout = 2 * time.Minute
 )
 
 // ipAddresses turns a comma-separated list into spec.addresses entries of
@@ -205,6 +208,13 @@ func TestConformance(t *testing.T) {
 	opts.SkipTests = append(opts.SkipTests, splitList(os.Getenv("SKIP_TESTS"))...)
 	opts.UsableNetworkAddresses = ipAddresses(cmp.Or(os.Getenv("USABLE_ADDRESSES"), defaultUsable))
 	opts.UnusableNetworkAddresses = ipAddresses(cmp.Or(os.Getenv("UNUSABLE_ADDRESSES"), defaultUnusable))
+	// A namespace holding Gateways is gone only when their Envoy pods (in
+	// Dedicated mode, in that namespace) have drained and exited: a grace
+	// period of infra.DefaultDrainSeconds + infra.ShutdownMarginSeconds
+	// (25 s). The suite's default DeleteTimeout (30 s) left the namespace
+	// controller 5 s, and its cleanup failed TestConformance once with
+	// every test passed. The suite sets no maximum for DeleteTimeout.
+	opts.TimeoutConfig.DeleteTimeout = max(opts.TimeoutConfig.DeleteTimeout, deleteTimeout)
 
 	partial := opts.RunTest != "" || len(opts.SkipTests) > 0 || os.Getenv("TRY_FEATURES") != ""
 	opts.ReportOutputPath = os.Getenv("REPORT")

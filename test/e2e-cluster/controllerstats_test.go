@@ -54,8 +54,9 @@ func (e *env) controllerSampler() *controllerSampler {
 // of: the pipeline's successful runs (count, seconds), the ACKs of route
 // configuration changes (count, seconds after the publish), and the
 // status writer's objects (count, seconds waited in its queue, seconds
-// spent comparing and writing them, the rate limit's wait included).
-var pipelineSeries = [8]string{
+// spent comparing and writing them, the rate limit's wait included) and
+// the HTTPRoute status writes among them.
+var pipelineSeries = [9]string{
 	`xds_controller_translation_duration_seconds_count{result="ok"}`,
 	`xds_controller_translation_duration_seconds_sum{result="ok"}`,
 	`xds_controller_xds_ack_seconds_count{type="RouteConfiguration"}`,
@@ -64,6 +65,7 @@ var pipelineSeries = [8]string{
 	`xds_controller_status_queue_wait_seconds_sum`,
 	`xds_controller_status_write_duration_seconds_count`,
 	`xds_controller_status_write_duration_seconds_sum`,
+	`xds_controller_status_writes_total{kind="HTTPRoute",result="written"}`,
 }
 
 // triggersSeries is the prefix of the pipeline's trigger counters, one
@@ -72,7 +74,7 @@ const triggersSeries = `xds_controller_pipeline_triggers_total{kind="`
 
 // pipeline returns pipelineSeries summed over the replicas, and the
 // trigger counters by kind, summed too.
-func (s *controllerSampler) pipeline() (out [8]float64, triggers map[string]float64, err error) {
+func (s *controllerSampler) pipeline() (out [9]float64, triggers map[string]float64, err error) {
 	triggers = map[string]float64{}
 	for _, a := range s.addrs {
 		m, err := scrapeProcess(s.c, "http://"+a+"/metrics")
@@ -129,7 +131,7 @@ func (s *controllerSampler) rss() float64 {
 type phase struct {
 	s       *controllerSampler
 	cpu0    float64
-	series0 [8]float64 // pipelineSeries at begin
+	series0 [9]float64 // pipelineSeries at begin
 	trig0   map[string]float64
 	began   time.Time
 	mu      sync.Mutex
@@ -170,7 +172,8 @@ func (s *controllerSampler) begin() *phase {
 // asked for them by kind), the Envoy ACKs of route configuration changes
 // (how many, and their mean time after the publish), and the status
 // writer's comparisons (how many, their mean wait in the queue and mean
-// comparison and write) during it.
+// comparison and write, and how many HTTPRoute statuses were written)
+// during it.
 func (p *phase) end() string {
 	close(p.done)
 	p.wg.Wait()
@@ -193,7 +196,7 @@ func (p *phase) end() string {
 			runs += fmt.Sprintf(", %.0f RouteConfiguration ACKs %.1f ms after the publish (mean)", n, 1000*(v[3]-p.series0[3])/n)
 		}
 		if n, w := v[4]-p.series0[4], v[6]-p.series0[6]; n > 0 && w > 0 {
-			runs += fmt.Sprintf(", %.0f status comparisons %.1f ms in the queue and %.1f ms writing (means)", n, 1000*(v[5]-p.series0[5])/n, 1000*(v[7]-p.series0[7])/w)
+			runs += fmt.Sprintf(", %.0f status comparisons %.1f ms in the queue and %.1f ms writing (means), %.0f HTTPRoute status writes", n, 1000*(v[5]-p.series0[5])/n, 1000*(v[7]-p.series0[7])/w, v[8]-p.series0[8])
 		}
 	}
 	return fmt.Sprintf("controller: %.1f CPU s over %s, peak RSS %s%s",

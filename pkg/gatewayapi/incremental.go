@@ -539,24 +539,20 @@ func addWants(k RouteKey, m *routeMemo) {
 func addAllWants(dirty []routeChange, memos []*routeMemo) {
 	for start := 0; start < len(dirty); {
 		kind, end := dirty[start].key.Kind, start
-		var ls []*listenerState
+		counts := map[*listenerState]int{}
 		for ; end < len(dirty) && dirty[end].key.Kind == kind; end++ {
 			if memos[end] == nil {
 				continue
 			}
 			for _, w := range memos[end].wants {
-				if w.l.count == 0 {
-					ls = append(ls, w.l)
-				}
-				w.l.count++
+				counts[w.l]++
 			}
 		}
-		for _, l := range ls {
+		for l, n := range counts {
 			if l.wants == nil {
 				l.wants = map[string][]heldHosts{}
 			}
-			l.wants[kind] = slices.Grow(l.wants[kind], l.count)
-			l.count = 0
+			l.wants[kind] = slices.Grow(l.wants[kind], n)
 		}
 		for i := start; i < end; i++ {
 			if memos[i] != nil {

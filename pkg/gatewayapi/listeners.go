@@ -85,9 +85,6 @@ type listenerState struct {
 	// looks at the other kinds' entries: a listener with thousands of
 	// routes of one kind costs nothing).
 	held map[string][]heldHosts
-	// count is where sizeHeld and addAllWants count a listener's
-	// entries; 0 between their calls.
-	count int
 }
 
 // httpKinds are the route kinds HTTP and HTTPS listeners support. Both

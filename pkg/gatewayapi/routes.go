@@ -394,7 +394,7 @@ func sizeHeld(routes []*routeState) {
 		}
 	}
 	for _, kind := range kinds {
-		var ls []*listenerState
+		counts := map[*listenerState]int{}
 		for _, r := range routes {
 			if r.key.Kind != kind {
 				continue
@@ -404,19 +404,15 @@ func sizeHeld(routes []*routeState) {
 					continue
 				}
 				for _, l := range p.listeners {
-					if l.count == 0 {
-						ls = append(ls, l)
-					}
-					l.count++
+					counts[l]++
 				}
 			}
 		}
-		for _, l := range ls {
+		for l, n := range counts {
 			if l.held == nil {
 				l.held = map[string][]heldHosts{}
 			}
-			l.held[kind] = make([]heldHosts, 0, l.count)
-			l.count = 0
+			l.held[kind] = make([]heldHosts, 0, n)
 		}
 	}
 }

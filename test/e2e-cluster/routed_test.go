@@ -9,11 +9,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // controllerName is ours (gatewayapi.ControllerName).
@@ -121,30 +124,73 @@ func (e *env) gatewayEndpoints(addr string, port int32) []string {
 	return nil
 }
 
-// waitAccepted polls the HTTPRoutes of namespace default every 100 ms
-// until n of them named route-* have a parent entry of ours with
-// Accepted=True for their current generation, and returns the time since
-// since; it fails after timeout.
-func (e *env) waitAccepted(n int, since time.Time, timeout time.Duration) time.Duration {
+// acceptedWatch watches the HTTPRoutes of namespace default (an
+// informer, started before the routes are created) and records when each
+// route named route-* first had a parent entry of ours with Accepted=True
+// for its current generation, as the watch event arrived: no poll of
+// thousands of routes between the status write and the record.
+type acceptedWatch struct {
+	mu       sync.Mutex
+	accepted map[string]time.Time
+	stop     chan struct{}
+}
+
+// watchAccepted starts an acceptedWatch; it fails the test if the
+// informer does not sync within a minute.
+func (e *env) watchAccepted() *acceptedWatch {
 	e.t.Helper()
+	w := &acceptedWatch{accepted: map[string]time.Time{}, stop: make(chan struct{})}
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.dyn, 0, "default", nil)
+	inf := f.ForResource(httpRouteGVR).Informer()
+	record := func(obj any) {
+		r, ok := obj.(*unstructured.Unstructured)
+		if !ok || !strings.HasPrefix(r.GetName(), "route-") || !acceptedByUs(r) {
+			return
+		}
+		w.mu.Lock()
+		if _, seen := w.accepted[r.GetName()]; !seen {
+			w.accepted[r.GetName()] = time.Now()
+		}
+		w.mu.Unlock()
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	f.Start(w.stop)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		close(w.stop)
+		e.t.Fatal("HTTPRoute informer did not sync in a minute")
+	}
+	return w
+}
+
+// wait returns, once n routes were Accepted, how long after since the
+// last of them was; it stops the watch, and fails the test after timeout.
+func (w *acceptedWatch) wait(e *env, n int, since time.Time, timeout time.Duration) time.Duration {
+	e.t.Helper()
+	defer close(w.stop)
 	for {
-		list, err := e.dyn.Resource(httpRouteGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
-		count := 0
-		if err == nil {
-			for i := range list.Items {
-				r := &list.Items[i]
-				if strings.HasPrefix(r.GetName(), "route-") && acceptedByUs(r) {
-					count++
-				}
+		w.mu.Lock()
+		count := len(w.accepted)
+		var last time.Time
+		for _, at := range w.accepted {
+			if at.After(last) {
+				last = at
 			}
 		}
+		w.mu.Unlock()
 		if count >= n {
-			return time.Since(since)
+			return last.Sub(since)
 		}
 		if time.Since(since) > timeout {
-			e.t.Fatalf("%d of %d routes Accepted after %s (last error: %v)", count, n, timeout, err)
+			e.t.Fatalf("%d of %d routes Accepted after %s", count, n, timeout)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -360,7 +361,6 @@ func (e *env) gatewayAddress(name string, timeout time.Duration) string {
 func (e *env) gatewayAddressIn(ns, name string, timeout time.Duration) string {
 	e.t.Helper()
 	var addr string
-	_, pool, _ := net.ParseCIDR("10.244.1.0/24")
 	e.eventually("Gateway "+name+" Programmed with an address", timeout, func() error {
 		gw, err := e.dyn.Resource(gatewayGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -385,15 +385,25 @@ func (e *env) gatewayAddressIn(ns, name string, timeout time.Duration) string {
 		// Until the load balancer assigns an address the Gateway's
 		// status.addresses holds the Service's cluster IP
 		// (status.GatewayAddresses); wait for the load balancer's.
-		if !pool.Contains(net.ParseIP(v)) {
-			return fmt.Errorf("address %s is not from the LoadBalancer pool %s yet", v, pool)
-		}
-		return nil
+		return fromLBPool(v)
 	})
 	if err := allowedAddress(addr); err != nil {
 		e.t.Fatalf("Gateway %s: %v", name, err)
 	}
 	return addr
+}
+
+// lbPool is the local cluster's LoadBalancer subnet, from which its
+// lb-allocator assigns Service addresses (hack/cluster/lib/common.sh:
+// LB_CIDR).
+var lbPool = netip.MustParsePrefix("10.244.1.0/24")
+
+// fromLBPool returns an error unless addr is an address of lbPool.
+func fromLBPool(addr string) error {
+	if ip, err := netip.ParseAddr(addr); err != nil || !lbPool.Contains(ip) {
+		return fmt.Errorf("address %s is not (yet) from the LoadBalancer pool %s", addr, lbPool)
+	}
+	return nil
 }
 
 func condition(obj *unstructured.Unstructured, typ string) map[string]any {

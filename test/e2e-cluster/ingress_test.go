@@ -106,9 +106,8 @@ func (e *env) ingressAddress(name string, timeout time.Duration) string {
 		if len(lb) == 0 || lb[0].IP == "" {
 			return fmt.Errorf("status.loadBalancer %+v", lb)
 		}
-		_, pool, _ := net.ParseCIDR("10.244.1.0/24")
-		if !pool.Contains(net.ParseIP(lb[0].IP)) {
-			return fmt.Errorf("status.loadBalancer %s is not (yet) from the LoadBalancer pool 10.244.1.0/24", lb[0].IP)
+		if err := fromLBPool(lb[0].IP); err != nil {
+			return fmt.Errorf("status.loadBalancer: %w", err)
 		}
 		addr = lb[0].IP
 		return nil

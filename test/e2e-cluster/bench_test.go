@@ -320,18 +320,16 @@ func (e *env) waitUnrouted(addr, host string, start time.Time, timeout time.Dura
 // the whole 200 ms (see routedOrBusy), so 64 at a time clear about 300
 // routed hosts a second.
 type bulkProber struct {
-	started  time.Time
-	hosts    []string
-	routedAt []time.Time // by host index; written by the probe that saw it routed
-	left     atomic.Int64
-	done     chan struct{}
-	wg       sync.WaitGroup
+	started time.Time
+	hosts   []string
+	routed  firstTimes // by host
+	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // startBulkProber starts probing hosts at addr:80 (routedOrBusy).
 func startBulkProber(addr string, hosts []string) *bulkProber {
-	b := &bulkProber{started: time.Now(), hosts: hosts, routedAt: make([]time.Time, len(hosts)), done: make(chan struct{})}
-	b.left.Store(int64(len(hosts)))
+	b := &bulkProber{started: time.Now(), hosts: hosts, done: make(chan struct{})}
 	todo := make(chan int, len(hosts))
 	for i := range hosts {
 		todo <- i
@@ -348,8 +346,7 @@ func startBulkProber(addr string, hosts []string) *bulkProber {
 				}
 				at := time.Now()
 				if routedOrBusy(c, addr, hosts[i]) {
-					b.routedAt[i] = at
-					if b.left.Add(-1) == 0 {
+					if b.routed.see(hosts[i], at) == len(hosts) {
 						return
 					}
 					continue
@@ -377,28 +374,20 @@ func (b *bulkProber) stop() {
 }
 
 // wait returns when the last host first answered routed, once every host
-// has; past deadline it stops and returns an error naming a host that did
-// not.
+// has; past deadline it returns an error naming a host that did not. It
+// stops the probes.
 func (b *bulkProber) wait(deadline time.Time) (time.Time, error) {
-	for b.left.Load() > 0 {
-		if time.Now().After(deadline) {
-			b.stop()
-			for i, at := range b.routedAt {
-				if at.IsZero() {
-					return time.Time{}, fmt.Errorf("%d of %d hosts not routed, %s among them", b.left.Load(), len(b.hosts), b.hosts[i])
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	last, count, ok := b.routed.waitFor(len(b.hosts), deadline)
 	b.stop()
-	var last time.Time
-	for _, at := range b.routedAt {
-		if at.After(last) {
-			last = at
+	if ok {
+		return last, nil
+	}
+	for _, h := range b.hosts {
+		if !b.routed.seen(h) {
+			return time.Time{}, fmt.Errorf("%d of %d hosts not routed, %s among them", len(b.hosts)-count, len(b.hosts), h)
 		}
 	}
-	return last, nil
+	return time.Time{}, fmt.Errorf("%d of %d hosts not routed", len(b.hosts)-count, len(b.hosts))
 }
 
 // routedOrBusy reports whether Envoy at addr:80 has a route for host: an

@@ -124,14 +124,67 @@ func (e *env) gatewayEndpoints(addr string, port int32) []string {
 	return nil
 }
 
+// firstTimes records when each of a set of keys was first seen: the bulk
+// phase's Accepted routes and answering hosts. Safe for concurrent use.
+type firstTimes struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// see records at for key unless key was seen before, and returns how many
+// keys were seen.
+func (f *firstTimes) see(key string, at time.Time) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.at == nil {
+		f.at = map[string]time.Time{}
+	}
+	if _, seen := f.at[key]; !seen {
+		f.at[key] = at
+	}
+	return len(f.at)
+}
+
+// seen reports whether key was seen.
+func (f *firstTimes) seen(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.at[key]
+	return ok
+}
+
+// waitFor polls every 50 ms until n keys were seen and returns the latest
+// of their first times; past deadline it returns ok false and how many
+// were seen.
+func (f *firstTimes) waitFor(n int, deadline time.Time) (last time.Time, count int, ok bool) {
+	for {
+		f.mu.Lock()
+		count = len(f.at)
+		if count >= n {
+			for _, at := range f.at {
+				if at.After(last) {
+					last = at
+				}
+			}
+		}
+		f.mu.Unlock()
+		if count >= n {
+			return last, count, true
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, count, false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // acceptedWatch watches the HTTPRoutes of namespace default (an
 // informer, started before the routes are created) and records when each
 // route named route-* first had a parent entry of ours with Accepted=True
 // for its current generation, as the watch event arrived: no poll of
 // thousands of routes between the status write and the record.
 type acceptedWatch struct {
-	mu       sync.Mutex
-	accepted map[string]time.Time
+	accepted firstTimes
 	stop     chan struct{}
 }
 
@@ -139,19 +192,13 @@ type acceptedWatch struct {
 // informer does not sync within a minute.
 func (e *env) watchAccepted() *acceptedWatch {
 	e.t.Helper()
-	w := &acceptedWatch{accepted: map[string]time.Time{}, stop: make(chan struct{})}
+	w := &acceptedWatch{stop: make(chan struct{})}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.dyn, 0, "default", nil)
 	inf := f.ForResource(httpRouteGVR).Informer()
 	record := func(obj any) {
-		r, ok := obj.(*unstructured.Unstructured)
-		if !ok || !strings.HasPrefix(r.GetName(), "route-") || !acceptedByUs(r) {
-			return
+		if r, ok := obj.(*unstructured.Unstructured); ok && strings.HasPrefix(r.GetName(), "route-") && acceptedByUs(r) {
+			w.accepted.see(r.GetName(), time.Now())
 		}
-		w.mu.Lock()
-		if _, seen := w.accepted[r.GetName()]; !seen {
-			w.accepted[r.GetName()] = time.Now()
-		}
-		w.mu.Unlock()
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    record,
@@ -174,24 +221,11 @@ func (e *env) watchAccepted() *acceptedWatch {
 func (w *acceptedWatch) wait(e *env, n int, since time.Time, timeout time.Duration) time.Duration {
 	e.t.Helper()
 	defer close(w.stop)
-	for {
-		w.mu.Lock()
-		count := len(w.accepted)
-		var last time.Time
-		for _, at := range w.accepted {
-			if at.After(last) {
-				last = at
-			}
-		}
-		w.mu.Unlock()
-		if count >= n {
-			return last.Sub(since)
-		}
-		if time.Since(since) > timeout {
-			e.t.Fatalf("%d of %d routes Accepted after %s", count, n, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
+	last, count, ok := w.accepted.waitFor(n, since.Add(timeout))
+	if !ok {
+		e.t.Fatalf("%d of %d routes Accepted after %s", count, n, timeout)
 	}
+	return last.Sub(since)
 }
 
 // acceptedByUs reports whether route has a status.parents entry of our

@@ -56,17 +56,31 @@ func (e *env) controllerSampler() *controllerSampler {
 // status writer's objects (count, seconds waited in its queue, seconds
 // spent comparing and writing them, the rate limit's wait included) and
 // the HTTPRoute status writes among them.
-var pipelineSeries = [9]string{
-	`xds_controller_translation_duration_seconds_count{result="ok"}`,
-	`xds_controller_translation_duration_seconds_sum{result="ok"}`,
-	`xds_controller_xds_ack_seconds_count{type="RouteConfiguration"}`,
-	`xds_controller_xds_ack_seconds_sum{type="RouteConfiguration"}`,
-	`xds_controller_status_queue_wait_seconds_count`,
-	`xds_controller_status_queue_wait_seconds_sum`,
-	`xds_controller_status_write_duration_seconds_count`,
-	`xds_controller_status_write_duration_seconds_sum`,
-	`xds_controller_status_writes_total{kind="HTTPRoute",result="written"}`,
+var pipelineSeries = [nSeries]string{
+	runsCount:    `xds_controller_translation_duration_seconds_count{result="ok"}`,
+	runsSum:      `xds_controller_translation_duration_seconds_sum{result="ok"}`,
+	acksCount:    `xds_controller_xds_ack_seconds_count{type="RouteConfiguration"}`,
+	acksSum:      `xds_controller_xds_ack_seconds_sum{type="RouteConfiguration"}`,
+	queuedCount:  `xds_controller_status_queue_wait_seconds_count`,
+	queuedSum:    `xds_controller_status_queue_wait_seconds_sum`,
+	writingCount: `xds_controller_status_write_duration_seconds_count`,
+	writingSum:   `xds_controller_status_write_duration_seconds_sum`,
+	routeWrites:  `xds_controller_status_writes_total{kind="HTTPRoute",result="written"}`,
 }
+
+// The indices of pipelineSeries.
+const (
+	runsCount = iota
+	runsSum
+	acksCount
+	acksSum
+	queuedCount
+	queuedSum
+	writingCount
+	writingSum
+	routeWrites
+	nSeries
+)
 
 // triggersSeries is the prefix of the pipeline's trigger counters, one
 // series per kind of object whose events asked for a run.
@@ -74,7 +88,7 @@ const triggersSeries = `xds_controller_pipeline_triggers_total{kind="`
 
 // pipeline returns pipelineSeries summed over the replicas, and the
 // trigger counters by kind, summed too.
-func (s *controllerSampler) pipeline() (out [9]float64, triggers map[string]float64, err error) {
+func (s *controllerSampler) pipeline() (out [nSeries]float64, triggers map[string]float64, err error) {
 	triggers = map[string]float64{}
 	for _, a := range s.addrs {
 		m, err := scrapeProcess(s.c, "http://"+a+"/metrics")
@@ -131,7 +145,7 @@ func (s *controllerSampler) rss() float64 {
 type phase struct {
 	s       *controllerSampler
 	cpu0    float64
-	series0 [9]float64 // pipelineSeries at begin
+	series0 [nSeries]float64 // pipelineSeries at begin
 	trig0   map[string]float64
 	began   time.Time
 	mu      sync.Mutex
@@ -181,8 +195,9 @@ func (p *phase) end() string {
 	peak := max(p.peakRSS, rss)
 	runs := ""
 	if v, trig, err := p.s.pipeline(); err == nil {
-		if n := v[0] - p.series0[0]; n > 0 {
-			runs = fmt.Sprintf(", %.0f pipeline runs of %.1f ms mean", n, 1000*(v[1]-p.series0[1])/n)
+		d := func(i int) float64 { return v[i] - p.series0[i] }
+		if n := d(runsCount); n > 0 {
+			runs = fmt.Sprintf(", %.0f pipeline runs of %.1f ms mean", n, 1000*d(runsSum)/n)
 			var kinds []string
 			for kind, c := range trig {
 				if d := c - p.trig0[kind]; d > 0 {
@@ -192,11 +207,11 @@ func (p *phase) end() string {
 			slices.Sort(kinds)
 			runs += " (asked for by " + strings.Join(kinds, ", ") + ")"
 		}
-		if n := v[2] - p.series0[2]; n > 0 {
-			runs += fmt.Sprintf(", %.0f RouteConfiguration ACKs %.1f ms after the publish (mean)", n, 1000*(v[3]-p.series0[3])/n)
+		if n := d(acksCount); n > 0 {
+			runs += fmt.Sprintf(", %.0f RouteConfiguration ACKs %.1f ms after the publish (mean)", n, 1000*d(acksSum)/n)
 		}
-		if n, w := v[4]-p.series0[4], v[6]-p.series0[6]; n > 0 && w > 0 {
-			runs += fmt.Sprintf(", %.0f status comparisons %.1f ms in the queue and %.1f ms writing (means), %.0f HTTPRoute status writes", n, 1000*(v[5]-p.series0[5])/n, 1000*(v[7]-p.series0[7])/w, v[8]-p.series0[8])
+		if n, w := d(queuedCount), d(writingCount); n > 0 && w > 0 {
+			runs += fmt.Sprintf(", %.0f status comparisons %.1f ms in the queue and %.1f ms writing (means), %.0f HTTPRoute status writes", n, 1000*d(queuedSum)/n, 1000*d(writingSum)/w, d(routeWrites))
 		}
 	}
 	return fmt.Sprintf("controller: %.1f CPU s over %s, peak RSS %s%s",

@@ -314,6 +314,12 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
+	// A Gateway's spec.infrastructure.annotations do not loosen its pods'
+	// confinement, as its parameters' overlay may not
+	// (CheckGatewayParameters), unless its class allows PodTemplate.
+	if !params.GatewayPolicy.Allows(v1alpha1.PermissionPodTemplate) {
+		maps.DeleteFunc(annotations, func(k, _ string) bool { return !allowedPodAnnotation(k) })
+	}
 	// Where Prometheus (annotation-based discovery) scrapes Envoy; a
 	// Gateway's infrastructure annotations may say otherwise.
 	for k, v := range map[string]string{

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
@@ -208,5 +210,39 @@ func TestTenantOverlayKeepsThePodConfined(t *testing.T) {
 	}
 	if base.Spec.SecurityContext == nil || !ptr.Deref(base.Spec.SecurityContext.RunAsNonRoot, false) || ptr.Deref(envoy.SecurityContext.Privileged, true) {
 		t.Errorf("the base pod is not confined: %s", toJSON(t, base.Spec.SecurityContext))
+	}
+}
+
+// TestInfrastructureAnnotationsKeepThePodConfined: a Gateway's
+// spec.infrastructure.annotations reach its Dedicated pods, except those
+// that loosen their confinement (AppArmor, seccomp), unless the class
+// allows PodTemplate; its other objects get them all.
+func TestInfrastructureAnnotationsKeepThePodConfined(t *testing.T) {
+	gw := gateway("apps", "web", 0, 80)
+	const apparmor = "container.apparmor.security.beta.kubernetes.io/envoy"
+	gw.Spec.Infrastructure = &gwapiv1.GatewayInfrastructure{Annotations: map[gwapiv1.AnnotationKey]gwapiv1.AnnotationValue{
+		apparmor: "unconfined",
+		"seccomp.security.alpha.kubernetes.io/pod": "unconfined",
+		"example.com/team":                         "blue",
+	}}
+	dedicated := &v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}
+	for _, allow := range []bool{false, true} {
+		class := dedicated.DeepCopy()
+		if allow {
+			class.GatewayPolicy = &v1alpha1.GatewayPolicy{Allow: []v1alpha1.GatewayPermission{v1alpha1.PermissionPodTemplate}}
+		}
+		objs, err := testRenderer().Dedicated(DedicatedInput{Gateway: gw, Params: Effective(class, nil), TrustBundle: testBundle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := podTemplateOf(t, objs).Annotations
+		_, hasAppArmor := pod[apparmor]
+		_, hasSeccomp := pod["seccomp.security.alpha.kubernetes.io/pod"]
+		if pod["example.com/team"] != "blue" || hasAppArmor != allow || hasSeccomp != allow {
+			t.Errorf("class allows PodTemplate: %v: pod annotations %v", allow, pod)
+		}
+		if dep := find[*appsv1.Deployment](t, objs)[0]; dep.Annotations[apparmor] != "unconfined" {
+			t.Errorf("the Deployment's own annotations %v", dep.Annotations)
+		}
 	}
 }

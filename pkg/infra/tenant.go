@@ -63,13 +63,18 @@ func (e *RefusedFieldsError) Error() string {
 //     $retainKeys, $setElementOrder/..., $deleteFromPrimitiveList/...),
 //     and null where the list allows only some children (it deletes the
 //     rendered value), containers other than envoy and init containers
-//     other than the SVID agent (svid-agent), an env variable of the controller's own
-//     (POD_NAME...) or read from a Secret or ConfigMap, the AppArmor and
-//     seccomp annotations.
+//     other than the SVID agent (svid-agent), an env variable of the
+//     controller's own (POD_NAME...) or read from a Secret or ConfigMap,
+//     the AppArmor and seccomp annotations.
 //
-// The overlay should have passed Validate; one that is not a JSON object
-// is refused as a whole. The class's own parameters are not checked: the
-// cluster admin writes them.
+// Why: the controller may create Deployments in every namespace, so what
+// it renders from a namespace's GatewayParameters must stay a pod of the
+// Pod Security Standards' restricted profile running our images, with no
+// other identity and no access to the node, whatever that namespace's
+// owner may do by itself. The overlay should have
+// passed Validate; one that is not a JSON object is refused as a whole.
+// The class's own parameters are not checked: the cluster admin writes
+// them.
 func CheckGatewayParameters(spec *v1alpha1.GatewayParametersSpec, policy *v1alpha1.GatewayPolicy) error {
 	if spec == nil {
 		return nil

@@ -34,7 +34,7 @@ func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
 // and TLS listeners in mode Terminate carry certificates; every HTTP route has exactly one action (backends, a
 // redirect or a direct response); matches are well formed; header
 // modifiers leave Host and the pseudo-headers alone, regular expressions
-// are ones Envoy accepts (re2.Problem) and source ranges are CIDRs, and a request's Host
+// are ones Envoy's RE2 parses and source ranges are CIDRs, and a request's Host
 // has at most one rewrite (the route's or its backend's); every backend and
 // certificate name (serving certificates and backend client certificates
 // alike) means one thing across the whole IR.
@@ -232,7 +232,7 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 		}
 	}
 	if u := r.Filters.URLRewrite; u != nil && u.Path != nil && u.Path.Type == RegexReplace {
-		if msg := re2.Problem(u.Path.Pattern); msg != "" {
+		if msg := re2Syntax(u.Path.Pattern); msg != "" {
 			v.add(p, fmt.Sprintf("rewrite pattern %q %s", u.Path.Pattern, msg))
 		}
 	}
@@ -284,9 +284,9 @@ func (v *validator) match(p, what string, m StringMatch) {
 	switch m.Type {
 	case MatchExact:
 	case MatchRegex:
-		// An expression Envoy refuses would make it refuse the whole
-		// route table (re2.Problem: as Envoy's RE2 reads it).
-		if msg := re2.Problem(m.Value); msg != "" {
+		// An expression Envoy's RE2 does not parse would make it refuse
+		// the whole route table.
+		if msg := re2Syntax(m.Value); msg != "" {
 			v.add(p, fmt.Sprintf("%s match %q %s", what, m.Value, msg))
 		}
 	case MatchPathPrefix:
@@ -347,6 +347,19 @@ func definition(b *Backend) *Backend {
 	cluster := *b
 	cluster.Weight, cluster.RequestHeaders, cluster.ResponseHeaders, cluster.HostRewrite = 0, nil, nil, ""
 	return &cluster
+}
+
+// re2Syntax says why Envoy's RE2 would not parse expression e (or that it
+// is empty), "" when it does. Its program size is pre-validation's to
+// check (xdsvalidate), which blames the route instead of failing the IR.
+func re2Syntax(e string) string {
+	if e == "" {
+		return "is empty"
+	}
+	if _, err := re2.ProgramSize(e); err != nil {
+		return "is not a valid RE2 regular expression: " + err.Error()
+	}
+	return ""
 }
 
 // headers checks that a header modifier leaves Host and the

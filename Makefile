@@ -51,8 +51,9 @@ golden: ## regenerate the golden files under pkg/translate/testdata (review the 
 # What the fuzzer finds is written under pkg/translate/testdata/fuzz: fix it,
 # keep the input (TestFuzzCorpusEnvoy has Envoy load its output).
 FUZZTIME ?= 2m
-fuzz: ## fuzz translate + pre-validation (FuzzTranslate) and the RE2 check (FuzzProgramSize) for FUZZTIME each (default 2m)
+fuzz: ## fuzz translate + pre-validation (FuzzTranslate: YAML, FuzzHTTPRouteFields: typed values) and the RE2 check (FuzzProgramSize), FUZZTIME each (default 2m)
 	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME) -parallel 2
+	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzHTTPRouteFields$$' -fuzztime $(FUZZTIME) -parallel 2
 	$(GO) test ./internal/re2 -run '^$$' -fuzz '^FuzzProgramSize$$' -fuzztime $(FUZZTIME) -parallel 2
 
 generate: ## regenerate deep-copy code

@@ -41,9 +41,22 @@ type frag struct {
 	nullable bool
 }
 
-type compiler struct{ insts []inst }
+// maxCompiled bounds the instructions compile allocates: beyond it, the
+// program is far over any limit Envoy is given, and counting it exactly
+// (Flatten is quadratic) would let one expression take seconds.
+const maxCompiled = 1000
+
+type compiler struct {
+	insts []inst
+	// over is set when more than maxCompiled instructions were needed.
+	over bool
+}
 
 func (c *compiler) alloc(i inst) int {
+	if len(c.insts) > maxCompiled {
+		c.over = true
+		return 0 // compile returns no more fragments once over
+	}
 	c.insts = append(c.insts, i)
 	return len(c.insts) - 1
 }
@@ -186,6 +199,9 @@ func foldsASCII(rs []rune) bool {
 }
 
 func (c *compiler) compile(re *syntax.Regexp) frag {
+	if c.over {
+		return frag{}
+	}
 	ng := re.Flags&syntax.NonGreedy != 0
 	switch re.Op {
 	case syntax.OpNoMatch:

@@ -29,6 +29,12 @@ func compiledSize(re *syntax.Regexp) int {
 		all = c.cat(c.star(c.byteRange(0, maxByte), true), all)
 	}
 	unanchored := all.begin
+	if c.over {
+		// More than maxCompiled instructions: at least that many once
+		// flattened, but for parts that cannot match (x\p{Greek}), which
+		// RE2 drops and this count does not.
+		return maxCompiled + 1
+	}
 	if start == 0 && unanchored == 0 {
 		return 1 // no possible match: the Fail instruction only
 	}

@@ -246,3 +246,13 @@ func FuzzProgramSize(f *testing.F) {
 		}
 	})
 }
+
+// TestHuge: the largest programs Go's parser allows are counted without
+// expanding them all.
+func TestHuge(t *testing.T) {
+	for e, want := range map[string]int{`\pL{1000}`: maxCompiled + 1, `(?:(?:\w|\s|x){30}){30}`: maxCompiled + 1, `[a-z]{990}`: 994} {
+		if n, err := ProgramSize(e); err != nil || n != want {
+			t.Errorf("ProgramSize(%q) = %d, %v; want %d", e, n, err, want)
+		}
+	}
+}

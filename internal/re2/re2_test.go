@@ -156,6 +156,52 @@ func TestAgainstEnvoy(t *testing.T) {
 	}
 }
 
+// TestCorpusAgainstEnvoy checks internal/re2 against Envoy on
+// testdata/corpus.txt (one JSON string a line: 400 random expressions of
+// a small grammar and the 299 that FuzzProgramSize found interesting in a
+// 3-minute run): the same verdict on every one, and the same program size
+// (within AlternationMargin with an alternation).
+func TestCorpusAgainstEnvoy(t *testing.T) {
+	envoy := testenvoy.Path(t)
+	b, err := os.ReadFile("testdata/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted []string
+	mine := map[string]int{}
+	refused := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e string
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		n, err := ProgramSize(e)
+		if err != nil {
+			refused++
+			if envoyValidate(t, envoy, []string{e}) == nil {
+				t.Errorf("%q: refused (%v), Envoy accepts it", e, err)
+			}
+			continue
+		}
+		accepted = append(accepted, e)
+		mine[e] = n
+	}
+	sizes, err := envoySizes(t, envoy, accepted)
+	if err != nil {
+		t.Fatalf("Envoy refuses an expression internal/re2 accepts: %v", err)
+	}
+	exact := 0
+	for _, e := range accepted {
+		switch n, got := mine[e], sizes[e]; {
+		case n == got:
+			exact++
+		case !strings.Contains(e, "|") || n < got-AlternationMargin || n > got+AlternationMargin:
+			t.Errorf("%q: size %d, Envoy's %d", e, n, got)
+		}
+	}
+	t.Logf("%d refused by both; %d accepted by both, %d of them the same size", refused, len(accepted), exact)
+}
+
 // bootstrap is a static Envoy configuration with one route per regex
 // (a safe_regex path match).
 func bootstrap(regexes []string, warn bool) map[string]any {

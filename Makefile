@@ -49,12 +49,14 @@ golden: ## regenerate the golden files under pkg/translate/testdata (review the 
 	$(GO) test ./pkg/translate -run 'TestGolden' -update
 
 # What the fuzzer finds is written under pkg/translate/testdata/fuzz: fix it,
-# keep the input (TestFuzzCorpusEnvoy has Envoy load its output).
+# keep the input (TestFuzzCorpusEnvoy has Envoy load its output). A
+# translation takes milliseconds, so inputs are minimised 10 s at most (the
+# default minute stalls the workers).
 FUZZTIME ?= 2m
 fuzz: ## fuzz translate + pre-validation (FuzzTranslate: YAML, FuzzHTTPRouteFields: typed values) and the RE2 check (FuzzProgramSize), FUZZTIME each (default 2m)
-	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME) -parallel 2
-	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzHTTPRouteFields$$' -fuzztime $(FUZZTIME) -parallel 2
-	$(GO) test ./internal/re2 -run '^$$' -fuzz '^FuzzProgramSize$$' -fuzztime $(FUZZTIME) -parallel 2
+	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
+	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzHTTPRouteFields$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
+	$(GO) test ./internal/re2 -run '^$$' -fuzz '^FuzzProgramSize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
 
 generate: ## regenerate deep-copy code
 	$(CONTROLLER_GEN) object paths=./pkg/ir/...

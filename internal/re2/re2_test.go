@@ -157,10 +157,10 @@ func TestAgainstEnvoy(t *testing.T) {
 }
 
 // TestCorpusAgainstEnvoy checks internal/re2 against Envoy on
-// testdata/corpus.txt (one JSON string a line: 400 random expressions of
-// a small grammar and the 299 that FuzzProgramSize found interesting in a
-// 3-minute run): the same verdict on every one, and the same program size
-// (within AlternationMargin with an alternation).
+// testdata/corpus.txt (one JSON string a line: random expressions of a
+// small grammar and what FuzzProgramSize found interesting in two runs of
+// 3 minutes): the same verdict on every one, and the same program size
+// (within AlternationMargin with an alternation; over maxCompiled both).
 func TestCorpusAgainstEnvoy(t *testing.T) {
 	envoy := testenvoy.Path(t)
 	b, err := os.ReadFile("testdata/corpus.txt")
@@ -195,6 +195,8 @@ func TestCorpusAgainstEnvoy(t *testing.T) {
 		switch n, got := mine[e], sizes[e]; {
 		case n == got:
 			exact++
+		case n == maxCompiled+1 && got > maxCompiled:
+			exact++ // counted as far as maxCompiled
 		case !strings.Contains(e, "|") || n < got-AlternationMargin || n > got+AlternationMargin:
 			t.Errorf("%q: size %d, Envoy's %d", e, n, got)
 		}

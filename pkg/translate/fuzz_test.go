@@ -151,7 +151,7 @@ func TestFuzzCorpusEnvoy(t *testing.T) {
 
 // maxEnvoyCorpus is how many corpus entries TestFuzzCorpusEnvoy loads
 // at most (evenly spread over the sorted corpus).
-const maxEnvoyCorpus = 60
+const maxEnvoyCorpus = 100
 
 // corpusEntry reads a `go test fuzz v1` file: its values ([]byte,
 // string, uint8 and int32 are the types our fuzz targets take).

@@ -18,7 +18,7 @@ include hack/cluster/cluster.mk
 include hack/e2e.mk
 include hack/conformance.mk
 
-.PHONY: help run build envoy test unit golden generate bench bench-standalone translate clean generate-conformance-images test-conformance-images test-conformance-unit
+.PHONY: help run build envoy test unit golden fuzz generate bench bench-standalone translate clean generate-conformance-images test-conformance-images test-conformance-unit
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
@@ -47,6 +47,16 @@ unit: ## run the tests that need no Envoy
 
 golden: ## regenerate the golden files under pkg/translate/testdata (review the diff!)
 	$(GO) test ./pkg/translate -run 'TestGolden' -update
+
+# What the fuzzer finds is written under pkg/translate/testdata/fuzz: fix it,
+# keep the input (TestFuzzCorpusEnvoy has Envoy load its output). A
+# translation takes milliseconds, so inputs are minimised 10 s at most (the
+# default minute stalls the workers).
+FUZZTIME ?= 2m
+fuzz: ## fuzz translate + pre-validation (FuzzTranslate: YAML, FuzzHTTPRouteFields: typed values) and the RE2 check (FuzzProgramSize), FUZZTIME each (default 2m)
+	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
+	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzHTTPRouteFields$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
+	$(GO) test ./internal/re2 -run '^$$' -fuzz '^FuzzProgramSize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
 
 generate: ## regenerate deep-copy code
 	$(CONTROLLER_GEN) object paths=./pkg/ir/...

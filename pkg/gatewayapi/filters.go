@@ -6,6 +6,7 @@ import (
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/internal/re2"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
@@ -265,10 +266,9 @@ func (rc *ruleContext) pathModifier(k int, what string, p *gwapiv1.HTTPPathModif
 			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: with path.replacePrefixMatch, exactly one PathPrefix match must be specified", k)
 			return nil
 		}
-		if re := prefixStripRegex(matches[0].Path.Value, *p.ReplacePrefixMatch); re != "" && regexProgramSize(re) > maxRegexProgram {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: removing the prefix %s takes a regular expression larger than Envoy accepts; use a shorter prefix", k, q(matches[0].Path.Value))
-			return nil
-		}
+		// Removing the prefix takes the regular expression "^<prefix>/*"
+		// (xdstranslator prefixReplacement), which Envoy accepts however
+		// long the prefix: RE2 matches a literal after ^ apart (re2).
 		return &ir.PathModifier{Type: ir.ReplacePrefixMatch, Value: *p.ReplacePrefixMatch}
 	}
 	rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "filter %d: %s path modifier type %s is not supported", k, what, q(string(p.Type)))
@@ -326,7 +326,7 @@ func (rc *ruleContext) corsFilter(k int, c *gwapiv1.HTTPCORSFilter) *ir.CORS {
 			bad("allowOrigins entry %s is not a valid origin (\"*\" or http(s)://host[:port], where host may start with \"*.\")", q(s))
 		case s == "*" && len(c.AllowOrigins) > 1:
 			bad("allowOrigins cannot contain \"*\" alongside other origins")
-		case regexProgramSize(corsOriginRegex(s)) > maxRegexProgram:
+		case corsOriginRegex(s) != "" && re2.Problem(corsOriginRegex(s)) != "":
 			bad("allowOrigins entry %s is too long for a wildcard origin (Envoy's regular expression size limit)", q(s))
 		}
 		out.AllowOrigins = append(out.AllowOrigins, string(o))

@@ -2,12 +2,12 @@ package gatewayapi
 
 import (
 	"fmt"
-	"math"
 	"regexp"
-	"regexp/syntax"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/xds-controller/xds-controller/internal/re2"
 )
 
 // This file holds the value rules the translator enforces on user input.
@@ -66,14 +66,6 @@ const (
 	maxCORSItems        = 64
 	maxGatewayListeners = 64
 )
-
-// maxRegexProgram bounds the size of a regular expression's compiled
-// program. Envoy refuses a regex whose RE2 program is larger than its
-// re2.max_program_size.error_level runtime value, 100 by default, and with
-// it the whole route configuration. Go's program for the same expression is
-// a couple of instructions smaller than RE2's (measured with Envoy 1.40:
-// "/a{N}" is N+3 in Go, N+5 in RE2), hence the margin.
-const maxRegexProgram = 95
 
 // q quotes a value for a status message, shortened so that a huge value
 // does not make a huge condition message (the API server caps messages at
@@ -238,39 +230,17 @@ func checkReplacePath(v string, full bool) string {
 }
 
 // checkRegex checks a RegularExpression match value: at most maxLen bytes
-// (Gateway API), non-empty (Envoy RegexMatcher.regex), valid RE2 (Envoy
-// compiles safe_regex with RE2; Go's regexp speaks the same syntax), and
-// small enough for Envoy's program size limit.
+// (Gateway API), valid UTF-8 (proto3 strings), and one that Envoy accepts
+// (re2.Problem: non-empty, RE2 as Envoy's engine reads it, small enough for
+// Envoy's program size limit).
 func checkRegex(v string, maxLen int) string {
 	switch {
-	case len(v) == 0:
-		return "is empty"
 	case len(v) > maxLen:
 		return fmt.Sprintf("is longer than %d characters", maxLen)
 	case !utf8.ValidString(v):
 		return "is not valid UTF-8"
 	}
-	if _, err := regexp.Compile(v); err != nil {
-		return "is not a valid RE2 regular expression: " + err.Error()
-	}
-	if n := regexProgramSize(v); n > maxRegexProgram {
-		return fmt.Sprintf("compiles to a program of about %d instructions; Envoy refuses regular expressions larger than 100", n)
-	}
-	return ""
-}
-
-// regexProgramSize is the number of instructions of v's compiled program,
-// or MaxInt when it does not compile.
-func regexProgramSize(v string) int {
-	re, err := syntax.Parse(v, syntax.Perl)
-	if err != nil {
-		return math.MaxInt
-	}
-	p, err := syntax.Compile(re.Simplify())
-	if err != nil {
-		return math.MaxInt
-	}
-	return len(p.Inst)
+	return re2.Problem(v)
 }
 
 // checkDuration checks a Gateway API Duration (GEP-2257) and returns it.
@@ -311,15 +281,4 @@ func corsOriginRegex(o string) string {
 		return ".*"
 	}
 	return strings.ReplaceAll(regexp.QuoteMeta(o), `\*`, "[^/]+")
-}
-
-// prefixStripRegex is the regular expression the xDS translator builds
-// when a ReplacePrefixMatch replaces the prefix with nothing
-// (xdstranslator prefixReplacement); "" when it builds none.
-func prefixStripRegex(prefix, repl string) string {
-	p := strings.TrimRight(prefix, "/")
-	if p == "" || strings.TrimRight(repl, "/") != "" {
-		return ""
-	}
-	return "^" + regexp.QuoteMeta(p) + "/*"
 }

@@ -18,6 +18,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"github.com/xds-controller/xds-controller/internal/re2"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
@@ -82,6 +83,8 @@ func (a *annotationReader) readCanary() *canary {
 	if v, key, ok := a.get("canary-by-cookie", "canary-by-cookie"); ok {
 		if why := gatewayapi.ValidHeaderName(v); why != "" {
 			a.invalid(key, "cookie name %q %s", v, why)
+		} else if why := re2.Problem(cookieMatch(v)); why != "" {
+			a.invalid(key, "cookie name %q is too long: the Cookie header match Envoy gets %s", v, why)
 		} else {
 			c.cookie = v
 		}
@@ -100,9 +103,15 @@ func (c *canary) match() *ir.StringMatch {
 		}
 		return &ir.StringMatch{Name: c.header, Type: ir.MatchExact, Value: v}
 	case c.cookie != "":
-		return &ir.StringMatch{Name: "cookie", Type: ir.MatchRegex, Value: `(?:.*;\s*)?` + regexp.QuoteMeta(c.cookie) + `=always(?:;.*)?`}
+		return &ir.StringMatch{Name: "cookie", Type: ir.MatchRegex, Value: cookieMatch(c.cookie)}
 	}
 	return nil
+}
+
+// cookieMatch is the regular expression of a Cookie header that sets
+// cookie to "always".
+func cookieMatch(cookie string) string {
+	return `(?:.*;\s*)?` + regexp.QuoteMeta(cookie) + `=always(?:;.*)?`
 }
 
 // readCanary adds the paths of a canary Ingress to those of the main

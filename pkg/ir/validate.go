@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/xds-controller/xds-controller/internal/re2"
 )
 
 var errNotDurationString = errors.New("ir: duration must be a quoted Go duration string such as \"1.5s\"")
@@ -32,8 +33,8 @@ func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
 // SNI-distinguished HTTPS/TLS, or one TCP, or one UDP); HTTPS listeners
 // and TLS listeners in mode Terminate carry certificates; every HTTP route has exactly one action (backends, a
 // redirect or a direct response); matches are well formed; header
-// modifiers leave Host and the pseudo-headers alone, regular expression
-// rewrites compile and source ranges are CIDRs, and a request's Host
+// modifiers leave Host and the pseudo-headers alone, regular expressions
+// are ones Envoy's RE2 parses and source ranges are CIDRs, and a request's Host
 // has at most one rewrite (the route's or its backend's); every backend and
 // certificate name (serving certificates and backend client certificates
 // alike) means one thing across the whole IR.
@@ -231,8 +232,8 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 		}
 	}
 	if u := r.Filters.URLRewrite; u != nil && u.Path != nil && u.Path.Type == RegexReplace {
-		if _, err := regexp.Compile(u.Path.Pattern); err != nil || u.Path.Pattern == "" {
-			v.add(p, fmt.Sprintf("rewrite pattern %q is not an RE2 regular expression", u.Path.Pattern))
+		if msg := re2Syntax(u.Path.Pattern); msg != "" {
+			v.add(p, fmt.Sprintf("rewrite pattern %q %s", u.Path.Pattern, msg))
 		}
 	}
 	for _, c := range r.Filters.AllowedSourceRanges {
@@ -283,10 +284,10 @@ func (v *validator) match(p, what string, m StringMatch) {
 	switch m.Type {
 	case MatchExact:
 	case MatchRegex:
-		// Go's regexp speaks RE2, the syntax Envoy compiles: an invalid
-		// expression here would make Envoy refuse the whole route table.
-		if _, err := regexp.Compile(m.Value); err != nil {
-			v.add(p, fmt.Sprintf("%s match %q is not an RE2 regular expression: %v", what, m.Value, err))
+		// An expression Envoy's RE2 does not parse would make it refuse
+		// the whole route table.
+		if msg := re2Syntax(m.Value); msg != "" {
+			v.add(p, fmt.Sprintf("%s match %q %s", what, m.Value, msg))
 		}
 	case MatchPathPrefix:
 		if what != "path" {
@@ -346,6 +347,19 @@ func definition(b *Backend) *Backend {
 	cluster := *b
 	cluster.Weight, cluster.RequestHeaders, cluster.ResponseHeaders, cluster.HostRewrite = 0, nil, nil, ""
 	return &cluster
+}
+
+// re2Syntax says why Envoy's RE2 would not parse expression e (or that it
+// is empty), "" when it does. Its program size is pre-validation's to
+// check (xdsvalidate), which blames the route instead of failing the IR.
+func re2Syntax(e string) string {
+	if e == "" {
+		return "is empty"
+	}
+	if _, err := re2.ProgramSize(e); err != nil {
+		return "is not a valid RE2 regular expression: " + err.Error()
+	}
+	return ""
 }
 
 // headers checks that a header modifier leaves Host and the

@@ -26,11 +26,12 @@ func TestBlame(t *testing.T) {
 	prefix := func(p string) ir.HTTPMatch {
 		return ir.HTTPMatch{Path: &ir.StringMatch{Type: ir.MatchPathPrefix, Value: p}}
 	}
-	// A redirect that replaces a long prefix becomes a regex rewrite over
-	// Envoy's program size limit: a problem outside the match.
-	badRewrite := direct("httproute/default/hdr/rule/0/match/0", prefix("/"+strings.Repeat("b", 120)))
+	// A regex rewrite over Envoy's program size limit (\w is 3 RE2
+	// instructions): a problem outside the match.
+	badRewrite := direct("httproute/default/hdr/rule/0/match/0", prefix("/"))
 	badRewrite.DirectResponse = nil
-	badRewrite.Filters.Redirect = &ir.Redirect{Path: &ir.PathModifier{Type: ir.ReplacePrefixMatch, Value: "/"}, StatusCode: 302}
+	badRewrite.Backends = &ir.BackendGroup{Backends: []*ir.Backend{{Name: "web", Weight: 1}}}
+	badRewrite.Filters.URLRewrite = &ir.URLRewrite{Path: &ir.PathModifier{Type: ir.RegexReplace, Pattern: `/\w{40}`, Value: "/"}}
 	huge := ir.HTTPMatch{Path: &ir.StringMatch{Type: ir.MatchRegex, Value: "/" + strings.Repeat("a", 120)}}
 	res := &gatewayapi.Result{
 		IR: &ir.IR{Gateways: []*ir.Gateway{{Namespace: "default", Name: "gw", Class: "c", Scope: "s", Listeners: []*ir.Listener{{
@@ -81,7 +82,7 @@ func TestBlame(t *testing.T) {
 	if strings.Join(names, " ") != "httproute/default/hdr/rule/0/match/0 httproute/default/re/rule/0/match/1 httproute/default/ok/rule/0/match/0" {
 		t.Errorf("routes left: %v, want the oversized regex match dropped and the rest kept", names)
 	}
-	if r := routes[0]; r.DirectResponse == nil || r.DirectResponse.StatusCode != 500 || r.Filters.Redirect != nil {
+	if r := routes[0]; r.DirectResponse == nil || r.DirectResponse.StatusCode != 500 || r.Filters.URLRewrite != nil || r.Backends != nil {
 		t.Errorf("the rule with an oversized rewrite: %+v, want a bare 500", r)
 	}
 	if r := routes[2]; r.DirectResponse.StatusCode != 200 {

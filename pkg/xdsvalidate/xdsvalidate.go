@@ -13,8 +13,6 @@ package xdsvalidate
 
 import (
 	"fmt"
-	"math"
-	"regexp/syntax"
 	"slices"
 	"strings"
 	"sync"
@@ -29,17 +27,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-controller/xds-controller/internal/memo"
+	"github.com/xds-controller/xds-controller/internal/re2"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
-
-// MaxRegexProgramSize is the largest RE2 program Envoy accepts by default
-// (runtime key re2.max_program_size.error_level, 100).
-const MaxRegexProgramSize = 100
-
-// regexProgramMargin: Go's compiled program for an expression is a few
-// instructions smaller than RE2's (measured with Envoy 1.40: "/a{N}" is N+3
-// in Go, N+5 in RE2), so Go's count must stay this far below the limit.
-const regexProgramMargin = 5
 
 // Problem is one finding.
 type Problem struct {
@@ -445,32 +435,11 @@ func (c *checker) clusterRef(w where, name string) {
 	}
 }
 
-// RegexProblem says why Envoy would refuse RE2 expression v: it does not
-// compile, or its program is larger than MaxRegexProgramSize. "" when it
-// is fine. Go's regexp/syntax parses RE2 syntax (Perl flags, as RE2's
-// default); its program size stands in for RE2's, with a margin.
+// RegexProblem says why Envoy would refuse RE2 expression v (re2.Problem:
+// empty, not RE2 as Envoy's engine reads it, or a program larger than
+// re2.MaxProgramSize). "" when it is fine.
 func RegexProblem(v string) string {
-	if v == "" {
-		return "is empty"
-	}
-	re, err := syntax.Parse(v, syntax.Perl)
-	if err != nil {
-		return "is not a valid RE2 regular expression: " + err.Error()
-	}
-	if n := RegexProgramSize(re); n > MaxRegexProgramSize-regexProgramMargin {
-		return fmt.Sprintf("compiles to a program of about %d instructions; Envoy refuses regular expressions larger than %d", n, MaxRegexProgramSize)
-	}
-	return ""
-}
-
-// RegexProgramSize is the number of instructions of re's compiled program
-// (MaxInt when it does not compile).
-func RegexProgramSize(re *syntax.Regexp) int {
-	p, err := syntax.Compile(re.Simplify())
-	if err != nil {
-		return math.MaxInt
-	}
-	return len(p.Inst)
+	return re2.Problem(v)
 }
 
 // HeaderNameProblem says why n is not a header name Envoy accepts: an RFC

@@ -71,6 +71,11 @@ func TestCheck(t *testing.T) {
 	}{
 		{"regex that RE2 refuses", func(r *routev3.Route, _ *listenerv3.Listener) { r.Match = regexMatch("(") }, routeName, true, "not a valid RE2"},
 		{"regex over the program size limit", func(r *routev3.Route, _ *listenerv3.Listener) { r.Match = regexMatch("/" + strings.Repeat("a", 100)) }, routeName, true, "Envoy refuses regular expressions larger than 100"},
+		// Go's regexp accepts these; Envoy 1.40's RE2 (Latin-1) does not.
+		{"regex escape above \\xFF", func(r *routev3.Route, _ *listenerv3.Listener) { r.Match = regexMatch(`/\x{100}`) }, routeName, true, "invalid escape sequence"},
+		{"regex Unicode class RE2 lacks", func(r *routev3.Route, _ *listenerv3.Listener) { r.Match = regexMatch(`/\p{Garay}`) }, routeName, true, "not a Unicode class"},
+		// Go's program is 36 instructions, RE2's 103 (\w is 3 ranges).
+		{"regex over the limit in RE2's count only", func(r *routev3.Route, _ *listenerv3.Listener) { r.Match = regexMatch(`\w{33}`) }, routeName, true, "about 103 instructions"},
 		{"header name", func(r *routev3.Route, _ *listenerv3.Listener) {
 			r.ResponseHeadersToAdd = []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "bad header", Value: "x"}}}
 		}, routeName, false, `header name "bad header"`},

@@ -263,6 +263,25 @@ func (s *Server) View() map[string]ScopeView {
 	return out
 }
 
+// Verdict says what the proxies of scope, this replica's and its peers',
+// made of version: accepted when one ACKed it and none NACKed it (it is
+// among the scope's newest good versions), rejected (nack, the first
+// NACK) when one NACKed it; neither while none answered, or for a version
+// the scope never had. pkg/quarantine reads it after every notification
+// (Subscribe).
+func (s *Server) Verdict(scope, version string) (accepted bool, nack *Nack) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.scopes[scope]
+	if st == nil || version == "" {
+		return false, nil
+	}
+	if n, bad := st.rejected[version]; bad {
+		return false, &n
+	}
+	return slices.Contains(st.good, version), nil
+}
+
 // Subscribe returns a channel that receives a value (coalesced: at most
 // one pending) after every change of View or a new NACK: a publish, an
 // ACK, a NACK, a proxy that connects or goes away.

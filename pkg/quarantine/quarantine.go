@@ -49,10 +49,10 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
-// Verdicts answer what Envoy made of a published version:
-// xdsserver.Server.Verdict.
+// Verdicts answer what Envoy made of a published version's resources of
+// a type: xdsserver.Server.Verdict.
 type Verdicts interface {
-	Verdict(scope, version string) (accepted bool, nack *xdsserver.Nack)
+	Verdict(scope, version, typeURL string) (accepted bool, nack *xdsserver.Nack)
 }
 
 // Generations looks up an object's metadata.generation in the input of a
@@ -207,7 +207,9 @@ func (q *Quarantine) Update(v Verdicts) (changed bool) {
 		}
 		verdicts := make([]decided, len(st.pubs))
 		for i, p := range st.pubs {
-			ok, nack := v.Verdict(name, p.version)
+			// Accepted only once its route configurations are: Envoy
+			// may ACK its clusters first and NACK its routes later.
+			ok, nack := v.Verdict(name, p.version, resource.RouteType)
 			if ok || nack != nil {
 				verdicts[i], last = decided{ok, nack}, i
 			}

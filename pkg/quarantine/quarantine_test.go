@@ -60,7 +60,7 @@ func (e *envoy) publish(r *xdstranslator.Resources) string {
 	return v
 }
 
-func (e *envoy) Verdict(scope, version string) (bool, *xdsserver.Nack) {
+func (e *envoy) Verdict(scope, version, _ string) (bool, *xdsserver.Nack) {
 	r := e.versions[version]
 	if r == nil {
 		return false, nil
@@ -148,7 +148,7 @@ func TestBisectionFindsTheCulprits(t *testing.T) {
 				t.Errorf("%d objects served, want %d", got, len(objs)-len(want))
 			}
 			// Every served version after the culprits are held is accepted.
-			if ok, nack := e.Verdict("s", e.publish(render(objs, holds))); !ok || nack != nil {
+			if ok, nack := e.Verdict("s", e.publish(render(objs, holds)), resource.RouteType); !ok || nack != nil {
 				t.Errorf("the final version is not accepted: %v", nack)
 			}
 

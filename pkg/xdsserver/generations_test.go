@@ -301,24 +301,25 @@ func TestVerdict(t *testing.T) {
 	}
 	s.onRequest(1, "envoy-1", "a", resource.ListenerType, "", "", false, "")
 	respond(s, "1", v1)
-	if ok, nack := s.Verdict("a", v1); ok || nack != nil {
+	if ok, nack := s.Verdict("a", v1, resource.ListenerType); ok || nack != nil {
 		t.Errorf("before the ACK: accepted %v, nack %+v", ok, nack)
 	}
 	answer(s, "1", "")
-	if ok, nack := s.Verdict("a", v1); !ok || nack != nil {
+	if ok, nack := s.Verdict("a", v1, resource.ListenerType); !ok || nack != nil {
 		t.Errorf("after the ACK: accepted %v, nack %+v", ok, nack)
 	}
 	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
 	respond(s, "2", v2)
 	answer(s, "2", "Invalid regex '(': missing )")
-	if ok, nack := s.Verdict("a", v2); ok || nack == nil || nack.Detail != "Invalid regex '(': missing )" || nack.NodeID != "envoy-1" || nack.Version != v2 {
+	if ok, nack := s.Verdict("a", v2, resource.ListenerType); ok || nack == nil || nack.Detail != "Invalid regex '(': missing )" || nack.NodeID != "envoy-1" || nack.Version != v2 {
 		t.Errorf("after the NACK: accepted %v, nack %+v", ok, nack)
 	}
-	if ok, _ := s.Verdict("a", v1); !ok {
-		t.Error("the accepted version is no longer accepted after a NACK of another")
+	// A version ACKed for one type is undecided for another.
+	if ok, nack := s.Verdict("a", v1, resource.RouteType); ok || nack != nil {
+		t.Errorf("v1 for routes, never sent: accepted %v, nack %+v", ok, nack)
 	}
 	for _, c := range [][2]string{{"b", v1}, {"a", "unknown"}, {"a", ""}} {
-		if ok, nack := s.Verdict(c[0], c[1]); ok || nack != nil {
+		if ok, nack := s.Verdict(c[0], c[1], resource.ListenerType); ok || nack != nil {
 			t.Errorf("Verdict(%q, %q) = %v, %+v", c[0], c[1], ok, nack)
 		}
 	}

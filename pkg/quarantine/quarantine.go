@@ -139,6 +139,9 @@ func (q *Quarantine) Holds() translate.Holds {
 func (q *Quarantine) holds() translate.Holds {
 	out := translate.Holds{}
 	for name, st := range q.scopes {
+		if len(st.culprits) == 0 && len(st.groups) == 0 {
+			continue
+		}
 		hs := maps.Clone(st.culprits)
 		for _, g := range st.groups {
 			if g == st.testing {

@@ -29,6 +29,9 @@ type Proxy struct {
 	// host of that domain (RejectDomain).
 	rejectDomain, rejectMsg string
 	accepted                map[string]string // type URL -> version
+	// domains are the virtual host domains of the route configurations
+	// last accepted.
+	domains []string
 }
 
 // Connect opens the stream to addr over TLS (client) as node nodeID of
@@ -72,6 +75,9 @@ func Connect(addr string, client *tls.Config, nodeID, scope string) (*Proxy, err
 				req.ErrorDetail = &statuspb.Status{Code: 3, Message: reject}
 			} else {
 				p.accepted[resp.TypeUrl] = resp.VersionInfo
+				if resp.TypeUrl == resource.RouteType {
+					p.domains = domains(resp)
+				}
 				req.VersionInfo = resp.VersionInfo
 			}
 			p.mu.Unlock()
@@ -104,21 +110,31 @@ func (p *Proxy) RejectDomain(domain, msg string) {
 // hasDomain reports whether resp carries a route configuration with a
 // virtual host for domain.
 func hasDomain(resp *discoveryv3.DiscoveryResponse, domain string) bool {
-	if resp.TypeUrl != resource.RouteType {
-		return false
-	}
+	return resp.TypeUrl == resource.RouteType && slices.Contains(domains(resp), domain)
+}
+
+// domains are the virtual host domains of the route configurations of
+// resp.
+func domains(resp *discoveryv3.DiscoveryResponse) []string {
+	var out []string
 	for _, a := range resp.Resources {
 		var rc routev3.RouteConfiguration
 		if a.UnmarshalTo(&rc) != nil {
 			continue
 		}
 		for _, vh := range rc.VirtualHosts {
-			if slices.Contains(vh.Domains, domain) {
-				return true
-			}
+			out = append(out, vh.Domains...)
 		}
 	}
-	return false
+	return out
+}
+
+// Domains returns the virtual host domains of the route configurations
+// last accepted (what a real Envoy would route).
+func (p *Proxy) Domains() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.domains)
 }
 
 // Accepted returns the version last accepted of typeURL.

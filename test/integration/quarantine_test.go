@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,9 @@ func TestNackHeldAcrossReplicas(t *testing.T) {
 		}
 		if got := p.Accepted(resource.RouteType); got != vb {
 			return fmt.Errorf("the proxy accepted %s, the follower serves %s", got, vb)
+		}
+		if d := p.Domains(); !slices.Contains(d, "later.example.com") || slices.Contains(d, "nack.example.com") {
+			return fmt.Errorf("the proxy routes %v", d)
 		}
 		if c, err := routeAccepted(t, "later"); err != nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("later: Accepted %+v %v", c, err)

@@ -90,8 +90,10 @@ type publication struct {
 }
 
 type scopeState struct {
-	// pubs are the publications without a verdict yet, oldest first.
+	// pubs are the publications without a verdict yet, oldest first;
+	// last is the version last recorded.
 	pubs []publication
+	last string
 	// good is the newest accepted version (nil while none is known),
 	// goodPrints its Envoy routes (Fingerprints), computed when first
 	// needed: most accepted versions never are compared.
@@ -176,9 +178,12 @@ func (q *Quarantine) Published(scope, version string, res *xdstranslator.Resourc
 			delete(st.culprits, k) // deleted
 		}
 	}
-	if n := len(st.pubs); n > 0 && st.pubs[n-1].version == version {
+	// The same version again (a run that changed nothing here) needs no
+	// new verdict, unless suspects wait for one.
+	if version == st.last && (len(st.pubs) > 0 || len(st.groups) == 0) {
 		return
 	}
+	st.last = version
 	st.pubs = append(st.pubs, publication{version: version, res: res, gen: gen})
 	if len(st.pubs) > pubLimit {
 		st.pubs = st.pubs[len(st.pubs)-pubLimit:]

@@ -268,3 +268,33 @@ func TestSuspects(t *testing.T) {
 		t.Errorf("a route moved to another virtual host: suspects %v", s)
 	}
 }
+
+// counting counts the verdicts asked for.
+type counting struct {
+	*envoy
+	n int
+}
+
+func (c *counting) Verdict(scope, version, typeURL string) (bool, *xdsserver.Nack) {
+	c.n++
+	return c.envoy.Verdict(scope, version, typeURL)
+}
+
+// A run that publishes the same version again, with nothing held, costs no
+// verdict: runs of other scopes do not make every scope's verdict read
+// again.
+func TestSameVersionAgainCostsNothing(t *testing.T) {
+	q := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := &envoy{bad: map[gatewayapi.RouteKey]int64{}, versions: map[string]*xdstranslator.Resources{}}
+	objs := map[gatewayapi.RouteKey]int64{key(0): 1}
+	converge(t, q, e, objs)
+	c := &counting{envoy: e}
+	r := render(objs, nil)
+	for range 3 {
+		q.Published("s", e.publish(r), r, func(k gatewayapi.RouteKey) (int64, bool) { g, ok := objs[k]; return g, ok })
+		q.Update(c)
+	}
+	if c.n != 0 {
+		t.Errorf("%d verdicts read for a version already judged", c.n)
+	}
+}

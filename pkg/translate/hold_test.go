@@ -134,3 +134,38 @@ func TestHolds(t *testing.T) {
 		t.Errorf("a later run with holds changed an earlier output's xDS")
 	}
 }
+
+// TestHoldsIngress: a held Ingress leaves its class's scope; a culprit
+// gets a problem of reason Rejected.
+func TestHoldsIngress(t *testing.T) {
+	res, problems, err := file.Load("testdata/83-ingress-precedence.in.yaml")
+	if err != nil || len(problems) > 0 {
+		t.Fatal(err, problems)
+	}
+	plain, err := Run(res, gatewayapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shop := gatewayapi.RouteKey{Kind: gatewayapi.KindIngress, Namespace: "default", Name: "shop"}
+	var scope string
+	for _, g := range plain.Result.IR.Gateways {
+		scope = g.Scope
+	}
+	out, err := Run(res, gatewayapi.Options{}, WithHolds(Holds{scope: {shop: {Generation: 1, Culprit: true, Message: "Envoy said no"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := MarshalXDS(plain.XDS, false)
+	after, _ := MarshalXDS(out.XDS, false)
+	if !strings.Contains(string(before), "ingress/default/shop/") || strings.Contains(string(after), "ingress/default/shop/") {
+		t.Errorf("the held Ingress's routes: before %v, after %v", strings.Contains(string(before), "ingress/default/shop/"), strings.Contains(string(after), "ingress/default/shop/"))
+	}
+	st := out.Result.Status.Ingresses[shop.NamespacedName()]
+	found := false
+	for _, p := range st.Problems {
+		found = found || (p.Reason == ReasonRejected && p.Message == "Envoy said no")
+	}
+	if !found {
+		t.Errorf("the held Ingress's problems: %+v", st.Problems)
+	}
+}

@@ -3,9 +3,11 @@ package xdsclient
 import (
 	"context"
 	"crypto/tls"
+	"slices"
 	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -21,9 +23,15 @@ type Proxy struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu       sync.Mutex
-	reject   string
-	accepted map[string]string // type URL -> version
+	mu     sync.Mutex
+	reject string
+	// rejectDomain, rejectMsg: NACK route configurations with a virtual
+	// host of that domain (RejectDomain).
+	rejectDomain, rejectMsg string
+	accepted                map[string]string // type URL -> version
+	// domains are the virtual host domains of the route configurations
+	// last accepted.
+	domains []string
 }
 
 // Connect opens the stream to addr over TLS (client) as node nodeID of
@@ -58,11 +66,18 @@ func Connect(addr string, client *tls.Config, nodeID, scope string) (*Proxy, err
 			}
 			req := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resp.TypeUrl, ResponseNonce: resp.Nonce}
 			p.mu.Lock()
-			if p.reject != "" {
+			reject := p.reject
+			if reject == "" && p.rejectDomain != "" && hasDomain(resp, p.rejectDomain) {
+				reject = p.rejectMsg
+			}
+			if reject != "" {
 				req.VersionInfo = p.accepted[resp.TypeUrl]
-				req.ErrorDetail = &statuspb.Status{Code: 3, Message: p.reject}
+				req.ErrorDetail = &statuspb.Status{Code: 3, Message: reject}
 			} else {
 				p.accepted[resp.TypeUrl] = resp.VersionInfo
+				if resp.TypeUrl == resource.RouteType {
+					p.domains = domains(resp)
+				}
 				req.VersionInfo = resp.VersionInfo
 			}
 			p.mu.Unlock()
@@ -80,6 +95,46 @@ func (p *Proxy) Reject(msg string) {
 	p.mu.Lock()
 	p.reject = msg
 	p.mu.Unlock()
+}
+
+// RejectDomain makes the proxy NACK, with msg, every following response
+// of route configurations of which one has a virtual host for domain, as
+// Envoy refuses a route configuration with one bad route ("" for domain
+// stops it).
+func (p *Proxy) RejectDomain(domain, msg string) {
+	p.mu.Lock()
+	p.rejectDomain, p.rejectMsg = domain, msg
+	p.mu.Unlock()
+}
+
+// hasDomain reports whether resp carries a route configuration with a
+// virtual host for domain.
+func hasDomain(resp *discoveryv3.DiscoveryResponse, domain string) bool {
+	return resp.TypeUrl == resource.RouteType && slices.Contains(domains(resp), domain)
+}
+
+// domains are the virtual host domains of the route configurations of
+// resp.
+func domains(resp *discoveryv3.DiscoveryResponse) []string {
+	var out []string
+	for _, a := range resp.Resources {
+		var rc routev3.RouteConfiguration
+		if a.UnmarshalTo(&rc) != nil {
+			continue
+		}
+		for _, vh := range rc.VirtualHosts {
+			out = append(out, vh.Domains...)
+		}
+	}
+	return out
+}
+
+// Domains returns the virtual host domains of the route configurations
+// last accepted (what a real Envoy would route).
+func (p *Proxy) Domains() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.domains)
 }
 
 // Accepted returns the version last accepted of typeURL.

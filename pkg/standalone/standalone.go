@@ -41,6 +41,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/pki"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
+	"github.com/xds-controller/xds-controller/pkg/quarantine"
 	"github.com/xds-controller/xds-controller/pkg/status"
 	"github.com/xds-controller/xds-controller/pkg/translate"
 	"github.com/xds-controller/xds-controller/pkg/xdsserver"
@@ -151,7 +152,8 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("metrics listener: %w", err)
 		}
 	}
-	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}, loader: &file.Loader{}, cache: translate.NewCache()}
+	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}, loader: &file.Loader{}, cache: translate.NewCache(),
+		quarantine: quarantine.New(cfg.Log)}
 	changes := srv.Subscribe()
 	r.reload(ctx)
 
@@ -181,7 +183,9 @@ func Run(ctx context.Context, cfg Config) error {
 			case <-ctx.Done():
 				return
 			case <-changes:
-				r.refresh()
+				if r.refresh() {
+					r.reload(ctx)
+				}
 			}
 		}
 	})
@@ -238,6 +242,9 @@ type runner struct {
 	// cache carries each translation to the next: a reload translates
 	// what changed (translate.Cache).
 	cache *translate.Cache
+	// quarantine holds back the route objects behind a route
+	// configuration Envoy refused (pkg/quarantine).
+	quarantine *quarantine.Quarantine
 
 	// mu guards what follows: reload runs on the file watcher's goroutine,
 	// refresh on the xDS server's notifications.
@@ -278,7 +285,8 @@ func (r *runner) reload(ctx context.Context) {
 	out, err := r.cache.Run(loaded.Resources, gatewayapi.Options{
 		Scope:      func(*gwapiv1.Gateway) string { return Scope },
 		RouteStats: func(*gwapiv1.Gateway) bool { return r.cfg.RouteStats },
-	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}))
+	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}),
+		translate.WithHolds(r.quarantine.Holds()))
 	translated := time.Now()
 	if out != nil && out.Result != nil {
 		for _, w := range out.Result.Status.Warnings {
@@ -306,6 +314,10 @@ func (r *runner) reload(ctx context.Context) {
 	}
 	defer r.printStatus()
 	v, changed, err := r.srv.Publish(ctx, Scope, xds)
+	if err == nil || changed {
+		res := loaded.Resources
+		r.quarantine.Published(Scope, v, xds, func(k gatewayapi.RouteKey) (int64, bool) { return translate.Generation(res, k) })
+	}
 	r.cfg.Log.Debug("reload", "read", readTook, "translate", translated.Sub(began)-readTook, "publish", time.Since(translated), "changed", changed)
 	if err != nil {
 		r.cfg.Log.Error("publishing failed; the previous configuration keeps serving", "error", err)
@@ -315,12 +327,17 @@ func (r *runner) reload(ctx context.Context) {
 	}
 }
 
-// refresh prints the status again after the data plane changed (an ACK,
-// a NACK, a proxy that came or went), without translating again.
-func (r *runner) refresh() {
+// refresh hands the data plane's verdicts to the quarantine and prints
+// the status again after the data plane changed (an ACK, a NACK, a proxy
+// that came or went), without translating again. It reports whether the
+// quarantine's holds changed: the config must then be translated again
+// (reload).
+func (r *runner) refresh() (again bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	again = r.quarantine.Update(r.srv)
 	r.printStatus()
+	return again
 }
 
 // printStatus prints new NACKs and the status lines that changed: load
@@ -336,7 +353,7 @@ func (r *runner) printStatus() {
 	if r.out != nil && r.out.Result != nil {
 		st := r.out.Result.Status
 		if r.out.XDS != nil {
-			st = status.WithDataPlane(st, r.out.Result.IR, r.out.XDS, r.srv.View())
+			st = status.WithDataPlane(st, r.out.Result.IR, r.out.XDS, r.quarantine.View(r.srv.View()))
 		}
 		maps.Copy(lines, status.Summary(st))
 	}

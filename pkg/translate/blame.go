@@ -49,6 +49,16 @@ func parseRouteName(n string) (ruleRef, bool) {
 	return ruleRef{}, false
 }
 
+// RouteOwner returns the route object that the Envoy (or IR) route name n
+// was made for: "<kind>/<ns>/<name>/rule/<i>/match/<j>" of an HTTPRoute or
+// a GRPCRoute (gatewayapi.ParseRouteMatchName), "ingress/<ns>/<name>/..."
+// of an Ingress (ingress.ParseRouteName, Kind gatewayapi.KindIngress). ok
+// is false for any other name.
+func RouteOwner(n string) (key gatewayapi.RouteKey, ok bool) {
+	ref, ok := parseRouteName(n)
+	return ref.route, ok
+}
+
 // failureStatus is what a route of ref answers when Envoy would refuse
 // it: the route kind's (xdstranslator.FailureStatus), or an Ingress's
 // (ingress.FailureStatus).

@@ -45,6 +45,7 @@ type Option func(*runConfig)
 
 type runConfig struct {
 	ingress ingress.Config
+	holds   Holds
 }
 
 // WithIngress places the Ingresses of our IngressClasses (default: the
@@ -137,6 +138,9 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options, more ...O
 	}
 	out = &Output{Result: c.gw.Translate(res, opts)}
 	ingress.Translate(res, opts, rc.ingress, out.Result)
+	// Objects whose Envoy routes Envoy refused (pkg/quarantine) leave
+	// their scope before xDS is rendered.
+	hold(res, out.Result, rc.holds)
 	if err := c.irv.Validate(out.Result.IR); err != nil {
 		return out, fmt.Errorf("invalid IR: %w", err)
 	}

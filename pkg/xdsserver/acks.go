@@ -186,6 +186,17 @@ func (t *Tracker) CarryForward(scope, version string, same func(typeURL, acked s
 	}
 }
 
+// AckedBy reports whether a stream of scope ACKed (or holds) version for
+// typeURL.
+func (t *Tracker) AckedBy(scope, typeURL, version string) bool {
+	for _, s := range t.streams {
+		if ts := s.types[typeURL]; s.scope == scope && ts != nil && ts.Acked == version {
+			return true
+		}
+	}
+	return false
+}
+
 // Node returns the node id and scope of stream ("" when unknown).
 func (t *Tracker) Node(stream int64) (nodeID, scope string) {
 	if s := t.streams[stream]; s != nil {

@@ -263,6 +263,41 @@ func (s *Server) View() map[string]ScopeView {
 	return out
 }
 
+// Verdict says what the proxies of scope, this replica's and its peers',
+// made of version's resources of typeURL: accepted when the version is
+// good (a proxy ACKed it, none NACKed it) and a proxy ACKed it for
+// typeURL, or holds it (a publish that left typeURL's resources alone);
+// rejected (nack, the version's first NACK, of any type) when a proxy
+// NACKed it; neither while undecided (a proxy may ACK one type of a
+// version and NACK another later), or for a version the scope never had.
+// pkg/quarantine reads it, for RouteConfiguration, after every
+// notification (Subscribe).
+func (s *Server) Verdict(scope, version, typeURL string) (accepted bool, nack *Nack) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.scopes[scope]
+	if st == nil || version == "" {
+		return false, nil
+	}
+	if n, bad := st.rejected[version]; bad {
+		return false, &n
+	}
+	if !slices.Contains(st.good, version) {
+		return false, nil
+	}
+	if s.acks.AckedBy(scope, typeURL, version) {
+		return true, nil
+	}
+	for _, rep := range s.peers {
+		for _, p := range rep.Proxies {
+			if p.Scope == scope && p.Types[typeURL].Acked == version {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 // Subscribe returns a channel that receives a value (coalesced: at most
 // one pending) after every change of View or a new NACK: a publish, an
 // ACK, a NACK, a proxy that connects or goes away.

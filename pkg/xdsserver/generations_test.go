@@ -288,3 +288,39 @@ func TestCarryForwardAfterANack(t *testing.T) {
 		t.Errorf("clusters: the proxy holds %s, want %s", got, v1)
 	}
 }
+
+// TestVerdict: a version is accepted once a proxy ACKed it, rejected
+// (with the NACK) once one NACKed it, undecided before, and unknown for a
+// scope or version never published.
+func TestVerdict(t *testing.T) {
+	s := New(slog.Default())
+	ctx := context.Background()
+	v1, _, err := s.Publish(ctx, "a", withListener(cluster("one"), "l1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.onRequest(1, "envoy-1", "a", resource.ListenerType, "", "", false, "")
+	respond(s, "1", v1)
+	if ok, nack := s.Verdict("a", v1, resource.ListenerType); ok || nack != nil {
+		t.Errorf("before the ACK: accepted %v, nack %+v", ok, nack)
+	}
+	answer(s, "1", "")
+	if ok, nack := s.Verdict("a", v1, resource.ListenerType); !ok || nack != nil {
+		t.Errorf("after the ACK: accepted %v, nack %+v", ok, nack)
+	}
+	v2, _, _ := s.Publish(ctx, "a", withListener(cluster("two"), "l1"))
+	respond(s, "2", v2)
+	answer(s, "2", "Invalid regex '(': missing )")
+	if ok, nack := s.Verdict("a", v2, resource.ListenerType); ok || nack == nil || nack.Detail != "Invalid regex '(': missing )" || nack.NodeID != "envoy-1" || nack.Version != v2 {
+		t.Errorf("after the NACK: accepted %v, nack %+v", ok, nack)
+	}
+	// A version ACKed for one type is undecided for another.
+	if ok, nack := s.Verdict("a", v1, resource.RouteType); ok || nack != nil {
+		t.Errorf("v1 for routes, never sent: accepted %v, nack %+v", ok, nack)
+	}
+	for _, c := range [][2]string{{"b", v1}, {"a", "unknown"}, {"a", ""}} {
+		if ok, nack := s.Verdict(c[0], c[1], resource.ListenerType); ok || nack != nil {
+			t.Errorf("Verdict(%q, %q) = %v, %+v", c[0], c[1], ok, nack)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // The test hook (internal/testhook) of the controller turns every Envoy
@@ -42,17 +43,50 @@ spec:
       port: 80
 `
 
-// TestNackOnTheLocalCluster (issue 7) runs, with two controller replicas
-// (so that proxies connect to the leader and to the follower) and the
-// NACK test hook on:
+// otherNamespace holds the route of another tenant that must serve while
+// nackRouteYAML's is refused.
+const otherNamespace = "xds-example-other"
+
+// otherRouteYAML is a route of otherNamespace on Gateway web, to the
+// Service foo of the example namespace (which a ReferenceGrant allows).
+const otherRouteYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: ReferenceGrant
+metadata:
+  name: from-other
+  namespace: xds-example
+spec:
+  from:
+  - {group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: xds-example-other}
+  to:
+  - {group: "", kind: Service, name: foo}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: other
+  namespace: xds-example-other
+spec:
+  parentRefs:
+  - {name: web, namespace: xds-example}
+  hostnames: ["other.example.com"]
+  rules:
+  - backendRefs:
+    - {name: foo, namespace: xds-example, port: 80}
+`
+
+// TestNackOnTheLocalCluster (issues 7 and 25) runs, with two controller
+// replicas (so that proxies connect to the leader and to the follower)
+// and the NACK test hook on:
 //   - killing every controller pod while a client sends requests through
 //     the Gateway fails no request, and Programmed comes back;
-//   - a route that Envoy rejects gives Programmed=False reason Rejected
-//     with Envoy's message and a Warning Event, and the old routes keep
-//     answering;
-//   - an Envoy pod started during the NACK serves the last good
-//     configuration;
-//   - removing the route makes the Gateway Programmed again.
+//   - a route that Envoy rejects is held back alone: the route gets
+//     Accepted=False reason Rejected with Envoy's message, the Gateway
+//     stays Programmed, the old routes keep answering, and a route created
+//     afterwards in another namespace serves within the usual propagation
+//     time;
+//   - an Envoy pod started meanwhile serves the newest configuration
+//     without the refused route;
+//   - the fixed route (a new generation) serves.
 func TestNackOnTheLocalCluster(t *testing.T) {
 	inBothModes(t, (*env).nack)
 }
@@ -123,31 +157,44 @@ func (e *env) nack(mode string) {
 	}
 	e.logReports()
 
-	// 2. A route that Envoy rejects.
+	// 2. A route that Envoy rejects, in the example namespace; web lets
+	// routes of every namespace attach.
+	e.mustKubectl("", "-n", exampleNamespace, "patch", "gateway", "web", "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/listeners/0/allowedRoutes/namespaces/from","value":"All"}]`)
+	e.mustKubectl("apiVersion: v1\nkind: Namespace\nmetadata: {name: "+otherNamespace+"}\n", "apply", "-f", "-")
+	t.Cleanup(func() { _, _ = e.kubectl("", "delete", "namespace", otherNamespace, "--wait=false") })
+	defer func() {
+		e.mustKubectl("", "delete", "namespace", otherNamespace)
+		e.waitNamespaceGone(otherNamespace)
+	}()
+	e.eventually("web Programmed=True after the patch", 2*time.Minute, e.gatewayCondition("web", "Programmed", "True", "Programmed", ""))
 	began = time.Now()
 	e.mustKubectl(nackRouteYAML, "apply", "-f", "-")
-	rejected := e.gatewayCondition("web", "Programmed", "False", "Rejected", "missing )")
+	rejected := e.routeCondition(exampleNamespace, "nack-me", "Accepted", "False", "Rejected", "missing )")
 	for err := rejected(); err != nil; err = rejected() {
 		if time.Since(began) > 2*time.Minute {
 			e.dumpState()
-			t.Fatalf("web not Programmed=False reason Rejected: %v", err)
+			t.Fatalf("route nack-me not Accepted=False reason Rejected: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("the NACK showed in web's status %s after `kubectl apply` of the route", time.Since(began).Round(100*time.Millisecond))
-	t.Logf("kubectl get gateway web -n %s -o yaml during the NACK:\n%s", exampleNamespace,
+	t.Logf("the refused route was marked %s after `kubectl apply`", time.Since(began).Round(100*time.Millisecond))
+	t.Logf("kubectl get httproute nack-me -n %s -o yaml:\n%s", exampleNamespace,
+		e.mustKubectl("", "-n", exampleNamespace, "get", "httproute", "nack-me", "-o", "yaml"))
+
+	// A route created afterwards in another namespace serves.
+	began = time.Now()
+	e.mustKubectl(otherRouteYAML, "apply", "-f", "-")
+	e.expectBackend(web, "other.example.com", "/", "foo", time.Minute)
+	t.Logf("a route of namespace %s created after the NACK answered %s after `kubectl apply`", otherNamespace, time.Since(began).Round(10*time.Millisecond))
+
+	// The Gateway stays Programmed; the old routes keep answering; the
+	// refused one does not.
+	if err := e.gatewayCondition("web", "Programmed", "True", "Programmed", "")(); err != nil {
+		t.Errorf("web while the refused route is held: %v", err)
+	}
+	t.Logf("kubectl get gateway web -n %s -o yaml while the refused route is held:\n%s", exampleNamespace,
 		e.mustKubectl("", "-n", exampleNamespace, "get", "gateway", "web", "-o", "yaml"))
-	e.eventually("a Warning Event reason Rejected on web", time.Minute, func() error {
-		evs, err := e.kube.CoreV1().Events(exampleNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=Rejected,involvedObject.name=web"})
-		if err != nil {
-			return err
-		}
-		if len(evs.Items) == 0 {
-			return errors.New("no Event")
-		}
-		t.Logf("Event: %s %s: %s", evs.Items[0].Type, evs.Items[0].Reason, evs.Items[0].Message)
-		return nil
-	})
 	e.logReports()
 	e.steady(web, "foo.example.com", "/", "foo", 5*time.Second)
 	e.expectBackend(web, "bar.example.com", "/api/users", "bar", 10*time.Second)
@@ -155,7 +202,8 @@ func (e *env) nack(mode string) {
 		t.Errorf("the rejected route answers: %+v", r)
 	}
 
-	// 3. A new Envoy pod during the NACK serves the last good configuration.
+	// 3. A new Envoy pod serves the newest configuration without the
+	// refused route.
 	pods, err := e.kube.CoreV1().Pods(fleetNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=envoy,app.kubernetes.io/instance=" + fleetName})
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("fleet pods: %v %d", err, len(pods.Items))
@@ -199,17 +247,50 @@ func (e *env) nack(mode string) {
 	if r, err := e.getAt(podAddr, "bar.example.com", "/api/users"); err != nil || !strings.HasPrefix(r.Pod, "bar-") {
 		t.Errorf("the new Envoy pod: bar.example.com/api/users: %+v %v", r, err)
 	}
+	if r, err := e.getAt(podAddr, "other.example.com", "/"); err != nil || !strings.HasPrefix(r.Pod, "foo-") {
+		t.Errorf("the new Envoy pod: other.example.com/: %+v %v", r, err)
+	}
 	if r, err := e.getAt(podAddr, "nack.example.com", nackPrefix); err == nil {
 		t.Errorf("the new Envoy pod serves the rejected route: %+v", r)
 	}
 	if err := rejected(); err != nil {
-		t.Errorf("web after the new Envoy pod: %v", err)
+		t.Errorf("route nack-me after the new Envoy pod: %v", err)
 	}
 
-	// 4. Without the rejected route the Gateway is Programmed again.
+	// 4. The fixed route (a new generation) is tried again and serves.
+	began = time.Now()
+	e.mustKubectl(strings.ReplaceAll(nackRouteYAML, nackPrefix, "/fixed"), "apply", "-f", "-")
+	e.expectBackend(web, "nack.example.com", "/fixed", "foo", time.Minute)
+	e.eventually("route nack-me Accepted=True after the fix", time.Minute, e.routeCondition(exampleNamespace, "nack-me", "Accepted", "True", "Accepted", ""))
+	t.Logf("the fixed route answered %s after `kubectl apply`", time.Since(began).Round(10*time.Millisecond))
 	e.mustKubectl("", "-n", exampleNamespace, "delete", "httproute", "nack-me")
-	e.eventually("web Programmed=True after the rejected route is gone", 2*time.Minute, e.gatewayCondition("web", "Programmed", "True", "Programmed", ""))
+	e.eventually("web Programmed=True at the end", 2*time.Minute, e.gatewayCondition("web", "Programmed", "True", "Programmed", ""))
 	e.steady(web, "foo.example.com", "/", "foo", 3*time.Second)
+}
+
+// routeCondition returns a check that HTTPRoute ns/name has, for its
+// parent of our controller, condition typ with status, reason and a
+// message containing msg.
+func (e *env) routeCondition(ns, name, typ, status, reason, msg string) func() error {
+	return func() error {
+		hr, err := e.dyn.Resource(httpRouteGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		parents, _, _ := unstructured.NestedSlice(hr.Object, "status", "parents")
+		for _, p := range parents {
+			pm, _ := p.(map[string]any)
+			conds, _ := pm["conditions"].([]any)
+			for _, c := range conds {
+				cm, _ := c.(map[string]any)
+				m, _ := cm["message"].(string)
+				if cm["type"] == typ && cm["status"] == status && cm["reason"] == reason && strings.Contains(m, msg) {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("%s: no parent with %s=%s reason %s %q: %v", name, typ, status, reason, msg, parents)
+	}
 }
 
 // gatewayCondition returns a check that Gateway name (example namespace)

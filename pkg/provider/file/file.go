@@ -87,6 +87,9 @@ type Object struct {
 	// Key is "Kind namespace/name" (or "Kind name" for cluster-scoped kinds).
 	Key string
 	Obj runtime.Object
+	// defaultGeneration: the document set no metadata.generation (it is
+	// 1; a Loader numbers its changes).
+	defaultGeneration bool
 }
 
 type fileObjects struct {
@@ -235,7 +238,8 @@ func decodeOne(doc []byte) (Object, error) {
 		}
 		key = gvk.Kind + " " + m.GetNamespace() + "/" + m.GetName()
 	}
-	if m.GetGeneration() == 0 {
+	defaultGeneration := m.GetGeneration() == 0
+	if defaultGeneration {
 		m.SetGeneration(1)
 	}
 	if s, ok := obj.(*corev1.Secret); ok {
@@ -252,7 +256,7 @@ func decodeOne(doc []byte) (Object, error) {
 		return Object{}, fmt.Errorf("kind %s (%s) is not read by xds-controller", gvk.Kind, gvk.GroupVersion())
 	}
 	// Converted once: a file read again yields the same v1 object.
-	return Object{Key: key, Obj: resources.V1(obj)}, nil
+	return Object{Key: key, Obj: resources.V1(obj), defaultGeneration: defaultGeneration}, nil
 }
 
 // describe names a document for an error: "Kind namespace/name" as far as

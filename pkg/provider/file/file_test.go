@@ -273,3 +273,50 @@ func TestLoaderKeepsV1beta1ObjectsToo(t *testing.T) {
 		t.Error("the unchanged v1beta1 ReferenceGrant is a new object on the second read")
 	}
 }
+
+// TestLoaderNumbersGenerations: like the API server, a Loader gives an
+// object generation 1 and one more for every change outside its metadata
+// and status; a generation the document sets is kept.
+func TestLoaderNumbersGenerations(t *testing.T) {
+	dir := t.TempDir()
+	l := &Loader{}
+	route := func(path, labels string) string {
+		return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: default" + labels + "}\n" +
+			"spec:\n  parentRefs: [{name: gw}]\n  rules: [{matches: [{path: {type: PathPrefix, value: " + path + "}}]}]\n"
+	}
+	gen := func() int64 {
+		t.Helper()
+		r, err := l.Load(dir)
+		if err != nil || len(r.Resources.HTTPRoutes) != 1 {
+			t.Fatalf("load: %v %v", r, err)
+		}
+		return r.Resources.HTTPRoutes[0].Generation
+	}
+	for _, step := range []struct {
+		what, doc string
+		want      int64
+	}{
+		{"new", route("/a", ""), 1},
+		{"the same again", route("/a", ""), 1},
+		{"spec changed", route("/b", ""), 2},
+		{"labels changed", route("/b", ", labels: {team: blue}"), 2},
+		{"spec changed again", route("/c", ", labels: {team: blue}"), 3},
+		{"generation set", route("/c", ", generation: 7"), 7},
+	} {
+		write(t, dir, "r.yaml", step.doc)
+		if got := gen(); got != step.want {
+			t.Errorf("%s: generation %d, want %d", step.what, got, step.want)
+		}
+	}
+	// Gone, then back: a new object.
+	if err := os.Remove(filepath.Join(dir, "r.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "r.yaml", route("/c", ""))
+	if got := gen(); got != 1 {
+		t.Errorf("re-created: generation %d, want 1", got)
+	}
+}

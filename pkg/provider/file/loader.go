@@ -2,6 +2,8 @@ package file
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/json"
 	"os"
 	"slices"
 	"time"
@@ -21,6 +23,11 @@ import (
 //     file held at its last clean read and that are now missing are kept
 //     (a half-finished edit does not take a route down), and Result.Kept
 //     names them;
+//   - an object without metadata.generation gets 1 when the Loader first
+//     sees it, and one more whenever a read finds it changed apart from its
+//     metadata and status, as the API server numbers spec changes (status
+//     observedGeneration, and pkg/quarantine, which tries a held object
+//     again when its generation changes, read it);
 //   - a file whose bytes are those of the last read is not decoded again:
 //     its objects of the last read are used as they are (decoding is most
 //     of a reload's cost: 3000 routes take about half a second), so one
@@ -35,6 +42,15 @@ type Loader struct {
 	firstSeen map[string]metav1.Time
 	lastGood  map[string][]Object
 	decoded   map[string]decodedFile
+	// generations: key -> the generation given and the digest of the
+	// object's content without metadata and status.
+	generations map[string]numbered
+}
+
+// numbered is the generation a Loader gave an object, for its content.
+type numbered struct {
+	generation int64
+	digest     [sha256.Size]byte
 }
 
 // decodedFile is the last decode of one file.
@@ -45,14 +61,40 @@ type decodedFile struct {
 }
 
 // decode decodes data of file f, or returns the last decode of the same
-// bytes.
-func (l *Loader) decode(f string, data []byte) ([]Object, []*LoadError) {
+// bytes (fresh false).
+func (l *Loader) decode(f string, data []byte) (objs []Object, errs []*LoadError, fresh bool) {
 	if d, ok := l.decoded[f]; ok && bytes.Equal(d.data, data) {
-		return slices.Clone(d.objs), d.errs
+		return slices.Clone(d.objs), d.errs, false
 	}
-	objs, errs := decodeFile(f, data)
+	objs, errs = decodeFile(f, data)
 	l.decoded[f] = decodedFile{data: data, objs: slices.Clone(objs), errs: errs}
-	return objs, errs
+	return objs, errs, true
+}
+
+// number sets the generation of o, freshly decoded without one: that of
+// the last read when its content (all but metadata and status) is the
+// same, else one more (1 for an object not seen before).
+func (l *Loader) number(o Object) {
+	m, ok := o.Obj.(metav1.Object)
+	if !ok || !o.defaultGeneration {
+		return
+	}
+	var content map[string]any
+	if b, err := json.Marshal(o.Obj); err == nil && json.Unmarshal(b, &content) == nil {
+		delete(content, "metadata")
+		delete(content, "status")
+	}
+	b, _ := json.Marshal(content) // map keys sorted: deterministic
+	d := sha256.Sum256(b)
+	n, seen := l.generations[o.Key]
+	switch {
+	case !seen:
+		n = numbered{generation: 1, digest: d}
+	case n.digest != d:
+		n = numbered{generation: n.generation + 1, digest: d}
+	}
+	l.generations[o.Key] = n
+	m.SetGeneration(n.generation)
 }
 
 // Result is one read of the config.
@@ -69,6 +111,7 @@ type Result struct {
 func (l *Loader) Load(path string) (*Result, error) {
 	if l.firstSeen == nil {
 		l.firstSeen, l.lastGood, l.decoded = map[string]metav1.Time{}, map[string][]Object{}, map[string]decodedFile{}
+		l.generations = map[string]numbered{}
 	}
 	now := time.Now
 	if l.Now != nil {
@@ -90,7 +133,12 @@ func (l *Loader) Load(path string) (*Result, error) {
 			delete(l.decoded, f)
 			continue
 		}
-		objs, errs := l.decode(f, data)
+		objs, errs, fresh := l.decode(f, data)
+		if fresh {
+			for _, o := range objs {
+				l.number(o)
+			}
+		}
 		out.Problems = append(out.Problems, errs...)
 		if len(errs) == 0 {
 			l.lastGood[f] = objs
@@ -127,6 +175,11 @@ func (l *Loader) Load(path string) (*Result, error) {
 	for k := range l.firstSeen {
 		if !seenNow[k] {
 			delete(l.firstSeen, k)
+		}
+	}
+	for k := range l.generations {
+		if !seenNow[k] {
+			delete(l.generations, k)
 		}
 	}
 	res, dups := merge(all)

@@ -40,6 +40,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
+	"github.com/xds-controller/xds-controller/pkg/quarantine"
 	"github.com/xds-controller/xds-controller/pkg/status"
 	"github.com/xds-controller/xds-controller/pkg/xdsserver"
 )
@@ -314,6 +315,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		objects:    newObjectIndex(),
 		changes:    srv.Subscribe(),
 		events:     mgr.GetEventRecorder("xds-controller"),
+		quarantine: quarantine.New(cfg.Log),
 	}
 	// Our metrics (docs/metrics.md) on the manager's /metrics. A second
 	// controller in one process (tests) finds them registered already and

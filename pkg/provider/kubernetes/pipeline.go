@@ -27,6 +27,7 @@ import (
 	"github.com/xds-controller/xds-controller/internal/testhook"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/quarantine"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/status"
 	"github.com/xds-controller/xds-controller/pkg/translate"
@@ -74,6 +75,9 @@ type pipeline struct {
 	// going); events records the NACK Events (leader only).
 	changes <-chan struct{}
 	events  recorder.EventRecorder
+	// quarantine holds back the route objects behind a route
+	// configuration Envoy refused (pkg/quarantine).
+	quarantine *quarantine.Quarantine
 	// The last translation, for status refreshes without translating
 	// again: its status (with addresses and stale routes), IR, xDS and
 	// Gateways; and the last NACK handled. Used by the Start goroutine
@@ -427,13 +431,14 @@ func (p *pipeline) run(ctx context.Context) {
 	if p.translations == nil {
 		p.translations = translate.NewCache()
 	}
-	out, err := p.translations.Run(res, TranslateOptions(p.cfg.ControllerName, resolver), translate.WithIngress(p.cfg.Ingress))
+	out, err := p.translations.Run(res, TranslateOptions(p.cfg.ControllerName, resolver), translate.WithIngress(p.cfg.Ingress),
+		translate.WithHolds(p.quarantine.Holds()))
 	if err != nil {
 		p.failed.Add(1)
 		p.log.Error("translation failed (a bug); the previous configuration keeps serving", "error", err)
 		return
 	}
-	p.publish(ctx, testhook.Apply(out.XDS), out.Refused)
+	p.publish(ctx, testhook.Apply(out.XDS), out.Refused, func(k gatewayapi.RouteKey) (int64, bool) { return translate.Generation(res, k) })
 	p.metrics.observe(res, out.XDS)
 	// Who may subscribe to what, and who may get an SVID: the fleets of
 	// this translation.
@@ -469,25 +474,34 @@ func (p *pipeline) run(ctx context.Context) {
 	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "grpcRoutes", len(res.GRPCRoutes), "l4Routes", len(res.TLSRoutes)+len(res.TCPRoutes)+len(res.UDPRoutes), "scopes", len(out.XDS))
 }
 
-// refresh hands the last translation's status, with Programmed decided by
-// the data plane (status.WithDataPlane), to the status writer (which writes
-// only what changed), and records a Warning Event reason Rejected on every
-// Gateway of a scope whose proxy NACKed, once per NACK, on the leader. The
-// server's View and NACKs include those of the other replicas' proxies
-// (peers.go).
+// refresh hands the verdicts of the data plane to the quarantine (a
+// change of its holds asks for a run), hands the last translation's status,
+// with Programmed decided by the data plane (status.WithDataPlane, without
+// the NACKs the quarantine traced to objects: those objects' status says
+// it), to the status writer (which writes only what changed), and records
+// a Warning Event reason Rejected on every Gateway of a scope whose proxy
+// NACKed what the quarantine could not trace, once per NACK, on the
+// leader. The server's View and NACKs include those of the other
+// replicas' proxies (peers.go).
 func (p *pipeline) refresh() {
 	nacks := p.srv.NacksSince(p.nackSeq)
 	if len(nacks) > 0 {
 		p.nackSeq = nacks[len(nacks)-1].Seq
 	}
+	if p.quarantine.Update(p.srv) {
+		p.trigger("quarantine")
+	}
 	if p.last == nil {
 		return
 	}
-	p.writer.Update(status.WithDataPlane(p.last.status, p.last.ir, p.last.xds, p.srv.View()))
+	p.writer.Update(status.WithDataPlane(p.last.status, p.last.ir, p.last.xds, p.quarantine.View(p.srv.View())))
 	if p.events == nil || !p.leader.Leading() {
 		return
 	}
 	for _, n := range nacks {
+		if p.quarantine.Attributed(n.Scope, n.Version) {
+			continue
+		}
 		for _, g := range p.last.ir.Gateways {
 			obj := p.last.gateways[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}]
 			if g.Scope != n.Scope || obj == nil {
@@ -503,10 +517,11 @@ func (p *pipeline) refresh() {
 	}
 }
 
-// publish publishes every scope of x (the server skips unchanged ones) and
-// removes the scopes that vanished. A scope that fails to publish, or that
-// pre-validation refused, keeps its previous snapshot.
-func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Resources, refused map[string][]xdsvalidate.Problem) {
+// publish publishes every scope of x (the server skips unchanged ones),
+// tells the quarantine what it published (gen: the translated objects'
+// generations), and removes the scopes that vanished. A scope that fails
+// to publish, or that pre-validation refused, keeps its previous snapshot.
+func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Resources, refused map[string][]xdsvalidate.Problem, gen quarantine.Generations) {
 	for _, scope := range translate.ScopeNames(x) {
 		if ps := refused[scope]; len(ps) > 0 {
 			p.log.Error("the scope's configuration fails pre-validation and no object can be blamed; its previous configuration keeps serving",
@@ -514,6 +529,11 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 			continue
 		}
 		v, changed, err := p.srv.Publish(ctx, scope, x[scope])
+		if err == nil || changed {
+			// Published, or refused as rejected before: either way the
+			// version has (or will have) a verdict.
+			p.quarantine.Published(scope, v, x[scope], gen)
+		}
 		switch {
 		case err != nil:
 			p.log.Error("publishing failed; the scope's previous configuration keeps serving", "scope", scope, "error", err)
@@ -526,6 +546,7 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 	for scope := range p.srv.Scopes() {
 		if _, ok := x[scope]; !ok {
 			p.srv.Remove(scope)
+			p.quarantine.Forget(scope)
 			p.log.Info("scope removed", "scope", scope)
 		}
 	}

@@ -46,6 +46,18 @@ func TestScopedRBACOnTheLocalCluster(t *testing.T) {
 			e.t.Errorf("the controller may create Deployments in every namespace: %q", out)
 		}
 
+		// What the type field selector of the controller's Secret watch
+		// leaves out, on this cluster.
+		all, err := e.kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		tls, err := e.kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{FieldSelector: "type=kubernetes.io/tls"})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Logf("Secrets in the cluster: %d; of type kubernetes.io/tls (what the controller's watch may see): %d", len(all.Items), len(tls.Items))
+
 		e.mustKubectl(`apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: outside, namespace: `+unwatchedNamespace+`}

@@ -43,6 +43,9 @@ Shared: one fleet per GatewayClass in --namespace; Dedicated: one per
 Gateway in its namespace). Envoy reaches the xDS server at
 <--service-account>.<--namespace>.svc on the port of --xds-address.
 
+With --watch-namespaces it reads and writes namespaced objects only in the
+listed namespaces (and --namespace).
+
 Every replica serves xDS; with --leader-elect only the elected leader writes
 status and infrastructure (Lease xds-controller.dev in --namespace).`,
 		Args: cobra.NoArgs,
@@ -89,6 +92,7 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringVar(&cfg.Namespace, "namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), kubernetes.DefaultNamespace), "the controller's namespace (CA Secret, leader Lease, shared fleets)")
+	f.StringSliceVar(&cfg.WatchNamespaces, "watch-namespaces", nil, "watch and provision only in these namespaces (comma-separated; --namespace is always added): objects elsewhere are ignored and references to them resolve as missing; RBAC then needs Roles in these namespaces only (the chart's watchNamespaces). Empty: every namespace")
 	f.StringVar(&cfg.XDSAddress, "xds-address", kubernetes.DefaultXDSAddress, "address of the xDS server (mutual TLS)")
 	f.StringVar(&cfg.IdentityAddress, "identity-address", kubernetes.DefaultIdentityAddress, "address of the identity service (TLS; Envoy pods trade their projected token and a CSR for an SVID)")
 	f.DurationVar(&cfg.SVIDLifetime, "svid-lifetime", identity.DefaultSVIDLifetime, "validity of the SVIDs issued to Envoy pods (their agents renew them at half of it)")

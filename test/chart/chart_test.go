@@ -236,12 +236,14 @@ var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollecti
 
 // rbacValues are the value sets whose RBAC the tests check: the defaults,
 // Dedicated mode, the CA from cert-manager, a single replica without
-// leader election.
+// leader election, and watchNamespaces (Roles instead of the ClusterRole).
 var rbacValues = []map[string]any{
 	nil,
 	{"mode": "Dedicated"},
 	{"identity": map[string]any{"ca": map[string]any{"certManager": map[string]any{"enabled": true}}}},
 	{"leaderElection": map[string]any{"enabled": false}, "replicas": 1},
+	scopedValues,
+	{"watchNamespaces": []any{"team-a"}, "mode": "Dedicated", "identity": map[string]any{"ca": map[string]any{"certManager": map[string]any{"enabled": true}}}},
 }
 
 // RBAC: no wildcards; what the controller needs, and nothing that escalates.
@@ -353,8 +355,18 @@ func TestNoClusterWideSecretWrites(t *testing.T) {
 		for _, o := range objs {
 			switch o["kind"] {
 			case "Role", "RoleBinding":
-				if ns := str(o, "metadata", "namespace"); ns != "xds-system" {
+				// Outside the release namespace only the watch Roles of
+				// watchNamespaces, which grant reads of Secrets
+				// (TestScopedRBAC: the ClusterRole's own rules).
+				watched, _ := vals["watchNamespaces"].([]any)
+				ns := str(o, "metadata", "namespace")
+				if ns != "xds-system" && !(str(o, "metadata", "name") == "xds-controller-watch" && slices.Contains(watched, any(ns))) {
 					t.Errorf("%v: %s %s in namespace %q, not the release namespace", vals, o["kind"], str(o, "metadata", "name"), ns)
+				}
+				if o["kind"] == "Role" && str(o, "metadata", "name") == "xds-controller-watch" {
+					if g := grants(t, o); !slices.Equal(slices.Sorted(slices.Values(g["/secrets"])), []string{"get", "list", "watch"}) {
+						t.Errorf("%v: watch Role in %s grants %v on secrets", vals, ns, g["/secrets"])
+					}
 				}
 				continue
 			case "ClusterRole":

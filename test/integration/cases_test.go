@@ -125,7 +125,7 @@ func applyFile(t *testing.T, path string) []*unstructured.Unstructured {
 				t.Fatal(err)
 			}
 			continue
-		case "GatewayClass":
+		case "GatewayClass", "ClusterRole", "ClusterRoleBinding":
 		default:
 			if u.GetNamespace() == "" {
 				u.SetNamespace("default")

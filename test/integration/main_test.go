@@ -11,6 +11,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -168,7 +169,22 @@ func ensureNamespace(ctx context.Context, name string) error {
 // requestCounter counts the status writes (PATCH or PUT of .../status)
 // that go through a rest.Config, and in infra the writes (POST, PUT, PATCH,
 // DELETE) of the kinds the provisioner manages.
-type requestCounter struct{ n, infra atomic.Int64 }
+type requestCounter struct {
+	n, infra atomic.Int64
+	// forbidden counts the requests the API server refused (403), first
+	// names the first.
+	forbidden atomic.Int64
+	first     atomic.Pointer[string]
+}
+
+// forbiddenCount is the number of refused requests and the first one.
+func (c *requestCounter) forbiddenCount() (int64, string) {
+	first := ""
+	if p := c.first.Load(); p != nil {
+		first = *p
+	}
+	return c.forbidden.Load(), first
+}
 
 // infraResources are the URL path segments of the provisioner's kinds.
 var infraResources = []string{"/deployments", "/services", "/serviceaccounts", "/configmaps", "/secrets", "/endpointslices"}
@@ -186,7 +202,13 @@ func (c *requestCounter) wrap(cfg *rest.Config) *rest.Config {
 			case write && slices.ContainsFunc(infraResources, func(s string) bool { return strings.Contains(r.URL.Path, s) }):
 				c.infra.Add(1)
 			}
-			return rt.RoundTrip(r)
+			resp, err := rt.RoundTrip(r)
+			if err == nil && resp.StatusCode == http.StatusForbidden {
+				c.forbidden.Add(1)
+				what := r.Method + " " + r.URL.String()
+				c.first.CompareAndSwap(nil, &what)
+			}
+			return resp, err
 		})
 	}
 	return cfg
@@ -214,14 +236,21 @@ type replicaOptions struct {
 	// ingressGatewayClass is the GatewayClass whose fleet serves the
 	// Ingresses (default ingress.DefaultGatewayClass).
 	ingressGatewayClass string
+	// rest, when set, is how the replica reaches the API server (default
+	// the envtest admin's restConfig); namespace is its own (default
+	// controllerNamespace); watchNamespaces its Config.WatchNamespaces.
+	rest            *rest.Config
+	namespace       string
+	watchNamespaces []string
 }
 
 func startReplica(t *testing.T, o replicaOptions) *replica {
 	t.Helper()
 	counter := &requestCounter{}
 	cfg := kubernetes.Config{
-		RestConfig:      counter.wrap(restConfig),
-		Namespace:       controllerNamespace,
+		RestConfig:      counter.wrap(cmp.Or(o.rest, restConfig)),
+		Namespace:       cmp.Or(o.namespace, controllerNamespace),
+		WatchNamespaces: o.watchNamespaces,
 		XDSAddress:      "127.0.0.1:0",
 		IdentityAddress: "127.0.0.1:0",
 		MetricsAddress:  "0",

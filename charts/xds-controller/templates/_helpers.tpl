@@ -23,3 +23,104 @@ app.kubernetes.io/component: controller
 true
 {{- end -}}
 {{- end -}}
+
+{{/*
+The namespaces the controller watches and provisions in (watchNamespaces
+plus the release namespace, sorted), or nothing when watchNamespaces is
+empty (every namespace). One name per line.
+*/}}
+{{- define "xds-controller.watchNamespaces" -}}
+{{- if not (kindIs "slice" .Values.watchNamespaces) -}}
+{{- fail "watchNamespaces must be a list of namespace names (empty: every namespace)" -}}
+{{- end -}}
+{{- if .Values.watchNamespaces -}}
+{{- range (append .Values.watchNamespaces .Release.Namespace | uniq | sortAlpha) }}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" (toString .)) }}
+{{- fail (printf "watchNamespaces: %q is not a namespace name" (toString .)) }}
+{{- end }}
+{{ . }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The rules on namespaced objects: in the ClusterRole (every namespace), or,
+with watchNamespaces, in a Role in each watched namespace. Each starts
+with a newline.
+*/}}
+{{- define "xds-controller.namespacedRules" }}
+# Gateway API objects: read, and write their status.
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [gateways, httproutes, grpcroutes, tlsroutes, tcproutes, udproutes, referencegrants, backendtlspolicies, listenersets]
+  verbs: [get, list, watch]
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [gateways/status, httproutes/status, grpcroutes/status, tlsroutes/status, tcproutes/status, udproutes/status, backendtlspolicies/status, listenersets/status]
+  verbs: [patch, update]
+# Owner references with blockOwnerDeletion on Gateways (garbage
+# collection of their fleets and Services).
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [gateways/finalizers]
+  verbs: [update]
+# Our parameters CRDs.
+- apiGroups: [gateway.xds-controller.dev]
+  resources: [gatewayparameters, ingressclassparameters]
+  verbs: [get, list, watch]
+# Ingresses: read, and write the status.loadBalancer of the Ingresses of
+# our classes (merge patch).
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses/status]
+  verbs: [patch, update]
+# Endpoints: delete the ones Kubernetes leaves behind when a Gateway's
+# Service loses its selector (a Gateway moved from Dedicated to Shared),
+# after reading that one by name. Never listed or watched.
+- apiGroups: [""]
+  resources: [endpoints]
+  verbs: [get, delete]
+# Secrets: read only. Those of type kubernetes.io/tls are watched as
+# metadata (field selector type=kubernetes.io/tls), the ones listeners and
+# Ingresses reference read by name; the CA Secret read at start. No
+# write: reading more certificates must not mean writing more. RBAC
+# cannot narrow this further (no rule by type, label or a changing set of
+# names).
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, list, watch]
+# ConfigMaps: read (metadata watched; the CA certificates BackendTLSPolicies
+# and Gateways reference, read by name; the replicas' data-plane reports),
+# and written where a Dedicated Gateway's fleet lives: its bootstrap
+# ConfigMap <gateway>-<class> (Envoy's bootstrap and the CA bundle) is
+# server-side applied (patch, and create when it is new) and pruned
+# (delete) when the Gateway leaves Dedicated mode or our classes. No
+# update or deletecollection.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, create, patch, delete]
+# The Gateways' Services (both modes; watched: their addresses are the
+# Gateways' status.addresses) and the EndpointSlices we write for Shared
+# Gateways (watched with every Service's slices: backends): server-side
+# apply (patch, create), read by name, pruned (delete).
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch, create, patch, delete]
+# The fleets' ServiceAccounts and Deployments: in the Gateways' namespaces
+# (Dedicated) and the release namespace (Shared). Server-side apply (patch,
+# create), read by name and listed for pruning (delete); never watched. The
+# ServiceAccounts are bound to no role: their only credential is a
+# projected token for the identity service.
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [get, list, create, patch, delete]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, create, patch, delete]
+# Events on Gateways (NACKs) and Ingresses (translation problems).
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end }}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -66,6 +68,16 @@ type Config struct {
 	// Namespace is the controller's own namespace: the CA Secret, the
 	// leader election Lease and the shared fleets live there.
 	Namespace string
+	// WatchNamespaces, when not empty, are the only namespaces whose
+	// objects the controller reads, translates, writes status on and
+	// provisions fleets in (the chart's watchNamespaces, which grants it
+	// Roles there instead of a ClusterRole); Default adds Namespace. The
+	// informer caches watch these namespaces only
+	// (cache.Options.DefaultNamespaces), so the objects of any other
+	// namespace are not seen: a reference into one resolves as missing.
+	// Cluster-scoped objects (GatewayClasses, IngressClasses, Namespaces)
+	// are still read cluster-wide. Empty: every namespace.
+	WatchNamespaces []string
 	// ServiceAccount is the controller's; it names the xDS server's SPIFFE
 	// ID and DNS names. Default "xds-controller".
 	ServiceAccount string
@@ -182,10 +194,24 @@ func (c *Config) defaults() error {
 	}
 	c.GracefulShutdownTimeout = cmp.Or(c.GracefulShutdownTimeout, 30*time.Second)
 	c.Ingress = IngressConfig(c.Namespace, c.Ingress)
+	if len(c.WatchNamespaces) > 0 {
+		c.WatchNamespaces = append(slices.Clone(c.WatchNamespaces), c.Namespace)
+		slices.Sort(c.WatchNamespaces)
+		c.WatchNamespaces = slices.Compact(c.WatchNamespaces)
+		if i := slices.Index(c.WatchNamespaces, ""); i >= 0 {
+			return errors.New("an empty name among the namespaces to watch")
+		}
+	}
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
 	return nil
+}
+
+// Watches reports whether the controller reads the objects of namespace ns
+// (every namespace when WatchNamespaces is empty).
+func (c *Config) Watches(ns string) bool {
+	return len(c.WatchNamespaces) == 0 || slices.Contains(c.WatchNamespaces, ns)
 }
 
 // registerAll returns a function that registers cs with a Registerer,
@@ -264,7 +290,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		HealthProbeBindAddress:  cmp.Or(cfg.HealthAddress, "0"),
 		PprofBindAddress:        cmp.Or(cfg.PprofAddress, "0"),
 		GracefulShutdownTimeout: &cfg.GracefulShutdownTimeout,
-		Cache:                   cacheOptions(cfg.Hooks.Cache),
+		Cache:                   cacheOptions(cfg.Hooks.Cache, cfg.WatchNamespaces),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Never cache full Secrets or ConfigMaps, whoever reads them.
 			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
@@ -426,17 +452,38 @@ func (f everywhere) Start(ctx context.Context) error { return f(ctx) }
 func (everywhere) NeedLeaderElection() bool          { return false }
 
 // cacheOptions limit the informer caches to what we act on (see the
-// package comment), plus the hooks' own restrictions (extra).
-func cacheOptions(extra map[client.Object]cache.ByObject) cache.Options {
+// package comment), plus the hooks' own restrictions (extra), to the
+// namespaces (none: every namespace; cluster-scoped kinds are not
+// affected).
+//
+// Secrets are watched only of type kubernetes.io/tls (field selector
+// type=kubernetes.io/tls, which the API server applies): the only type
+// the translation accepts (listener certificateRefs, a Gateway's
+// clientCertificateRef, an Ingress's spec.tls), so a reference to a Secret
+// of any other type (a ServiceAccount token, Helm's release records, an
+// application's Opaque credentials) reads as missing and the controller
+// never fetches its data. A Secret's type is immutable.
+func cacheOptions(extra map[client.Object]cache.ByObject, namespaces []string) cache.Options {
 	hasService, _ := labels.NewRequirement(discoveryv1.LabelServiceName, selection.Exists, nil)
 	byObject := map[client.Object]cache.ByObject{
 		&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*hasService)},
-		&corev1.Secret{}:             {Transform: stripToIdentity},
+		&corev1.Secret{}:             {Transform: stripToIdentity, Field: fields.OneTermEqualSelector(secretTypeField, string(corev1.SecretTypeTLS))},
 		&corev1.ConfigMap{}:          {Transform: stripToIdentity},
 	}
 	maps.Copy(byObject, extra)
-	return cache.Options{DefaultTransform: stripObject, ByObject: byObject}
+	opts := cache.Options{DefaultTransform: stripObject, ByObject: byObject}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
 }
+
+// secretTypeField is the Secret field selector on its type (the API
+// server's fields of Secrets: metadata.name, metadata.namespace, type).
+const secretTypeField = "type"
 
 // lastApplied is kubectl's annotation, often the size of the object itself.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -507,14 +554,27 @@ type Stats struct {
 	// SecretGets the uncached Secret reads so far.
 	CachedSecrets int
 	SecretGets    int64
+	// WatchedSecrets is the number of Secrets in the metadata-only
+	// informer cache (those of type kubernetes.io/tls in the watched
+	// namespaces); -1 when it cannot be listed within a second (the
+	// cache has not started).
+	WatchedSecrets int
 }
 
 // Stats returns the replica's counters.
 func (c *Controller) Stats() Stats {
 	n, gets := c.pipe.secrets.stats()
+	watched := -1
+	list := metadataListOf("Secret")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := c.mgr.GetCache().List(ctx, list); err == nil {
+		watched = len(list.Items)
+	}
 	return Stats{
 		Runs: c.pipe.runs.Load(), Failed: c.pipe.failed.Load(),
 		StatusWrites:  c.writer.Writes(),
 		CachedSecrets: n, SecretGets: gets,
+		WatchedSecrets: watched,
 	}
 }

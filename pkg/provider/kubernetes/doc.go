@@ -37,14 +37,25 @@
 // Gateway API objects, Services and EndpointSlices (only those labelled
 // kubernetes.io/service-name) are cached in full, without managedFields.
 // Secrets and ConfigMaps are watched as metadata only (PartialObjectMetadata
-// with labels and annotations dropped), so a cluster with 30,000 Secrets
-// costs a few MB, not the Secrets' data: the Secrets that our Gateways'
-// listeners reference are read with an uncached GET, and kept in a small map
+// with labels and annotations dropped), Secrets only of type
+// kubernetes.io/tls (a field selector: the only type the translation
+// accepts, so the data of a ServiceAccount token or an Opaque Secret is
+// never fetched, even when a Gateway names one; it reads as missing), so a
+// cluster with 30,000 Secrets costs a few MB, not the Secrets' data: the
+// Secrets that our Gateways' listeners reference are read with an uncached
+// GET, and kept in a small map
 // keyed by namespace/name and refreshed only when the metadata cache shows a
 // newer resourceVersion. The manager's client never caches Secrets or
 // ConfigMaps (a typed Get goes to the API server), so no other code path
 // can start a full Secret informer by accident. Namespaces are watched as
 // metadata too (only their labels matter).
+//
+// With Config.WatchNamespaces every namespaced kind is watched in those
+// namespaces only (cache.Options.DefaultNamespaces; cluster-scoped kinds
+// stay cluster-wide), so the controller needs Roles there and nothing
+// namespaced cluster-wide: objects elsewhere are never seen, and a
+// reference into another namespace resolves as missing (the referenced
+// Secrets and ConfigMaps are filtered before they are read).
 //
 // # Leader election, and why every replica serves xDS
 //

@@ -49,8 +49,10 @@ type liveStatus struct {
 // ConfigMaps.
 func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 	res := p.objects.snapshot()
-	secretRefs := ReferencedSecrets(res, p.cfg.ControllerName)
-	configMapRefs := ReferencedConfigMaps(res)
+	// A reference into a namespace the controller does not watch is
+	// missing: its objects are neither cached nor readable.
+	secretRefs := watchedOnly(p.cfg, ReferencedSecrets(res, p.cfg.ControllerName))
+	configMapRefs := watchedOnly(p.cfg, ReferencedConfigMaps(res))
 	p.setReferences(secretRefs, configMapRefs)
 	secrets, err := p.secrets.fetch(ctx, secretRefs)
 	if err != nil {
@@ -68,6 +70,11 @@ func (p *pipeline) snapshot(ctx context.Context) (*resources.Resources, error) {
 	slices.SortFunc(res.Secrets, func(a, b *corev1.Secret) int { return byKey(a, b) })
 	slices.SortFunc(res.ConfigMaps, func(a, b *corev1.ConfigMap) int { return byKey(a, b) })
 	return res, nil
+}
+
+// watchedOnly are the refs in the namespaces cfg watches.
+func watchedOnly(cfg *Config, refs []types.NamespacedName) []types.NamespacedName {
+	return slices.DeleteFunc(refs, func(r types.NamespacedName) bool { return !cfg.Watches(r.Namespace) })
 }
 
 // ListResources lists, from r, every object kind the translation reads

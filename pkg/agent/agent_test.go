@@ -186,7 +186,7 @@ func TestRunRenewsAtHalfLifetimeAndRetries(t *testing.T) {
 	if cert.SerialNumber.Int64() != 4 {
 		t.Errorf("the folder holds SVID %d, want the newest (4)", cert.SerialNumber.Int64())
 	}
-	if _, err := CheckResponse(&identity.SignResponse{CertChain: string(certPEM), Bundle: ca.pem}, mustRead(t, filepath.Join(dir, KeyFile)), clock.Now()); err != nil {
+	if _, _, err := CheckResponse(&identity.SignResponse{CertChain: string(certPEM), Bundle: ca.pem}, mustRead(t, filepath.Join(dir, KeyFile)), clock.Now()); err != nil {
 		t.Errorf("the folder's certificate and key do not match: %v", err)
 	}
 	if !a.Ready() {
@@ -206,13 +206,13 @@ func TestCheckResponseRefusesAnotherKey(t *testing.T) {
 	csrDER, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, k1)
 	resp := ca.sign(t, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}), 1, now, time.Hour)
 	der, _ := x509.MarshalPKCS8PrivateKey(k2)
-	if _, err := CheckResponse(resp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), now); err == nil {
+	if _, _, err := CheckResponse(resp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), now); err == nil {
 		t.Error("an SVID for another key was accepted")
 	}
 	other := newTestCA(t, now)
 	der1, _ := x509.MarshalPKCS8PrivateKey(k1)
 	resp.Bundle = other.pem
-	if _, err := CheckResponse(resp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der1}), now); err == nil {
+	if _, _, err := CheckResponse(resp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der1}), now); err == nil {
 		t.Error("an SVID that does not chain to its bundle was accepted")
 	}
 }

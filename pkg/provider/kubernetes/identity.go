@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"sync"
 	"time"
@@ -47,28 +48,38 @@ const (
 	serverValidity = 30 * 24 * time.Hour
 )
 
-// Identity is the controller's CA and its xDS server certificate.
+// Identity is the controller's CA state (the Authority: the CA that signs,
+// the CAs still trusted during a rotation) and its xDS server certificate.
 type Identity struct {
-	CA          *pki.CA
+	Authority   *pki.Authority
 	TrustDomain spiffeid.TrustDomain
 	// ServerID is the xDS server's SPIFFE ID,
 	// spiffe://<trust-domain>/ns/<namespace>/sa/<serviceAccount>.
 	ServerID spiffeid.ID
+	// Overlap times a rotation (pki.OverlapFor the SVID lifetime).
+	Overlap  pki.Overlap
 	dnsNames []string
+	now      func() time.Time
 
 	mu     sync.Mutex
 	server *tls.Certificate
+	// serverCA signed server.
+	serverCA *x509.Certificate
 }
 
 // LoadOrCreateIdentity reads the CA from the Secret CASecretName in
 // namespace. With CACreate it creates the Secret when missing (when several
 // replicas race, the loser of the Create reads the winner's); with
 // CAExternal it waits, polling every waitCAInterval until ctx ends, for
-// another writer (cert-manager) to create it. It then issues the server
-// certificate for serviceAccount: SANs DNS <serviceAccount>.<ns>.svc and
+// another writer (cert-manager) to create it. The CAs that a rotation
+// retired and that are still trusted come from the ConfigMap
+// TrustConfigMapName (a record it cannot read or parse is left out: the
+// rotation watch reports it). It then issues the server certificate for
+// serviceAccount: SANs DNS <serviceAccount>.<ns>.svc and
 // <serviceAccount>.<ns>.svc.cluster.local, URI the SPIFFE ID. c must read
-// Secrets from the API server, not from a cache.
-func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, serviceAccount, trustDomain string, source CASource) (*Identity, error) {
+// Secrets from the API server, not from a cache. svidLifetime sets the
+// rotation's Overlap.
+func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, serviceAccount, trustDomain string, source CASource, svidLifetime time.Duration) (*Identity, error) {
 	td, err := spiffeid.TrustDomainFromString(trustDomain)
 	if err != nil {
 		return nil, fmt.Errorf("trust domain: %w", err)
@@ -87,10 +98,18 @@ func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, servi
 		return nil, err
 	}
 	ident := &Identity{
-		CA:          ca,
+		Authority:   pki.NewAuthority(td, ca),
 		TrustDomain: td,
 		ServerID:    id,
+		Overlap:     pki.OverlapFor(svidLifetime),
 		dnsNames:    []string{serviceAccount + "." + namespace + ".svc", serviceAccount + "." + namespace + ".svc.cluster.local"},
+		now:         time.Now,
+	}
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: TrustConfigMapName}, &cm); err == nil {
+		if retired, err := pki.ParseRetired([]byte(cm.Data[trustRetiredKey])); err == nil {
+			ident.Authority.Set(ident.Authority.Trust().Merge(retired).Prune(time.Now(), ident.Overlap))
+		}
 	}
 	if _, err := ident.serverCertificate(); err != nil {
 		return nil, err
@@ -182,17 +201,20 @@ func parseCASecret(s *corev1.Secret) (*pki.CA, error) {
 }
 
 // serverCertificate returns the xDS server certificate, issuing a new one
-// when there is none or when less than a third of its lifetime is left.
+// when there is none, when less than a third of its lifetime is left, or
+// when another CA must sign it (Authority.ServerCA: the new CA once a
+// rotation's handover has come).
 func (i *Identity) serverCertificate() (*tls.Certificate, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.server != nil {
+	ca := i.Authority.ServerCA(i.now(), i.Overlap)
+	if i.server != nil && i.serverCA.Equal(ca.Cert) {
 		leaf := i.server.Leaf
 		if time.Until(leaf.NotAfter) > leaf.NotAfter.Sub(leaf.NotBefore)/3 {
 			return i.server, nil
 		}
 	}
-	svid, err := i.CA.Issue(i.ServerID, serverValidity, pki.ServerAuth, i.dnsNames, nil)
+	svid, err := ca.Issue(i.ServerID, serverValidity, pki.ServerAuth, i.dnsNames, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -201,21 +223,37 @@ func (i *Identity) serverCertificate() (*tls.Certificate, error) {
 		return nil, err
 	}
 	pair.Leaf = svid.Cert
-	i.server = &pair
+	i.server, i.serverCA = &pair, ca.Cert
 	return i.server, nil
 }
 
 // ServerTLS is the xDS server's TLS configuration: TLS 1.3, ALPN h2, a
-// client certificate signed by our CA required.
+// client certificate required that chains to a CA of the bundle as it is
+// at the handshake (GetConfigForClient: during a rotation the old and the
+// new CA, later the new one only; connections already open are not
+// checked again).
 func (i *Identity) ServerTLS() *tls.Config {
+	getCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return i.serverCertificate()
+	}
 	return &tls.Config{
-		MinVersion: tls.VersionTLS13,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			return i.serverCertificate()
+		MinVersion:     tls.VersionTLS13,
+		GetCertificate: getCert,
+		ClientAuth:     tls.RequireAndVerifyClientCert,
+		NextProtos:     []string{"h2"},
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			pool := x509.NewCertPool()
+			for _, c := range i.Authority.Bundle().X509Authorities() {
+				pool.AddCert(c)
+			}
+			return &tls.Config{
+				MinVersion:     tls.VersionTLS13,
+				GetCertificate: getCert,
+				ClientAuth:     tls.RequireAndVerifyClientCert,
+				ClientCAs:      pool,
+				NextProtos:     []string{"h2"},
+			}, nil
 		},
-		ClientAuth: tls.RequireAndVerifyClientCert,
-		ClientCAs:  i.CA.Pool(),
-		NextProtos: []string{"h2"},
 	}
 }
 

@@ -50,7 +50,9 @@ var caWatchInterval = 10 * time.Second
 type caWatch struct {
 	ident *Identity
 	cache cache.Cache // the CA Secret and the trust ConfigMap only
-	c     client.Client
+	// read reads them (the cache); c writes.
+	read client.Reader
+	c    client.Client
 	ns    string
 	// create: a missing Secret is created with a new CA (CACreate), which
 	// makes deleting it a rotation.
@@ -127,7 +129,7 @@ func (w *caWatch) sync(ctx context.Context) error {
 	t := before
 	var secretErr error
 	var s corev1.Secret
-	switch err := w.cache.Get(ctx, types.NamespacedName{Namespace: w.ns, Name: CASecretName}, &s); {
+	switch err := w.read.Get(ctx, types.NamespacedName{Namespace: w.ns, Name: CASecretName}, &s); {
 	case err == nil:
 		ca, err := parseCASecret(&s)
 		if err != nil {
@@ -149,7 +151,7 @@ func (w *caWatch) sync(ctx context.Context) error {
 	}
 	var cm corev1.ConfigMap
 	recorded := ""
-	switch err := w.cache.Get(ctx, types.NamespacedName{Namespace: w.ns, Name: TrustConfigMapName}, &cm); {
+	switch err := w.read.Get(ctx, types.NamespacedName{Namespace: w.ns, Name: TrustConfigMapName}, &cm); {
 	case err == nil:
 		recorded = cm.Data[trustRetiredKey]
 		retired, err := pki.ParseRetired([]byte(recorded))

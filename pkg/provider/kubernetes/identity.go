@@ -3,9 +3,7 @@ package kubernetes
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
@@ -57,14 +55,9 @@ type Identity struct {
 	// spiffe://<trust-domain>/ns/<namespace>/sa/<serviceAccount>.
 	ServerID spiffeid.ID
 	// Overlap times a rotation (pki.OverlapFor the SVID lifetime).
-	Overlap  pki.Overlap
-	dnsNames []string
-	now      func() time.Time
-
-	mu     sync.Mutex
-	server *tls.Certificate
-	// serverCA signed server.
-	serverCA *x509.Certificate
+	Overlap pki.Overlap
+	server  *pki.ServerCert
+	now     func() time.Time
 }
 
 // LoadOrCreateIdentity reads the CA from the Secret CASecretName in
@@ -97,13 +90,21 @@ func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, servi
 	if err != nil {
 		return nil, err
 	}
+	auth := pki.NewAuthority(td, ca)
+	overlap := pki.OverlapFor(svidLifetime)
 	ident := &Identity{
-		Authority:   pki.NewAuthority(td, ca),
+		Authority:   auth,
 		TrustDomain: td,
 		ServerID:    id,
-		Overlap:     pki.OverlapFor(svidLifetime),
-		dnsNames:    []string{serviceAccount + "." + namespace + ".svc", serviceAccount + "." + namespace + ".svc.cluster.local"},
-		now:         time.Now,
+		Overlap:     overlap,
+		server: &pki.ServerCert{
+			Authority: auth,
+			ID:        id,
+			DNSNames:  []string{serviceAccount + "." + namespace + ".svc", serviceAccount + "." + namespace + ".svc.cluster.local"},
+			Validity:  serverValidity,
+			Overlap:   overlap,
+		},
+		now: time.Now,
 	}
 	var cm corev1.ConfigMap
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: TrustConfigMapName}, &cm); err == nil {
@@ -111,7 +112,7 @@ func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, servi
 			ident.Authority.Set(ident.Authority.Trust().Merge(retired).Prune(time.Now(), ident.Overlap))
 		}
 	}
-	if _, err := ident.serverCertificate(); err != nil {
+	if _, err := ident.server.Certificate(); err != nil {
 		return nil, err
 	}
 	return ident, nil
@@ -200,73 +201,13 @@ func parseCASecret(s *corev1.Secret) (*pki.CA, error) {
 	return ca, nil
 }
 
-// serverCertificate returns the xDS server certificate, issuing a new one
-// when there is none, when less than a third of its lifetime is left, or
-// when another CA must sign it (Authority.ServerCA: the new CA once a
-// rotation's handover has come).
-func (i *Identity) serverCertificate() (*tls.Certificate, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	ca := i.Authority.ServerCA(i.now(), i.Overlap)
-	if i.server != nil && i.serverCA.Equal(ca.Cert) {
-		leaf := i.server.Leaf
-		if time.Until(leaf.NotAfter) > leaf.NotAfter.Sub(leaf.NotBefore)/3 {
-			return i.server, nil
-		}
-	}
-	svid, err := ca.Issue(i.ServerID, serverValidity, pki.ServerAuth, i.dnsNames, nil)
-	if err != nil {
-		return nil, err
-	}
-	pair, err := tls.X509KeyPair(svid.CertPEM, svid.KeyPEM)
-	if err != nil {
-		return nil, err
-	}
-	pair.Leaf = svid.Cert
-	i.server, i.serverCA = &pair, ca.Cert
-	return i.server, nil
-}
-
 // ServerTLS is the xDS server's TLS configuration: TLS 1.3, ALPN h2, a
 // client certificate required that chains to a CA of the bundle as it is
-// at the handshake (GetConfigForClient: during a rotation the old and the
-// new CA, later the new one only; connections already open are not
-// checked again).
-func (i *Identity) ServerTLS() *tls.Config {
-	getCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-		return i.serverCertificate()
-	}
-	return &tls.Config{
-		MinVersion:     tls.VersionTLS13,
-		GetCertificate: getCert,
-		ClientAuth:     tls.RequireAndVerifyClientCert,
-		NextProtos:     []string{"h2"},
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			pool := x509.NewCertPool()
-			for _, c := range i.Authority.Bundle().X509Authorities() {
-				pool.AddCert(c)
-			}
-			return &tls.Config{
-				MinVersion:     tls.VersionTLS13,
-				GetCertificate: getCert,
-				ClientAuth:     tls.RequireAndVerifyClientCert,
-				ClientCAs:      pool,
-				NextProtos:     []string{"h2"},
-			}, nil
-		},
-	}
-}
+// at the handshake (pki.ServerCert.MTLSConfig).
+func (i *Identity) ServerTLS() *tls.Config { return i.server.MTLSConfig("h2") }
 
 // IdentityTLS is the identity service's TLS configuration: the same server
 // certificate as xDS (the agents check its SPIFFE ID), TLS 1.3, no client
 // certificate (the proxies have none yet: they authenticate with their
 // token).
-func (i *Identity) IdentityTLS() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS13,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			return i.serverCertificate()
-		},
-		NextProtos: []string{"h2", "http/1.1"},
-	}
-}
+func (i *Identity) IdentityTLS() *tls.Config { return i.server.TLSConfig("h2", "http/1.1") }

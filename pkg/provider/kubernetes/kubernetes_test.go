@@ -153,7 +153,7 @@ func TestIdentity(t *testing.T) {
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "system", Name: CASecretName}, &sec); err != nil {
 		t.Fatal(err)
 	}
-	cert, err := a.serverCertificate()
+	cert, err := a.server.Certificate()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ type caWatch struct {
 	// read reads them (the cache); c writes.
 	read client.Reader
 	c    client.Client
-	ns    string
+	ns   string
 	// create: a missing Secret is created with a new CA (CACreate), which
 	// makes deleting it a rotation.
 	create bool

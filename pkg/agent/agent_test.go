@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+
 	"github.com/xds-controller/xds-controller/pkg/identity"
 )
 
@@ -224,4 +227,34 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestTrustFollowsTheBundle: the trust that authenticates the identity
+// service becomes the bundle of each SVID received: during a CA rotation
+// the old and the new CA, after it the new one alone.
+func TestTrustFollowsTheBundle(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	old, next := newTestCA(t, clock.now), newTestCA(t, clock.now)
+	td := spiffeid.RequireTrustDomainFromString("cluster.local")
+	trust := x509bundle.FromX509Authorities(td, []*x509.Certificate{old.cert})
+	bundle := old.pem + next.pem
+	a := &Agent{Dir: t.TempDir(), Clock: clock, Trust: trust, Signer: SignerFunc(func(_ context.Context, csr []byte) (*identity.SignResponse, error) {
+		r := next.sign(t, csr, 1, clock.Now(), time.Minute)
+		r.Bundle = bundle
+		return r, nil
+	})}
+	if _, err := a.Rotate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := trust.X509Authorities(); len(got) != 2 || !got[0].Equal(old.cert) || !got[1].Equal(next.cert) {
+		t.Errorf("trust during the rotation: %d CAs, want the old and the new", len(got))
+	}
+	bundle = next.pem
+	clock.now = clock.now.Add(30 * time.Second)
+	if _, err := a.Rotate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := trust.X509Authorities(); len(got) != 1 || !got[0].Equal(next.cert) {
+		t.Errorf("trust after the rotation: %d CAs, want the new one alone", len(got))
+	}
 }

@@ -18,9 +18,9 @@ import (
 
 // The xDS channel's certificates: a CA kept in the Secret CASecretName of
 // the controller's namespace (created by the first replica that finds it
-// missing; every replica reads it), and a server certificate issued in
-// memory and renewed before it expires, presented by the xDS server and
-// the identity service. The proxies' SVIDs come from the identity service
+// missing; every replica reads it and follows its changes: carotation.go),
+// and a server certificate issued in memory and renewed before it
+// expires, presented by the xDS server and the identity service. The proxies' SVIDs come from the identity service
 // (pkg/identity, served by every replica), which signs them with this CA.
 
 // CASecretName is the Secret, in the controller's namespace, that holds the
@@ -196,7 +196,7 @@ func parseCASecret(s *corev1.Secret) (*pki.CA, error) {
 		return nil, fmt.Errorf("CA Secret %s: %w", key, err)
 	}
 	if time.Now().After(ca.Cert.NotAfter) {
-		return nil, fmt.Errorf("CA Secret %s expired at %s; replace it and restart the controller (docs/identity.md)", key, ca.Cert.NotAfter.Format(time.RFC3339))
+		return nil, fmt.Errorf("CA Secret %s expired at %s; replace its content with a valid CA (docs/identity.md)", key, ca.Cert.NotAfter.Format(time.RFC3339))
 	}
 	return ca, nil
 }

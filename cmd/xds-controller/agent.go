@@ -70,10 +70,14 @@ failed copy is logged, and only the drain is lost.`,
 			if len(roots) == 0 {
 				return fmt.Errorf("--bundle-file %s holds no certificate", bundleFile)
 			}
+			client := identity.NewClient(address, id, roots)
 			a := &agent.Agent{
 				Dir:    dir,
-				Signer: agent.TokenSigner(identity.NewClient(address, id, roots), tokenFile),
+				Signer: agent.TokenSigner(client, tokenFile),
 				Log:    slog.Default(),
+				// The bundle file starts the trust; the bundles received
+				// then carry it through CA rotations.
+				Trust: client.Trust,
 			}
 			if probe != "" && probe != "0" {
 				lis, err := net.Listen("tcp", probe)

@@ -84,6 +84,12 @@ type Agent struct {
 	// OnRotate, when set, is called after every SVID written, with its
 	// NotAfter.
 	OnRotate func(notAfter time.Time)
+	// Trust, when set, is the bundle that authenticates the identity
+	// service (identity.Client.Trust): it becomes the bundle of every SVID
+	// received, so the agent follows a rotation of the controller's CA
+	// (the bundle then holds the old and the new CA, later the new one
+	// only) without a restart.
+	Trust *x509bundle.Bundle
 
 	mu       sync.Mutex
 	notAfter time.Time
@@ -137,7 +143,7 @@ func (a *Agent) Rotate(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	svid, err := CheckResponse(resp, keyPEM, received)
+	svid, bundle, err := CheckResponse(resp, keyPEM, received)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -148,6 +154,9 @@ func (a *Agent) Rotate(ctx context.Context) (time.Time, error) {
 	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("writing the SVID: %w", err)
+	}
+	if a.Trust != nil {
+		a.Trust.SetX509Authorities(bundle.X509Authorities())
 	}
 	leaf := svid.Certificates[0]
 	a.mu.Lock()
@@ -164,20 +173,20 @@ func (a *Agent) Rotate(ctx context.Context) (time.Time, error) {
 // CheckResponse checks an answer of the identity service against the key
 // the CSR was made with, at now: the certificate chain is an X.509 SVID
 // for that key (go-spiffe's rules) and verifies against the bundle it came
-// with. It returns the SVID.
-func CheckResponse(resp *identity.SignResponse, keyPEM []byte, now time.Time) (*x509svid.SVID, error) {
+// with. It returns the SVID and the bundle.
+func CheckResponse(resp *identity.SignResponse, keyPEM []byte, now time.Time) (*x509svid.SVID, *x509bundle.Bundle, error) {
 	svid, err := x509svid.Parse([]byte(resp.CertChain), keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("the issued SVID: %w", err)
+		return nil, nil, fmt.Errorf("the issued SVID: %w", err)
 	}
 	bundle, err := x509bundle.Parse(svid.ID.TrustDomain(), []byte(resp.Bundle))
 	if err != nil {
-		return nil, fmt.Errorf("the trust bundle: %w", err)
+		return nil, nil, fmt.Errorf("the trust bundle: %w", err)
 	}
 	if _, _, err := x509svid.Verify(svid.Certificates, bundle, x509svid.WithTime(now)); err != nil {
-		return nil, fmt.Errorf("the issued SVID does not verify against its bundle: %w", err)
+		return nil, nil, fmt.Errorf("the issued SVID does not verify against its bundle: %w", err)
 	}
-	return svid, nil
+	return svid, bundle, nil
 }
 
 // Ready reports whether an SVID has been written and has not expired.

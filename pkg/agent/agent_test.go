@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+
 	"github.com/xds-controller/xds-controller/pkg/identity"
 )
 
@@ -186,7 +189,7 @@ func TestRunRenewsAtHalfLifetimeAndRetries(t *testing.T) {
 	if cert.SerialNumber.Int64() != 4 {
 		t.Errorf("the folder holds SVID %d, want the newest (4)", cert.SerialNumber.Int64())
 	}
-	if _, err := CheckResponse(&identity.SignResponse{CertChain: string(certPEM), Bundle: ca.pem}, mustRead(t, filepath.Join(dir, KeyFile)), clock.Now()); err != nil {
+	if _, _, err := CheckResponse(&identity.SignResponse{CertChain: string(certPEM), Bundle: ca.pem}, mustRead(t, filepath.Join(dir, KeyFile)), clock.Now()); err != nil {
 		t.Errorf("the folder's certificate and key do not match: %v", err)
 	}
 	if !a.Ready() {
@@ -206,13 +209,13 @@ func TestCheckResponseRefusesAnotherKey(t *testing.T) {
 	csrDER, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, k1)
 	resp := ca.sign(t, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}), 1, now, time.Hour)
 	der, _ := x509.MarshalPKCS8PrivateKey(k2)
-	if _, err := CheckResponse(resp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), now); err == nil {
+	if _, _, err := CheckResponse(resp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), now); err == nil {
 		t.Error("an SVID for another key was accepted")
 	}
 	other := newTestCA(t, now)
 	der1, _ := x509.MarshalPKCS8PrivateKey(k1)
 	resp.Bundle = other.pem
-	if _, err := CheckResponse(resp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der1}), now); err == nil {
+	if _, _, err := CheckResponse(resp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der1}), now); err == nil {
 		t.Error("an SVID that does not chain to its bundle was accepted")
 	}
 }
@@ -224,4 +227,34 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestTrustFollowsTheBundle: the trust that authenticates the identity
+// service becomes the bundle of each SVID received: during a CA rotation
+// the old and the new CA, after it the new one alone.
+func TestTrustFollowsTheBundle(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	old, next := newTestCA(t, clock.now), newTestCA(t, clock.now)
+	td := spiffeid.RequireTrustDomainFromString("cluster.local")
+	trust := x509bundle.FromX509Authorities(td, []*x509.Certificate{old.cert})
+	bundle := old.pem + next.pem
+	a := &Agent{Dir: t.TempDir(), Clock: clock, Trust: trust, Signer: SignerFunc(func(_ context.Context, csr []byte) (*identity.SignResponse, error) {
+		r := next.sign(t, csr, 1, clock.Now(), time.Minute)
+		r.Bundle = bundle
+		return r, nil
+	})}
+	if _, err := a.Rotate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := trust.X509Authorities(); len(got) != 2 || !got[0].Equal(old.cert) || !got[1].Equal(next.cert) {
+		t.Errorf("trust during the rotation: %d CAs, want the old and the new", len(got))
+	}
+	bundle = next.pem
+	clock.now = clock.now.Add(30 * time.Second)
+	if _, err := a.Rotate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := trust.X509Authorities(); len(got) != 1 || !got[0].Equal(next.cert) {
+		t.Errorf("trust after the rotation: %d CAs, want the new one alone", len(got))
+	}
 }

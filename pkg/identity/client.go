@@ -22,18 +22,24 @@ type Client struct {
 	// URL is https://<host>:<port>; Path is appended.
 	URL  string
 	HTTP *http.Client
+	// Trust is the live bundle that authenticates the service (read at
+	// every handshake); SetX509Authorities on it changes whom the Client
+	// trusts (pkg/agent does with every bundle it receives).
+	Trust *x509bundle.Bundle
 }
 
 // NewClient returns a Client for the service at address (host:port) that
 // authenticates the service by SPIFFE rules: its certificate must chain
-// to one of authorities (the trust bundle) and carry serverID. Host names
-// are not checked; the SPIFFE ID is the server's identity.
+// to one of authorities (the trust bundle, then Client.Trust) and carry
+// serverID. Host names are not checked; the SPIFFE ID is the server's
+// identity.
 func NewClient(address string, serverID spiffeid.ID, authorities []*x509.Certificate) *Client {
 	bundle := x509bundle.FromX509Authorities(serverID.TrustDomain(), authorities)
 	tlsConf := tlsconfig.TLSClientConfig(bundle, tlsconfig.AuthorizeID(serverID))
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	return &Client{
-		URL: "https://" + address,
+		URL:   "https://" + address,
+		Trust: bundle,
 		HTTP: &http.Client{
 			Timeout: 15 * time.Second,
 			Transport: &http.Transport{

@@ -164,7 +164,7 @@ func testServer(t *testing.T, now time.Time) (*Server, *pki.CA) {
 		return review(c.Sub, audiences, true), nil
 	})
 	return &Server{
-		CA:           ca,
+		Authority:    pki.NewAuthority(td, ca),
 		TrustDomain:  td,
 		Reviewer:     rev,
 		Fleets:       fleetSet{"spiffe://cluster.local/ns/xds-system/sa/envoy-xds": true},
@@ -233,6 +233,32 @@ func TestIssueSetsTheSANFromTheToken(t *testing.T) {
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("SVID does not verify as a client certificate: %v", err)
+	}
+}
+
+// TestIssueDuringRotation: after the CA is replaced, SVIDs come from the
+// new CA and the bundle returned with them holds the new and the old CA,
+// so a proxy trusts the server certificate of either.
+func TestIssueDuringRotation(t *testing.T) {
+	now := time.Now()
+	s, old := testServer(t, now)
+	next, _, err := pki.NewCA(s.TrustDomain, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Authority.Set(s.Authority.Trust().Rotate(next, now))
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	resp, err := s.Issue(context.Background(), token(now, "xds-system/envoy-xds", DefaultAudience), csrFor(t, key, &x509.CertificateRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode([]byte(resp.CertChain))
+	cert, _ := x509.ParseCertificate(block.Bytes)
+	if err := cert.CheckSignatureFrom(next.Cert); err != nil {
+		t.Errorf("the SVID is not signed by the new CA: %v", err)
+	}
+	if want := string(next.CertPEM) + string(old.CertPEM); resp.Bundle != want {
+		t.Errorf("bundle =\n%s\nwant the new CA then the old one", resp.Bundle)
 	}
 }
 

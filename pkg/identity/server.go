@@ -97,8 +97,9 @@ type Fleets interface {
 // Server is the identity service. Set the fields, then Serve (or use it as
 // an http.Handler).
 type Server struct {
-	// CA signs the SVIDs; its certificate is the bundle.
-	CA *pki.CA
+	// Authority's current CA signs the SVIDs; its bundle (current and
+	// retired CAs, during a rotation's overlap) is returned with them.
+	Authority *pki.Authority
 	// TrustDomain of the SVIDs.
 	TrustDomain spiffeid.TrustDomain
 	// Reviewer checks the tokens.
@@ -195,7 +196,8 @@ func (s *Server) Issue(ctx context.Context, token string, csrPEM []byte) (*SignR
 	if err != nil {
 		return nil, err
 	}
-	der, err := s.CA.Sign(id, csr.PublicKey, cmp.Or(s.SVIDLifetime, DefaultSVIDLifetime), pki.ClientAuth, nil, nil)
+	trust := s.Authority.Trust()
+	der, err := trust.Current.Sign(id, csr.PublicKey, cmp.Or(s.SVIDLifetime, DefaultSVIDLifetime), pki.ClientAuth, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
@@ -209,7 +211,7 @@ func (s *Server) Issue(ctx context.Context, token string, csrPEM []byte) (*SignR
 	return &SignResponse{
 		SPIFFEID:  id.String(),
 		CertChain: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		Bundle:    string(s.CA.CertPEM),
+		Bundle:    string(trust.BundlePEM()),
 		ExpiresAt: cert.NotAfter,
 	}, nil
 }

@@ -34,9 +34,10 @@ const (
 
 	// AnnotationPodTemplateHash is on the Envoy pod template: a hash of the
 	// fleet's own settings (image, resources, replicas excluded, pod
-	// template overlay, bootstrap, CA bundle, Gateway infrastructure labels
-	// and annotations in Dedicated mode). It changes only when those do,
-	// which re-rolls the pods; route and listener edits never change it.
+	// template overlay, bootstrap, Gateway infrastructure labels and
+	// annotations in Dedicated mode). It changes only when those do, which
+	// re-rolls the pods; route and listener edits never change it, nor does
+	// the CA bundle (the agents follow a CA rotation without a roll).
 	AnnotationPodTemplateHash = "xds-controller.dev/pod-template-hash"
 	// AnnotationGatewayName holds the full name of the Gateway on its
 	// Service (the label value is shortened beyond 63 characters).

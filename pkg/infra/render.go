@@ -261,9 +261,14 @@ func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, bundle 
 		return nil, err
 	}
 	// The pod template hash covers everything the pods start from: the
-	// template itself and the ConfigMap (bootstrap, SDS files, trust
-	// bundle). SVIDs are the agent's business: they never re-roll pods.
-	tmpl.Annotations[AnnotationPodTemplateHash] = podTemplateHash(tmpl, data)
+	// template itself and the ConfigMap (bootstrap, SDS files), but not the
+	// trust bundle: the agent reads it once at start, then takes the bundle
+	// that comes with every SVID, so a CA rotation reaches running pods
+	// without a roll (docs/identity.md). SVIDs are the agent's business:
+	// they never re-roll pods.
+	hashed := maps.Clone(data)
+	delete(hashed, bootstrap.BundleFile)
+	tmpl.Annotations[AnnotationPodTemplateHash] = podTemplateHash(tmpl, hashed)
 	dep := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: meta(f.Name),

@@ -263,7 +263,7 @@ func (p *Provisioner) lostLead(log *slog.Logger) error {
 }
 
 func (p *Provisioner) syncSharedFleet(ctx context.Context, a *infra.Applier, rend *infra.Renderer, in kubernetes.ProvisionInput, r *Resolver, gc *gwapiv1.GatewayClass, f infra.Fleet, now time.Time) error {
-	objs, err := rend.SharedFleet(infra.SharedFleetInput{Class: gc, Params: infra.SharedFleetParams(r.classParams[gc.Name]), TrustBundle: in.Identity.CA.CertPEM})
+	objs, err := rend.SharedFleet(infra.SharedFleetInput{Class: gc, Params: infra.SharedFleetParams(r.classParams[gc.Name]), TrustBundle: in.Identity.Authority.BundlePEM()})
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, r
 
 func (p *Provisioner) syncDedicated(ctx context.Context, a *infra.Applier, rend *infra.Renderer, in kubernetes.ProvisionInput, r *Resolver, gw *gwapiv1.Gateway, now time.Time) error {
 	params, _ := r.Effective(gw)
-	objs, err := rend.Dedicated(infra.DedicatedInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, TrustBundle: in.Identity.CA.CertPEM})
+	objs, err := rend.Dedicated(infra.DedicatedInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, TrustBundle: in.Identity.Authority.BundlePEM()})
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,6 @@ package standalone
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +27,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
@@ -39,7 +35,6 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
-	"github.com/xds-controller/xds-controller/pkg/pki"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/quarantine"
 	"github.com/xds-controller/xds-controller/pkg/status"
@@ -196,11 +191,13 @@ func Run(ctx context.Context, cfg Config) error {
 	var once sync.Once
 	svids := &agent.Agent{
 		Dir:      creds.sdsDir,
-		Signer:   localSigner(creds.ca, creds.envoyID, cmp.Or(cfg.SVIDLifetime, identity.DefaultSVIDLifetime)),
+		Signer:   localSigner(creds.authority, creds.envoyID, cmp.Or(cfg.SVIDLifetime, identity.DefaultSVIDLifetime)),
 		Log:      cfg.Log,
 		OnRotate: func(time.Time) { once.Do(func() { close(first) }) },
 	}
 	wg.Go(func() { _ = svids.Run(ctx) })
+	// A CA replaced in StateDir/pki is rotated to without a restart.
+	wg.Go(func() { creds.followCA(ctx, cfg.Log, caPollInterval) })
 	select {
 	case <-first:
 	case <-ctx.Done():
@@ -475,101 +472,6 @@ func addWatches(w *fsnotify.Watcher, path string) error {
 			return w.Add(p)
 		}
 		return err
-	})
-}
-
-type credentials struct {
-	serverTLS *tls.Config
-	serverID  spiffeid.ID
-	envoyID   spiffeid.ID
-	ca        *pki.CA
-	// sdsDir holds Envoy's SVID and bundle (kept by an agent.Agent);
-	// sdsConfigDir the SDS resource files pointing at them.
-	sdsDir, sdsConfigDir string
-}
-
-// issueCredentials creates (or loads) the CA under StateDir/pki and issues
-// the xDS server's certificate (24 hours, anew at every start). Envoy's
-// SVID is not issued here: an agent.Agent keeps it in StateDir/sds with a
-// local signer (localSigner), as the agent in a Kubernetes Envoy pod does
-// with the identity service.
-func issueCredentials(cfg Config) (*credentials, error) {
-	td, err := spiffeid.TrustDomainFromString(cfg.TrustDomain)
-	if err != nil {
-		return nil, fmt.Errorf("trust domain: %w", err)
-	}
-	state, err := filepath.Abs(cfg.StateDir)
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(state, "pki")
-	ca, err := pki.LoadOrCreateCA(dir, td, 10*365*24*time.Hour)
-	if err != nil {
-		return nil, err
-	}
-	serverID := spiffeid.RequireFromPath(td, "/ns/standalone/sa/xds-controller")
-	srv, err := ca.Issue(serverID, 24*time.Hour, pki.ServerAuth, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
-	if err != nil {
-		return nil, err
-	}
-	c := &credentials{
-		serverID:     serverID,
-		envoyID:      EnvoyID(td),
-		ca:           ca,
-		sdsDir:       filepath.Join(state, "sds"),
-		sdsConfigDir: state,
-	}
-	files, err := bootstrap.SDSFiles(c.sdsDir)
-	if err != nil {
-		return nil, err
-	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(c.sdsConfigDir, name), b, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	pair, err := tls.X509KeyPair(srv.CertPEM, srv.KeyPEM)
-	if err != nil {
-		return nil, err
-	}
-	c.serverTLS = &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{pair},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    ca.Pool(),
-		NextProtos:   []string{"h2"},
-	}
-	return c, nil
-}
-
-// EnvoyID is the SPIFFE ID of standalone mode's Envoy in td: the only
-// identity allowed the scope Scope.
-func EnvoyID(td spiffeid.TrustDomain) spiffeid.ID {
-	return spiffeid.RequireFromPath(td, "/ns/standalone/sa/envoy")
-}
-
-// localSigner signs Envoy's CSRs with the local CA, under the same CSR
-// rules as the identity service (identity.CheckCSR), for id, valid ttl.
-func localSigner(ca *pki.CA, id spiffeid.ID, ttl time.Duration) agent.Signer {
-	return agent.SignerFunc(func(_ context.Context, csrPEM []byte) (*identity.SignResponse, error) {
-		csr, err := identity.CheckCSR(csrPEM)
-		if err != nil {
-			return nil, err
-		}
-		der, err := ca.Sign(id, csr.PublicKey, ttl, pki.ClientAuth, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		cert, err := x509.ParseCertificate(der)
-		if err != nil {
-			return nil, err
-		}
-		return &identity.SignResponse{
-			SPIFFEID:  id.String(),
-			CertChain: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-			Bundle:    string(ca.CertPEM),
-			ExpiresAt: cert.NotAfter,
-		}, nil
 	})
 }
 

@@ -3,6 +3,7 @@ package xdsserver
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -199,5 +200,66 @@ func TestServeRefusesPlaintextConfig(t *testing.T) {
 	defer lis.Close()
 	if err := New(slog.Default()).Serve(context.Background(), lis, &tls.Config{}); err == nil {
 		t.Error("Serve accepted a TLS config without client authentication")
+	}
+}
+
+// TestServeLiveBundle: with a TLS configuration chosen per connection
+// from a live bundle (a CA rotation), a proxy of the new CA is refused
+// before the rotation and accepted after it, while the old CA's proxies
+// stay accepted during the overlap and refused after the drop.
+func TestServeLiveBundle(t *testing.T) {
+	s := New(slog.Default())
+	id := spiffeid.RequireFromPath(td, "/ns/x/sa/envoy")
+	s.Authorizer().Set(ScopeTable{id: {"gatewayclass/demo"}})
+	if _, _, err := s.Publish(context.Background(), "gatewayclass/demo", cluster("service/default/web/80")); err != nil {
+		t.Fatal(err)
+	}
+	old, _, _ := pki.NewCA(td, time.Hour)
+	next, _, _ := pki.NewCA(td, time.Hour)
+	auth := pki.NewAuthority(td, old)
+	srvCert, _ := old.Issue(spiffeid.RequireFromPath(td, "/ns/x/sa/controller"), time.Hour, pki.ServerAuth, []string{"localhost"}, nil)
+	pair, _ := tls.X509KeyPair(srvCert.CertPEM, srvCert.KeyPEM)
+	conf := &tls.Config{
+		Certificates: []tls.Certificate{pair},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			pool := x509.NewCertPool()
+			for _, c := range auth.Bundle().X509Authorities() {
+				pool.AddCert(c)
+			}
+			return &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, nil
+		},
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, lis, conf) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := lis.Addr().String()
+	fetch := func(ca *pki.CA) error {
+		svid, _ := ca.Issue(id, time.Hour, pki.ClientAuth, nil, nil)
+		p, _ := tls.X509KeyPair(svid.CertPEM, svid.KeyPEM)
+		_, err := xdsclient.FetchClusters(addr, &tls.Config{RootCAs: old.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{p}}, "gatewayclass/demo")
+		return err
+	}
+	if err := fetch(old); err != nil {
+		t.Fatalf("a proxy of the CA was refused: %v", err)
+	}
+	if fetch(next) == nil {
+		t.Error("a proxy of the next CA was served before the rotation")
+	}
+	auth.Set(auth.Trust().Rotate(next, time.Now()))
+	if err := fetch(next); err != nil {
+		t.Errorf("a proxy of the new CA was refused after the rotation: %v", err)
+	}
+	if err := fetch(old); err != nil {
+		t.Errorf("a proxy of the old CA was refused during the overlap: %v", err)
+	}
+	auth.Set(auth.Trust().Prune(time.Now().Add(time.Hour), pki.Overlap{}))
+	if fetch(old) == nil {
+		t.Error("a proxy of the dropped CA was served")
 	}
 }

@@ -30,7 +30,7 @@ import (
 // controller's CA.
 func fakeProxy(t *testing.T, r *replica, nodeID, scope string) *xdsclient.Proxy {
 	t.Helper()
-	svid, err := r.Identity().CA.Issue(fleetIDForScope(t, r, scope), time.Hour, pki.ClientAuth, nil, nil)
+	svid, err := r.Identity().Authority.Current().Issue(fleetIDForScope(t, r, scope), time.Hour, pki.ClientAuth, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func fakeProxy(t *testing.T, r *replica, nodeID, scope string) *xdsclient.Proxy 
 		t.Fatal(err)
 	}
 	p, err := xdsclient.Connect(r.XDSAddr().String(), &tls.Config{
-		RootCAs:      r.Identity().CA.Pool(),
+		RootCAs:      r.Identity().Authority.Current().Pool(),
 		ServerName:   kubernetes.DefaultServiceAccount + "." + controllerNamespace + ".svc",
 		Certificates: []tls.Certificate{pair},
 	}, nodeID, scope)

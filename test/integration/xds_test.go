@@ -51,7 +51,7 @@ func TestIdentityServiceAndXDS(t *testing.T) {
 	strangerPod := podWithToken(t, kube, "default", "web-xds")
 
 	serverID := spiffeid.RequireFromString("spiffe://cluster.local/ns/" + controllerNamespace + "/sa/xds-controller")
-	client := identity.NewClient(r.IdentityAddr().String(), serverID, []*x509.Certificate{r.Identity().CA.Cert})
+	client := identity.NewClient(r.IdentityAddr().String(), serverID, []*x509.Certificate{r.Identity().Authority.Current().Cert})
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	csrDER, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
 	csr := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER})

@@ -276,7 +276,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	ident, err := LoadOrCreateIdentity(ctx, direct, cfg.Namespace, cfg.ServiceAccount, cfg.TrustDomain, cfg.CASource)
+	ident, err := LoadOrCreateIdentity(ctx, direct, cfg.Namespace, cfg.ServiceAccount, cfg.TrustDomain, cfg.CASource, cfg.SVIDLifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -373,6 +373,23 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	reportName := ReportName(cfg.ReplicaName)
 
+	// The CA Secret and the record of retired CAs (carotation.go).
+	caOpts := caCacheOptions(cfg.Namespace)
+	caOpts.Scheme, caOpts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
+	caCache, err := cache.New(cfg.RestConfig, caOpts)
+	if err != nil {
+		return nil, fmt.Errorf("CA cache: %w", err)
+	}
+	if err := mgr.Add(caCache); err != nil {
+		return nil, err
+	}
+	caW := &caWatch{ident: ident, cache: caCache, read: caCache, c: mgr.GetClient(), ns: cfg.Namespace, create: cfg.CASource == CACreate, log: cfg.Log,
+		changed: func() {
+			if c.pipe.prov != nil {
+				c.pipe.prov.again()
+			}
+		}}
+
 	c.xdsLis, err = net.Listen("tcp", cfg.XDSAddress)
 	if err != nil {
 		return nil, fmt.Errorf("xDS listener: %w", err)
@@ -388,7 +405,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	idSvc := &identity.Server{
-		CA:           ident.CA,
+		Authority:    ident.Authority,
 		TrustDomain:  ident.TrustDomain,
 		Reviewer:     identity.TokenReviewer(reviews),
 		Fleets:       srv.Authorizer(),
@@ -412,6 +429,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		&reporter{srv: srv, c: mgr.GetClient(), api: mgr.GetAPIReader(), ns: cfg.Namespace, name: reportName,
 			pod: cfg.ReplicaName, interval: cfg.ReportInterval, log: cfg.Log},
 		&peerWatch{srv: srv, cache: peerCache, self: reportName, log: cfg.Log},
+		caW,
 		// The status writer runs on the leader (a RunnableFunc needs the
 		// lead), and writes only while the Lease is fresh.
 		manager.RunnableFunc(writer.Run),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
@@ -19,9 +18,9 @@ import (
 
 // The xDS channel's certificates: a CA kept in the Secret CASecretName of
 // the controller's namespace (created by the first replica that finds it
-// missing; every replica reads it), and a server certificate issued in
-// memory and renewed before it expires, presented by the xDS server and
-// the identity service. The proxies' SVIDs come from the identity service
+// missing; every replica reads it and follows its changes: carotation.go),
+// and a server certificate issued in memory and renewed before it
+// expires, presented by the xDS server and the identity service. The proxies' SVIDs come from the identity service
 // (pkg/identity, served by every replica), which signs them with this CA.
 
 // CASecretName is the Secret, in the controller's namespace, that holds the
@@ -47,28 +46,33 @@ const (
 	serverValidity = 30 * 24 * time.Hour
 )
 
-// Identity is the controller's CA and its xDS server certificate.
+// Identity is the controller's CA state (the Authority: the CA that signs,
+// the CAs still trusted during a rotation) and its xDS server certificate.
 type Identity struct {
-	CA          *pki.CA
+	Authority   *pki.Authority
 	TrustDomain spiffeid.TrustDomain
 	// ServerID is the xDS server's SPIFFE ID,
 	// spiffe://<trust-domain>/ns/<namespace>/sa/<serviceAccount>.
 	ServerID spiffeid.ID
-	dnsNames []string
-
-	mu     sync.Mutex
-	server *tls.Certificate
+	// Overlap times a rotation (pki.OverlapFor the SVID lifetime).
+	Overlap pki.Overlap
+	server  *pki.ServerCert
+	now     func() time.Time
 }
 
 // LoadOrCreateIdentity reads the CA from the Secret CASecretName in
 // namespace. With CACreate it creates the Secret when missing (when several
 // replicas race, the loser of the Create reads the winner's); with
 // CAExternal it waits, polling every waitCAInterval until ctx ends, for
-// another writer (cert-manager) to create it. It then issues the server
-// certificate for serviceAccount: SANs DNS <serviceAccount>.<ns>.svc and
+// another writer (cert-manager) to create it. The CAs that a rotation
+// retired and that are still trusted come from the ConfigMap
+// TrustConfigMapName (a record it cannot read or parse is left out: the
+// rotation watch reports it). It then issues the server certificate for
+// serviceAccount: SANs DNS <serviceAccount>.<ns>.svc and
 // <serviceAccount>.<ns>.svc.cluster.local, URI the SPIFFE ID. c must read
-// Secrets from the API server, not from a cache.
-func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, serviceAccount, trustDomain string, source CASource) (*Identity, error) {
+// Secrets from the API server, not from a cache. svidLifetime sets the
+// rotation's Overlap.
+func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, serviceAccount, trustDomain string, source CASource, svidLifetime time.Duration) (*Identity, error) {
 	td, err := spiffeid.TrustDomainFromString(trustDomain)
 	if err != nil {
 		return nil, fmt.Errorf("trust domain: %w", err)
@@ -86,13 +90,29 @@ func LoadOrCreateIdentity(ctx context.Context, c client.Client, namespace, servi
 	if err != nil {
 		return nil, err
 	}
+	auth := pki.NewAuthority(td, ca)
+	overlap := pki.OverlapFor(svidLifetime)
 	ident := &Identity{
-		CA:          ca,
+		Authority:   auth,
 		TrustDomain: td,
 		ServerID:    id,
-		dnsNames:    []string{serviceAccount + "." + namespace + ".svc", serviceAccount + "." + namespace + ".svc.cluster.local"},
+		Overlap:     overlap,
+		server: &pki.ServerCert{
+			Authority: auth,
+			ID:        id,
+			DNSNames:  []string{serviceAccount + "." + namespace + ".svc", serviceAccount + "." + namespace + ".svc.cluster.local"},
+			Validity:  serverValidity,
+			Overlap:   overlap,
+		},
+		now: time.Now,
 	}
-	if _, err := ident.serverCertificate(); err != nil {
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: TrustConfigMapName}, &cm); err == nil {
+		if retired, err := pki.ParseRetired([]byte(cm.Data[trustRetiredKey])); err == nil {
+			ident.Authority.Set(ident.Authority.Trust().Merge(retired).Prune(time.Now(), ident.Overlap))
+		}
+	}
+	if _, err := ident.server.Certificate(); err != nil {
 		return nil, err
 	}
 	return ident, nil
@@ -176,59 +196,18 @@ func parseCASecret(s *corev1.Secret) (*pki.CA, error) {
 		return nil, fmt.Errorf("CA Secret %s: %w", key, err)
 	}
 	if time.Now().After(ca.Cert.NotAfter) {
-		return nil, fmt.Errorf("CA Secret %s expired at %s; replace it and restart the controller (docs/identity.md)", key, ca.Cert.NotAfter.Format(time.RFC3339))
+		return nil, fmt.Errorf("CA Secret %s expired at %s; replace its content with a valid CA (docs/identity.md)", key, ca.Cert.NotAfter.Format(time.RFC3339))
 	}
 	return ca, nil
 }
 
-// serverCertificate returns the xDS server certificate, issuing a new one
-// when there is none or when less than a third of its lifetime is left.
-func (i *Identity) serverCertificate() (*tls.Certificate, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.server != nil {
-		leaf := i.server.Leaf
-		if time.Until(leaf.NotAfter) > leaf.NotAfter.Sub(leaf.NotBefore)/3 {
-			return i.server, nil
-		}
-	}
-	svid, err := i.CA.Issue(i.ServerID, serverValidity, pki.ServerAuth, i.dnsNames, nil)
-	if err != nil {
-		return nil, err
-	}
-	pair, err := tls.X509KeyPair(svid.CertPEM, svid.KeyPEM)
-	if err != nil {
-		return nil, err
-	}
-	pair.Leaf = svid.Cert
-	i.server = &pair
-	return i.server, nil
-}
-
 // ServerTLS is the xDS server's TLS configuration: TLS 1.3, ALPN h2, a
-// client certificate signed by our CA required.
-func (i *Identity) ServerTLS() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS13,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			return i.serverCertificate()
-		},
-		ClientAuth: tls.RequireAndVerifyClientCert,
-		ClientCAs:  i.CA.Pool(),
-		NextProtos: []string{"h2"},
-	}
-}
+// client certificate required that chains to a CA of the bundle as it is
+// at the handshake (pki.ServerCert.MTLSConfig).
+func (i *Identity) ServerTLS() *tls.Config { return i.server.MTLSConfig("h2") }
 
 // IdentityTLS is the identity service's TLS configuration: the same server
 // certificate as xDS (the agents check its SPIFFE ID), TLS 1.3, no client
 // certificate (the proxies have none yet: they authenticate with their
 // token).
-func (i *Identity) IdentityTLS() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS13,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			return i.serverCertificate()
-		},
-		NextProtos: []string{"h2", "http/1.1"},
-	}
-}
+func (i *Identity) IdentityTLS() *tls.Config { return i.server.TLSConfig("h2", "http/1.1") }

@@ -137,23 +137,23 @@ func TestIdentity(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(s).Build()
 	ctx := context.Background()
-	a, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local", CACreate)
+	a, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local", CACreate, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second replica reads the same CA.
-	b, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local", CACreate)
+	b, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local", CACreate, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.CA.Cert.Equal(b.CA.Cert) {
+	if !a.Authority.Current().Cert.Equal(b.Authority.Current().Cert) {
 		t.Fatal("the second replica made its own CA")
 	}
 	var sec corev1.Secret
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "system", Name: CASecretName}, &sec); err != nil {
 		t.Fatal(err)
 	}
-	cert, err := a.serverCertificate()
+	cert, err := a.server.Certificate()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestIdentityFromCertManager(t *testing.T) {
 	waitCAInterval = 10 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local", CAExternal); err == nil || !strings.Contains(err.Error(), "cert-manager") {
+	if _, err := LoadOrCreateIdentity(ctx, c, "system", "xds-controller", "cluster.local", CAExternal, time.Hour); err == nil || !strings.Contains(err.Error(), "cert-manager") {
 		t.Fatalf("without the Secret: %v, want an error naming cert-manager", err)
 	}
 	key := types.NamespacedName{Namespace: "system", Name: CASecretName}
@@ -203,11 +203,11 @@ func TestIdentityFromCertManager(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadOrCreateIdentity(context.Background(), c, "system", "xds-controller", "cluster.local", CAExternal)
+	got, err := LoadOrCreateIdentity(context.Background(), c, "system", "xds-controller", "cluster.local", CAExternal, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.CA.Cert.Equal(ca.Cert) {
+	if !got.Authority.Current().Cert.Equal(ca.Cert) {
 		t.Error("the identity does not use cert-manager's CA")
 	}
 

@@ -165,6 +165,8 @@ func TestRenderOverload(t *testing.T) {
 		"name: envoy.overload_actions.shrink_heap",
 		"name: envoy.overload_actions.stop_accepting_connections",
 		"name: envoy.overload_actions.stop_accepting_requests",
+		"overload.premature_reset_total_stream_count: 500",
+		"overload.premature_reset_min_stream_lifetime_seconds: 1",
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("default bootstrap lacks %q", want)

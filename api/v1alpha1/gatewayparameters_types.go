@@ -64,7 +64,9 @@ type GatewayParametersSpec struct {
 	// name, and tolerations merge by key. A Gateway's overlay is merged onto
 	// its class's overlay first. It is not validated by the API server
 	// (preserved as written); the controller refuses a Gateway whose
-	// overlay does not decode as a pod template (InvalidParameters).
+	// overlay does not decode as a pod template (InvalidParameters). A
+	// Gateway's own overlay may set only the fields of GatewayPolicy's
+	// default allow-list unless its class allows PodTemplate.
 	// The controller always keeps the fleet's selector labels and
 	// automountServiceAccountToken=false.
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -72,12 +74,33 @@ type GatewayParametersSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
+
+	// GatewayPolicy, on a GatewayClass's parameters (the cluster admin's),
+	// says what the class's Gateways may do beyond the default. A
+	// Gateway's own parameters must not set it.
+	//
+	// By default a Gateway's own GatewayParameters (its
+	// spec.infrastructure.parametersRef, in its namespace) may set every
+	// field but envoy.image and gatewayPolicy, and in podTemplate only:
+	// metadata.labels; metadata.annotations except AppArmor and seccomp
+	// ones; spec.nodeSelector, spec.affinity, spec.tolerations,
+	// spec.topologySpreadConstraints; the resources and env (value,
+	// fieldRef or resourceFieldRef; not a variable the controller sets) of
+	// the envoy container; the resources of the svid-agent init container.
+	// Anything else (envoy.image, other podTemplate fields, strategic merge
+	// directives such as $patch, null where only some children are
+	// allowed) gives the Gateway Accepted=False reason InvalidParameters
+	// naming each refused field, and its fleet is left as it was.
+	// +optional
+	GatewayPolicy *GatewayPolicy `json:"gatewayPolicy,omitempty"`
 }
 
 // EnvoySpec configures the Envoy container.
 type EnvoySpec struct {
 	// Image is the Envoy image (an Envoy 1.40 build with the binary at
-	// /usr/local/bin/envoy). Default: the controller's --envoy-image.
+	// /usr/local/bin/envoy). Default: the controller's --envoy-image. A
+	// Gateway's own parameters may set it only when its class allows
+	// EnvoyImage (GatewayPolicy).
 	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Image *string `json:"image,omitempty"`

@@ -39,7 +39,7 @@ the rest is translated. Exits non-zero when any document failed to load.`,
 			var b []byte
 			switch output {
 			case "ir":
-				b, err = translate.MarshalIR(out.Result)
+				b, err = translate.MarshalIR(out.Result, showSecrets)
 			case "xds":
 				b, err = translate.MarshalXDS(out.XDS, showSecrets)
 			default:
@@ -59,7 +59,7 @@ the rest is translated. Exits non-zero when any document failed to load.`,
 	}
 	cmd.Flags().StringVarP(&path, "file", "f", "", "YAML file or folder (required)")
 	cmd.Flags().StringVarP(&output, "output", "o", "ir", "ir or xds")
-	cmd.Flags().BoolVar(&showSecrets, "show-secrets", false, "print private keys in xDS secrets")
+	cmd.Flags().BoolVar(&showSecrets, "show-secrets", false, "print private keys (IR certificates, xDS secrets) instead of [redacted]")
 	cmd.Flags().BoolVar(&routeStats, "route-stats", false, "per-route Envoy statistics for every Gateway (GatewayParameters spec.metrics.routeStats)")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd

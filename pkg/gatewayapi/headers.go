@@ -129,7 +129,7 @@ func checkHostHeaderValue(v string) string {
 		if i := strings.LastIndex(v, ":"); i >= 0 {
 			host, port = v[:i], v[i+1:]
 		}
-		if checkPreciseHostname(strings.ToLower(host)) != "" {
+		if a, err := netip.ParseAddr(host); (err != nil || !a.Is4()) && checkPreciseHostname(strings.ToLower(host)) != "" {
 			return why
 		}
 	}

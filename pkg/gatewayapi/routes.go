@@ -205,7 +205,7 @@ func routeSpecProblem(hostnames []gwapiv1.Hostname, maxHostnames, rules, maxRule
 	case len(bad) == 1:
 		msgs = append(msgs, fmt.Sprintf("hostname %s %s", bad[0], why))
 	case len(bad) > 1:
-		msgs = append(msgs, fmt.Sprintf("hostnames %s are not valid: each must be lower-case RFC 1123 labels, at most 253 characters, with an optional \"*.\" wildcard as the first label only", strings.Join(bad, ", ")))
+		msgs = append(msgs, fmt.Sprintf("hostnames %s are not valid: each must be lower-case RFC 1123 labels of at most 63 characters, at most 253 characters, with an optional \"*.\" wildcard as the first label only, and not an IP address", strings.Join(bad, ", ")))
 	}
 	if rules > maxRules {
 		msgs = append(msgs, fmt.Sprintf("%d rules; at most %d are allowed", rules, maxRules))

@@ -101,19 +101,53 @@ func show(s string) string {
 	return q(s)
 }
 
-// checkHostname checks a Hostname: a route hostname or a listener hostname.
+// checkHostname checks a Hostname: a route hostname (HTTPRoute, GRPCRoute,
+// TLSRoute spec.hostnames), a listener hostname, a subjectAltNames
+// hostname. Beyond the CRD's pattern it applies what the type's
+// documentation says and the pattern does not check (checkNameRules).
 func checkHostname(h string) string {
 	if len(h) == 0 || len(h) > maxHostnameLen || !hostnameRE.MatchString(h) {
 		return "is not a valid hostname (lower-case RFC 1123 labels, at most 253 characters, an optional \"*.\" wildcard as the first label only)"
 	}
-	return ""
+	return checkNameRules(strings.TrimPrefix(h, "*."))
 }
 
 // checkPreciseHostname checks a PreciseHostname: a redirect or rewrite
-// hostname (Envoy host_redirect, host_rewrite_literal).
+// hostname (Envoy host_redirect, host_rewrite_literal), a
+// BackendTLSPolicy validation hostname; and checkNameRules.
 func checkPreciseHostname(h string) string {
 	if len(h) == 0 || len(h) > maxHostnameLen || !preciseHostnameRE.MatchString(h) {
 		return "is not a valid hostname (lower-case RFC 1123 labels, at most 253 characters, no wildcard)"
+	}
+	return checkNameRules(h)
+}
+
+// maxLabelLen is the length limit of a DNS label (RFC 1123 section 2.1,
+// RFC 1035 section 2.3.4).
+const maxLabelLen = 63
+
+// checkNameRules checks the rules of the Gateway API's Hostname and
+// PreciseHostname (shared_types.go) that their CRD pattern does not
+// enforce, so that the API server admits values the types forbid:
+//   - "IPs are not allowed": a name whose last label is a number (all
+//     digits, or 0x and hex digits) is refused, which covers "10.0.0.1"
+//     and the other forms a URL parser reads as an IPv4 address ("127.1",
+//     "0x7f.1": the WHATWG URL Standard's "ends in a number" rule); no DNS
+//     top-level domain is all-numeric (RFC 3696 section 2);
+//   - labels are RFC 1123 labels: at most 63 characters.
+//
+// n is a name without its wildcard label, already matching the pattern.
+func checkNameRules(n string) string {
+	labels := strings.Split(n, ".")
+	for _, l := range labels {
+		if len(l) > maxLabelLen {
+			return fmt.Sprintf("has a label of %d characters (RFC 1123 labels have at most %d)", len(l), maxLabelLen)
+		}
+	}
+	last := labels[len(labels)-1]
+	hex, isHex := strings.CutPrefix(last, "0x")
+	if strings.Trim(last, "0123456789") == "" || isHex && strings.Trim(hex, "0123456789abcdef") == "" {
+		return "is an IP address or reads as one (its last label is a number): a hostname is a name, never an IP address"
 	}
 	return ""
 }

@@ -300,6 +300,15 @@ func TestInvalidRouteHostnames(t *testing.T) {
 		"label too long":  {gwapiv1.Hostname(strings.Repeat("a", 254))},
 		"too many":        many,
 		"one of two good": {"ok.example.com", "bad_name.example.com"},
+		// Admitted by the CRD pattern, refused by the Hostname type's
+		// documentation ("IPs are not allowed", RFC 1123 labels).
+		"IPv4 address":           {"10.0.0.1"},
+		"IPv4 short form":        {"127.1"},
+		"IPv4 hex form":          {"0x7f.1"},
+		"numeric under wildcard": {"*.0.0.1"},
+		"label of 64":            {gwapiv1.Hostname(strings.Repeat("a", 64) + ".example.com")},
+		"wildcard, label of 64":  {gwapiv1.Hostname("*." + strings.Repeat("a", 64) + ".example.com")},
+		"IP beside a good name":  {"ok.example.com", "192.168.1.1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := fixture()
@@ -337,6 +346,8 @@ func TestGatewaySpecRules(t *testing.T) {
 		{"name pattern", []gwapiv1.Listener{http("Not Valid", 80)}, "not a valid listener name"},
 		{"hostname pattern", []gwapiv1.Listener{withHost(http("a", 80), "a b")}, "not a valid hostname"},
 		{"hostname inner wildcard", []gwapiv1.Listener{withHost(http("a", 80), "a.*.com")}, "not a valid hostname"},
+		{"hostname IP address", []gwapiv1.Listener{withHost(http("a", 80), "10.0.0.1")}, `hostname "10.0.0.1" is an IP address`},
+		{"hostname label of 64", []gwapiv1.Listener{withHost(http("a", 80), "*."+strings.Repeat("c", 64)+".com")}, "has a label of 64 characters"},
 		{"port zero", []gwapiv1.Listener{http("a", 0)}, "port 0 is outside"},
 		{"port too large", []gwapiv1.Listener{http("a", 70000)}, "port 70000 is outside"},
 		{"protocol pattern", []gwapiv1.Listener{{Name: "a", Protocol: "a b", Port: 80}}, "not a valid protocol"},
@@ -474,5 +485,97 @@ func TestEndpointAddressTypes(t *testing.T) {
 	}
 	if !slices.Equal(r.Status.Warnings, want) {
 		t.Errorf("warnings =\n%q\nwant\n%q", r.Status.Warnings, want)
+	}
+}
+
+// TestHostnameNameRules: the rules of the Gateway API's Hostname and
+// PreciseHostname that the CRD pattern does not check (no IP address,
+// labels of at most 63 characters), on the names both accept otherwise.
+func TestHostnameNameRules(t *testing.T) {
+	l63, l64 := strings.Repeat("a", 63), strings.Repeat("a", 64)
+	for _, h := range []string{"example.com", "1.example.com", "10.0.0.1.example.com", "123abc.com", "a.0x7g", "com",
+		l63 + ".example.com", "x." + l63, "xn--bcher-kva.example"} {
+		if p := checkHostname(h); p != "" {
+			t.Errorf("Hostname %q: %s, want valid", h, p)
+		}
+		if p := checkHostname("*." + h); p != "" {
+			t.Errorf("Hostname %q: %s, want valid", "*."+h, p)
+		}
+		if p := checkPreciseHostname(h); p != "" {
+			t.Errorf("PreciseHostname %q: %s, want valid", h, p)
+		}
+	}
+	for h, want := range map[string]string{
+		"10.0.0.1":           "is an IP address",
+		"255.255.255.255":    "is an IP address",
+		"127.1":              "is an IP address",
+		"2130706433":         "is an IP address",
+		"0x7f.0x1":           "is an IP address",
+		"example.123":        "is an IP address",
+		l64 + ".example.com": "has a label of 64 characters",
+		"x." + l64 + ".com":  "has a label of 64 characters",
+		"x.example." + l64:   "has a label of 64 characters",
+	} {
+		if p := checkHostname(h); !strings.Contains(p, want) {
+			t.Errorf("Hostname %q: %q, want %q", h, p, want)
+		}
+		if p := checkHostname("*." + h); !strings.Contains(p, want) {
+			t.Errorf("Hostname %q: %q, want %q", "*."+h, p, want)
+		}
+		if p := checkPreciseHostname(h); !strings.Contains(p, want) {
+			t.Errorf("PreciseHostname %q: %q, want %q", h, p, want)
+		}
+	}
+}
+
+// TestRouteKindsRefuseIPHostnames: GRPCRoute and TLSRoute hostnames follow
+// the HTTPRoute's rule (TestInvalidRouteHostnames): an IP address or a
+// label over 63 characters makes the route Accepted=False UnsupportedValue
+// and it serves nothing.
+func TestRouteKindsRefuseIPHostnames(t *testing.T) {
+	for _, h := range []gwapiv1.Hostname{"10.0.0.1", gwapiv1.Hostname(strings.Repeat("b", 64) + ".example.com")} {
+		t.Run("GRPCRoute "+string(h[:8]), func(t *testing.T) {
+			res := fixture()
+			gr := grpcRoute("grpc", gwapiv1.GRPCRouteRule{BackendRefs: []gwapiv1.GRPCBackendRef{grpcToApp()}})
+			gr.Spec.Hostnames = []gwapiv1.Hostname{h}
+			res.GRPCRoutes = []*gwapiv1.GRPCRoute{gr}
+			r := Translate(res, Options{})
+			mustValid(t, r)
+			st := r.Status.Routes[RouteKey{Kind: KindGRPCRoute, Namespace: "default", Name: "grpc"}]
+			if st == nil || len(st.Parents) != 1 {
+				t.Fatalf("status %+v", st)
+			}
+			wantCond(t, st.Parents[0].Conditions, "Accepted", metav1.ConditionFalse, "UnsupportedValue")
+			if n := len(r.IR.Gateways[0].Listeners[0].HTTPRoutes); n != 0 {
+				t.Errorf("%d routes served, want none", n)
+			}
+		})
+		t.Run("TLSRoute "+string(h[:8]), func(t *testing.T) {
+			res := fixture()
+			res.Gateways = []*gwapiv1.Gateway{gateway("web", gwapiv1.Listener{Name: "tls", Protocol: gwapiv1.TLSProtocolType, Port: 443,
+				TLS: &gwapiv1.ListenerTLSConfig{Mode: ptr(gwapiv1.TLSModePassthrough)}})}
+			res.TLSRoutes = []*gwapiv1.TLSRoute{{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tls", Generation: 1},
+				Spec: gwapiv1.TLSRouteSpec{
+					CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{{Name: "web"}}},
+					Hostnames:       []gwapiv1.Hostname{h},
+					Rules: []gwapiv1.TLSRouteRule{{BackendRefs: []gwapiv1.BackendRef{{BackendObjectReference: gwapiv1.BackendObjectReference{
+						Name: "app", Port: ptr(int32(80))}}}}},
+				},
+			}}
+			r := Translate(res, Options{})
+			mustValid(t, r)
+			st := r.Status.Routes[RouteKey{Kind: KindTLSRoute, Namespace: "default", Name: "tls"}]
+			if st == nil || len(st.Parents) != 1 {
+				t.Fatalf("status %+v", st)
+			}
+			wantCond(t, st.Parents[0].Conditions, "Accepted", metav1.ConditionFalse, "UnsupportedValue")
+			if !strings.Contains(cond(t, st.Parents[0].Conditions, "Accepted").Message, string(h[:8])) {
+				t.Errorf("message %q does not name the hostname", cond(t, st.Parents[0].Conditions, "Accepted").Message)
+			}
+			if n := len(r.IR.Gateways[0].Listeners[0].L4Routes); n != 0 {
+				t.Errorf("%d routes served, want none", n)
+			}
+		})
 	}
 }

@@ -4,16 +4,24 @@
 //
 // The rules, in the order the service applies them:
 //
-//  1. The token is checked with a Kubernetes TokenReview for our audience
-//     (DefaultAudience): authenticated, audience in the result, a
-//     ServiceAccount user, bound to a pod (a projected token, not a
-//     long-lived Secret token), and valid for at most MaxTokenLifetime
-//     from its issue (CheckReview, CheckTokenLifetime).
-//  2. The ServiceAccount must be one of our Envoy fleets' (Fleets.Known):
-//     the shared fleet envoy-<class> of a GatewayClass of ours in the
-//     controller's namespace, or <gateway>-<class> of a Dedicated Gateway
-//     of ours in the Gateway's namespace.
-//  3. The CSR must carry a valid self-signature and an accepted key
+//  0. One client (source IP address, an IPv6 /64) gets at most
+//     DefaultClientBurst requests at once and DefaultClientRate after that
+//     (Server.Limiter); more are refused with 429 before any other work.
+//  1. The token's claims are checked locally, without its signature
+//     (CheckToken): a JWT for our audience (DefaultAudience), with exp and
+//     iat, not expired, not yet valid or issued in the future, valid for at
+//     most MaxTokenLifetime, naming a ServiceAccount; and that
+//     ServiceAccount must be one of our fleets' (rule 3). A token that
+//     fails costs the API server nothing.
+//  2. The token is checked with a Kubernetes TokenReview for our audience:
+//     authenticated (its signature, and its ServiceAccount and pod still
+//     exist), audience in the result, a ServiceAccount user, bound to a pod
+//     (a projected token, not a long-lived Secret token) (CheckReview).
+//  3. The reviewed ServiceAccount must be one of our Envoy fleets'
+//     (Fleets.Known): the shared fleet envoy-<class> of a GatewayClass of
+//     ours in the controller's namespace, or <gateway>-<class> of a
+//     Dedicated Gateway of ours in the Gateway's namespace.
+//  4. The CSR must carry a valid self-signature and an accepted key
 //     (CheckCSR). Nothing else in it is used: the SVID's only name is the
 //     URI SAN spiffe://<trust-domain>/ns/<namespace>/sa/<serviceaccount> of
 //     the reviewed token, set by us.
@@ -27,8 +35,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -105,48 +111,14 @@ func CheckReview(st authv1.TokenReviewStatus, audience string) (ServiceAccount, 
 	if !found {
 		return ServiceAccount{}, fmt.Errorf("%w: token is not valid for audience %q (valid for %q)", ErrUnauthenticated, audience, st.Audiences)
 	}
-	rest, ok := strings.CutPrefix(st.User.Username, serviceAccountPrefix)
-	ns, name, ok2 := strings.Cut(rest, ":")
-	if !ok || !ok2 || ns == "" || name == "" || strings.Contains(name, ":") {
+	ns, name, ok := serviceAccountUser(st.User.Username)
+	if !ok {
 		return ServiceAccount{}, fmt.Errorf("%w: %q is not a ServiceAccount", ErrUnauthenticated, st.User.Username)
 	}
 	if len(st.User.Extra[podNameExtra]) == 0 {
 		return ServiceAccount{}, fmt.Errorf("%w: the token of ServiceAccount %s/%s is not bound to a pod (use a projected token)", ErrUnauthenticated, ns, name)
 	}
 	return ServiceAccount{Namespace: ns, Name: name, Pod: st.User.Extra[podNameExtra][0]}, nil
-}
-
-// CheckTokenLifetime reads the iat and exp claims of a JWT whose signature
-// the API server has already verified (call it after CheckReview) and
-// refuses a token that has no exp, has expired at now, or was issued for
-// longer than maxLifetime. Errors wrap ErrUnauthenticated.
-func CheckTokenLifetime(token string, now time.Time, maxLifetime time.Duration) error {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return fmt.Errorf("%w: token is not a JWT", ErrUnauthenticated)
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return fmt.Errorf("%w: token payload: %v", ErrUnauthenticated, err)
-	}
-	var claims struct {
-		Exp *int64 `json:"exp"`
-		Iat *int64 `json:"iat"`
-	}
-	if err := json.Unmarshal(payload, &claims); err != nil {
-		return fmt.Errorf("%w: token claims: %v", ErrUnauthenticated, err)
-	}
-	if claims.Exp == nil || claims.Iat == nil {
-		return fmt.Errorf("%w: token has no expiry (exp and iat are required)", ErrUnauthenticated)
-	}
-	exp, iat := time.Unix(*claims.Exp, 0), time.Unix(*claims.Iat, 0)
-	if !now.Before(exp) {
-		return fmt.Errorf("%w: token expired at %s", ErrUnauthenticated, exp.UTC().Format(time.RFC3339))
-	}
-	if life := exp.Sub(iat); life > maxLifetime {
-		return fmt.Errorf("%w: token lifetime %s exceeds %s", ErrUnauthenticated, life, maxLifetime)
-	}
-	return nil
 }
 
 // CheckCSR parses a PEM "CERTIFICATE REQUEST", checks its signature

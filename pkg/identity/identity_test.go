@@ -130,43 +130,20 @@ func TestCheckReview(t *testing.T) {
 }
 
 // jwt builds an unsigned token with the given claims (the signature is
-// the API server's business; CheckTokenLifetime reads claims only).
+// the API server's business; CheckToken reads claims only).
 func jwt(claims map[string]any) string {
 	enc := base64.RawURLEncoding
 	b, _ := json.Marshal(claims)
 	return enc.EncodeToString([]byte(`{"alg":"RS256"}`)) + "." + enc.EncodeToString(b) + ".c2ln"
 }
 
-func TestCheckTokenLifetime(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	iat := now.Add(-time.Minute).Unix()
-	if err := CheckTokenLifetime(jwt(map[string]any{"iat": iat, "exp": iat + 600}), now, MaxTokenLifetime); err != nil {
-		t.Fatal(err)
-	}
-	for name, tc := range map[string]struct {
-		token, msg string
-	}{
-		"expired":       {jwt(map[string]any{"iat": iat - 700, "exp": iat - 100}), "token expired"},
-		"expires now":   {jwt(map[string]any{"iat": now.Unix() - 600, "exp": now.Unix()}), "token expired"},
-		"too long":      {jwt(map[string]any{"iat": iat, "exp": iat + 2*3600}), "exceeds 1h0m0s"},
-		"no expiry":     {jwt(map[string]any{"iat": iat}), "no expiry"},
-		"legacy secret": {jwt(map[string]any{"sub": "system:serviceaccount:a:b"}), "no expiry"},
-		"not a JWT":     {"abc", "not a JWT"},
-	} {
-		err := CheckTokenLifetime(tc.token, now, MaxTokenLifetime)
-		if !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("%s: error %v, want ErrUnauthenticated with %q", name, err, tc.msg)
-		}
-	}
-}
-
 type fleetSet map[string]bool
 
 func (f fleetSet) Known(id spiffeid.ID) bool { return f[id.String()] }
 
-// testServer is a Server with a fake TokenReview: the token "<ns>/<sa>"
-// (as the JWT's sub claim) is a pod-bound token of that ServiceAccount for
-// the audience in its aud claim.
+// testServer is a Server with a fake TokenReview: a token whose sub claim
+// is system:serviceaccount:<ns>:<sa> is a pod-bound token of that
+// ServiceAccount for the audience in its aud claim.
 func testServer(t *testing.T, now time.Time) (*Server, *pki.CA) {
 	t.Helper()
 	td := spiffeid.RequireTrustDomainFromString("cluster.local")
@@ -184,8 +161,7 @@ func testServer(t *testing.T, now time.Time) (*Server, *pki.CA) {
 		if c.Aud != audiences[0] {
 			return authv1.TokenReviewStatus{Error: "token audiences [\"" + c.Aud + "\"] is invalid for the target audiences"}, nil
 		}
-		ns, sa, _ := strings.Cut(c.Sub, "/")
-		return review("system:serviceaccount:"+ns+":"+sa, audiences, true), nil
+		return review(c.Sub, audiences, true), nil
 	})
 	return &Server{
 		CA:           ca,
@@ -197,8 +173,15 @@ func testServer(t *testing.T, now time.Time) (*Server, *pki.CA) {
 	}, ca
 }
 
-func token(now time.Time, sub, aud string) string {
-	return jwt(map[string]any{"sub": sub, "aud": aud, "iat": now.Unix(), "exp": now.Unix() + 600})
+// token is a 10-minute token of ServiceAccount sa ("<namespace>/<name>")
+// for aud, issued at now.
+func token(now time.Time, sa, aud string) string {
+	return jwt(map[string]any{"sub": saUser(sa), "aud": aud, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Unix() + 600})
+}
+
+// saUser is the user name of ServiceAccount "<namespace>/<name>".
+func saUser(sa string) string {
+	return serviceAccountPrefix + strings.Replace(sa, "/", ":", 1)
 }
 
 // TestIssueSetsTheSANFromTheToken: the SVID names the token's
@@ -266,8 +249,8 @@ func TestIssueRefusals(t *testing.T) {
 		msg    string
 	}{
 		"unknown ServiceAccount": {token(now, "xds-example/web-xds", DefaultAudience), csr, ErrForbidden, "is not the ServiceAccount of an Envoy fleet"},
-		"wrong audience":         {token(now, "xds-system/envoy-xds", "api"), csr, ErrUnauthenticated, "is invalid for the target audiences"},
-		"expired token":          {jwt(map[string]any{"sub": "xds-system/envoy-xds", "aud": DefaultAudience, "iat": now.Unix() - 900, "exp": now.Unix() - 300}), csr, ErrUnauthenticated, "token expired"},
+		"wrong audience":         {token(now, "xds-system/envoy-xds", "api"), csr, ErrUnauthenticated, "is not valid for audience"},
+		"expired token":          {jwt(map[string]any{"sub": saUser("xds-system/envoy-xds"), "aud": DefaultAudience, "iat": now.Unix() - 900, "exp": now.Unix() - 300}), csr, ErrUnauthenticated, "token expired"},
 		"no token":               {"", csr, ErrUnauthenticated, "no bearer token"},
 		"weak key":               {token(now, "xds-system/envoy-xds", DefaultAudience), csrFor(t, rsa1024, nil), ErrBadRequest, "1024 bits"},
 	} {

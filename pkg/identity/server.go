@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
@@ -26,7 +29,8 @@ import (
 // Path is the identity service's only endpoint: POST a SignRequest with
 // the token in "Authorization: Bearer <token>"; the answer is a
 // SignResponse (200) or an ErrorResponse (400 bad CSR, 401 bad token,
-// 403 not a fleet's ServiceAccount, 5xx the service's own trouble).
+// 403 not a fleet's ServiceAccount, 429 too many requests from the client,
+// with Retry-After, 5xx the service's own trouble).
 const Path = "/v1/svid"
 
 // maxBody bounds a request body (a CSR is well under 8 KiB).
@@ -114,10 +118,22 @@ type Server struct {
 	// and name and the SVID's NotAfter (xdsserver.Server.RecordSVID, for
 	// proxy-status).
 	Issued func(namespace, pod string, notAfter time.Time)
+	// Limiter bounds each client's requests (default: DefaultClientRate,
+	// DefaultClientBurst).
+	Limiter *ClientLimiter
+
+	limiterOnce sync.Once
 }
 
 // ServeHTTP answers POST Path.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if ok, wait := s.limiter().Allow(r.RemoteAddr, s.now()); !ok {
+		secs := int(math.Ceil(wait.Seconds()))
+		s.log().Warn("identity: client over its rate limit", "remote", r.RemoteAddr, "retryAfterSeconds", secs)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many requests from %s: retry in %d s", r.RemoteAddr, secs))
+		return
+	}
 	if r.URL.Path != Path {
 		writeError(w, http.StatusNotFound, "not found")
 		return
@@ -155,6 +171,14 @@ func (s *Server) Issue(ctx context.Context, token string, csrPEM []byte) (*SignR
 		return nil, fmt.Errorf("%w: no bearer token", ErrUnauthenticated)
 	}
 	audience := cmp.Or(s.Audience, DefaultAudience)
+	// The local checks first: a token they refuse costs no TokenReview.
+	claimed, err := CheckToken(token, audience, s.now(), MaxTokenLifetime)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.fleet(claimed); err != nil {
+		return nil, err
+	}
 	st, err := s.Reviewer.Review(ctx, token, []string{audience})
 	if err != nil {
 		return nil, fmt.Errorf("token review: %w", err)
@@ -163,15 +187,9 @@ func (s *Server) Issue(ctx context.Context, token string, csrPEM []byte) (*SignR
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckTokenLifetime(token, s.now(), MaxTokenLifetime); err != nil {
-		return nil, err
-	}
-	id, err := spiffeid.FromSegments(s.TrustDomain, "ns", sa.Namespace, "sa", sa.Name)
+	id, err := s.fleet(sa)
 	if err != nil {
-		return nil, fmt.Errorf("%w: ServiceAccount %s/%s: %v", ErrForbidden, sa.Namespace, sa.Name, err)
-	}
-	if s.Fleets == nil || !s.Fleets.Known(id) {
-		return nil, fmt.Errorf("%w: ServiceAccount %s/%s is not the ServiceAccount of an Envoy fleet of this controller", ErrForbidden, sa.Namespace, sa.Name)
+		return nil, err
 	}
 	csr, err := CheckCSR(csrPEM)
 	if err != nil {
@@ -240,6 +258,15 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 		return err
 	}
 	return nil
+}
+
+func (s *Server) limiter() *ClientLimiter {
+	s.limiterOnce.Do(func() {
+		if s.Limiter == nil {
+			s.Limiter = NewClientLimiter(DefaultClientRate, DefaultClientBurst)
+		}
+	})
+	return s.Limiter
 }
 
 func (s *Server) now() time.Time {

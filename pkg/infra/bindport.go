@@ -25,8 +25,14 @@ const (
 	dedicatedLowPortOffset = 10000
 )
 
-// reservedPorts are bound by every Envoy from its bootstrap.
-var reservedPorts = map[uint32]bool{AdminPort: true, ReadinessPort: true, MetricsPort: true}
+// reservedPorts are the ports every Envoy pod binds besides its listeners:
+// Envoy's admin (on the pod's loopback, which still takes the port from a
+// listener on 0.0.0.0), readiness and metrics listeners from its bootstrap,
+// and the SVID agent's startup probe (the containers of a pod share one
+// network namespace). A listener port that would bind one of them is
+// remapped (DedicatedBindPorts) instead of making Envoy refuse the listener
+// ("Address already in use").
+var reservedPorts = map[uint32]bool{AdminPort: true, ReadinessPort: true, AgentProbePort: true, MetricsPort: true}
 
 // ListenerKey identifies a listener port of a Gateway.
 type ListenerKey struct {
@@ -38,9 +44,10 @@ type ListenerKey struct {
 //
 // Dedicated: the listener port, plus 10000 when it is below 1024 (80 ->
 // 10080); should that collide with another listener port of the same
-// Gateway or with a port of the bootstrap (9901, 19001), the port comes
-// from the shared range instead (see DedicatedBindPorts). Exact: this is
-// what AssignBindPorts gives.
+// Gateway or with a port the pod binds besides its listeners (9901, 19001,
+// 19002, 19003: reservedPorts), the port comes from the shared range
+// instead (see DedicatedBindPorts). Exact: this is what AssignBindPorts
+// gives.
 //
 // Shared: the Gateway's home port for the listener port, a hash of
 // <namespace>/<name>:<port> in [SharedPortMin, SharedPortMax]. Two

@@ -2,10 +2,13 @@ package infra
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
@@ -215,5 +218,56 @@ func TestAssignBindPortsPerClassAndMode(t *testing.T) {
 	var nilBP *BindPorts
 	if got := nilBP.BindPort(a, 80); got == 0 {
 		t.Error("nil BindPorts got 0")
+	}
+}
+
+// podBoundPorts are the ports a rendered Dedicated Envoy pod binds besides
+// its listeners: every container port of its containers and sidecars (the
+// agent's startup probe among them), and Envoy's admin port on the pod's
+// loopback, read from the bootstrap.
+func podBoundPorts(t *testing.T) map[uint32]string {
+	t.Helper()
+	gw := withInfra(gateway("apps", "web", 0, 80))
+	objs, err := testRenderer().Dedicated(DedicatedInput{Gateway: gw, Params: Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, nil), TrustBundle: testBundle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := podTemplateOf(t, objs)
+	out := map[uint32]string{}
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		for _, p := range c.Ports {
+			out[uint32(p.ContainerPort)] = c.Name + "/" + p.Name
+		}
+	}
+	boot := find[*corev1.ConfigMap](t, objs)[0].Data["bootstrap.yaml"]
+	admin := fmt.Sprintf(`address: "127.0.0.1", port_value: %d`, AdminPort)
+	if !strings.Contains(boot, admin) {
+		t.Fatalf("bootstrap lacks the admin address %q", admin)
+	}
+	out[AdminPort] = "envoy/admin (loopback)"
+	return out
+}
+
+// TestDedicatedBindPortsAvoidThePodsPorts: a listener on any port the pod
+// binds besides its listeners (19002, the agent's startup probe, among
+// them) is remapped to the shared range: Envoy would refuse the listener
+// ("Address already in use"). The ports below 1024 map to 10000-11023,
+// where the pod binds nothing.
+func TestDedicatedBindPortsAvoidThePodsPorts(t *testing.T) {
+	bound := podBoundPorts(t)
+	if _, ok := bound[AgentProbePort]; !ok || len(bound) < 4 {
+		t.Fatalf("the pod's ports: %v, want the admin, readiness, agent probe and metrics ports", bound)
+	}
+	for p, what := range bound {
+		if !reservedPorts[p] {
+			t.Errorf("port %d (%s) is bound by every Envoy pod but not reserved", p, what)
+		}
+		if p >= dedicatedLowPortOffset && p < dedicatedLowPortOffset+1024 {
+			t.Errorf("port %d (%s) is where listener port %d binds", p, what, p-dedicatedLowPortOffset)
+		}
+		got := DedicatedBindPorts(gateway("ns", "gw", 0, int(p)))[int32(p)]
+		if got == p || got < SharedPortMin || got > SharedPortMax {
+			t.Errorf("listener port %d binds %d, want a port of the shared range (the pod's %s is %d)", p, got, what, p)
+		}
 	}
 }

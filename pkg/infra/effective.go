@@ -76,6 +76,8 @@ func DefaultResources() corev1.ResourceRequirements {
 //     strategic merge patch (containers, env, volumes... by name) with
 //     tolerations merged by key. Overlays should have passed Validate; if
 //     the merge fails anyway, the Gateway's overlay replaces the class's.
+//   - gatewayPolicy: the class's, whatever the Gateway's says (a Gateway's
+//     own parameters should have passed CheckGatewayParameters).
 //
 // For a Shared-mode Gateway, the fleet itself is rendered from the class's
 // parameters alone (Effective(class, nil)): a Gateway of a shared fleet
@@ -146,6 +148,9 @@ func Effective(classParams, gatewayParams *v1alpha1.GatewayParametersSpec) v1alp
 	}
 	out.Edge = mergeEdge(c.Edge, g.Edge)
 	out.PodTemplate = mergeOverlays(c.PodTemplate, g.PodTemplate)
+	// The class's alone: a Gateway's parameters do not widen their own
+	// bounds (CheckGatewayParameters refuses them when they try).
+	out.GatewayPolicy = c.GatewayPolicy.DeepCopy()
 	return out
 }
 

@@ -323,6 +323,12 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
+	// A Gateway's spec.infrastructure.annotations do not loosen its pods'
+	// confinement, as its parameters' overlay may not
+	// (CheckGatewayParameters), unless its class allows PodTemplate.
+	if !params.GatewayPolicy.Allows(v1alpha1.PermissionPodTemplate) {
+		maps.DeleteFunc(annotations, func(k, _ string) bool { return !allowedPodAnnotation(k) })
+	}
 	// Where Prometheus (annotation-based discovery) scrapes Envoy; a
 	// Gateway's infrastructure annotations may say otherwise.
 	for k, v := range map[string]string{
@@ -374,10 +380,7 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 					"--drain-strategy", "immediate",
 				}, bootstrap.ConfigArgs()...),
 				Lifecycle: drainHook(drainSeconds),
-				Env: []corev1.EnvVar{
-					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-				},
+				Env:       envoyEnv(),
 				Ports: []corev1.ContainerPort{
 					{Name: "readiness", ContainerPort: ReadinessPort, Protocol: corev1.ProtocolTCP},
 					{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
@@ -454,6 +457,15 @@ func (r *Renderer) podTemplate(f Fleet, params v1alpha1.GatewayParametersSpec, i
 	return out, nil
 }
 
+// envoyEnv are the Envoy container's own variables (a Gateway's overlay
+// may add others, never replace these: CheckGatewayParameters).
+func envoyEnv() []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+	}
+}
+
 // drainHook is the Envoy container's lifecycle: with drainSeconds > 0 its
 // preStop hook runs `xds-controller envoy-drain` (package drain) from the
 // copy the SVID agent installed in the drain folder. The hook talks to
@@ -516,7 +528,7 @@ func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParameter
 			Ports: ServicePorts(gw, bind),
 		},
 	}
-	requestAddresses(svc, gatewayapi.RequestedIPs(gw))
+	requestAddresses(svc, gatewayapi.RequestedIPs(gw), params.GatewayPolicy.Allows(v1alpha1.PermissionExternalIPs))
 	return svc
 }
 
@@ -537,12 +549,18 @@ func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParameter
 //     its own choosing, which pkg/status reports as AddressNotUsable.
 //
 // Any other type takes them as external IPs (spec.externalIPs), which
-// kube-proxy serves on every node.
-func requestAddresses(svc *corev1.Service, ips []string) {
+// kube-proxy serves on every node, only when externalIPs is true (the
+// class's parameters allow ExternalIPs): an external IP captures the
+// cluster's traffic to that address, whoever owns it (CVE-2020-8554).
+// Otherwise nothing is requested and pkg/status reports the addresses as
+// AddressNotUsable.
+func requestAddresses(svc *corev1.Service, ips []string, externalIPs bool) {
 	switch {
 	case len(ips) == 0:
 	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer:
-		svc.Spec.ExternalIPs = slices.Clone(ips)
+		if externalIPs {
+			svc.Spec.ExternalIPs = slices.Clone(ips)
+		}
 	case len(ips) == 1:
 		svc.Spec.LoadBalancerIP = ips[0]
 	default:

@@ -362,15 +362,28 @@ func TestServiceRequestsTheGatewayAddresses(t *testing.T) {
 		{corev1.ServiceTypeLoadBalancer, append(slices.Clone(two), gwapiv1.GatewaySpecAddress{Type: ptr.To(gwapiv1.HostnameAddressType), Value: "gw.example.com"}), "", "", nil},
 	} {
 		gw.Spec.Addresses = tc.addresses
-		params := Effective(nil, &v1alpha1.GatewayParametersSpec{Service: &v1alpha1.ServiceSpec{Type: ptr.To(tc.typ)}})
-		objs, err := testRenderer().SharedGateway(SharedGatewayInput{Gateway: gw, Params: params, BindPort: bp.BindPort})
-		if err != nil {
-			t.Fatal(err)
-		}
-		svc := find[*corev1.Service](t, objs)[0]
-		ann, has := svc.Annotations[AnnotationLoadBalancerIPs]
-		if svc.Spec.LoadBalancerIP != tc.loadBalancerIP || ann != tc.annotation || has != (tc.annotation != "") || !slices.Equal(svc.Spec.ExternalIPs, tc.externalIPs) {
-			t.Errorf("%s %v: loadBalancerIP %q annotation %q externalIPs %v", tc.typ, tc.addresses, svc.Spec.LoadBalancerIP, ann, svc.Spec.ExternalIPs)
+		// External IPs only when the class allows them (CVE-2020-8554);
+		// a Gateway's own policy counts for nothing.
+		allowing := &v1alpha1.GatewayParametersSpec{GatewayPolicy: &v1alpha1.GatewayPolicy{Allow: []v1alpha1.GatewayPermission{v1alpha1.PermissionExternalIPs}}}
+		for _, class := range []*v1alpha1.GatewayParametersSpec{allowing, nil} {
+			own := &v1alpha1.GatewayParametersSpec{Service: &v1alpha1.ServiceSpec{Type: ptr.To(tc.typ)}}
+			if class == nil {
+				own.GatewayPolicy = allowing.GatewayPolicy
+			}
+			params := Effective(class, own)
+			want := tc.externalIPs
+			if class == nil {
+				want = nil
+			}
+			objs, err := testRenderer().SharedGateway(SharedGatewayInput{Gateway: gw, Params: params, BindPort: bp.BindPort})
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := find[*corev1.Service](t, objs)[0]
+			ann, has := svc.Annotations[AnnotationLoadBalancerIPs]
+			if svc.Spec.LoadBalancerIP != tc.loadBalancerIP || ann != tc.annotation || has != (tc.annotation != "") || !slices.Equal(svc.Spec.ExternalIPs, want) {
+				t.Errorf("%s %v (class allows external IPs: %v): loadBalancerIP %q annotation %q externalIPs %v", tc.typ, tc.addresses, class != nil, svc.Spec.LoadBalancerIP, ann, svc.Spec.ExternalIPs)
+			}
 		}
 	}
 }

@@ -188,7 +188,9 @@ func TestWildcardHost(t *testing.T) {
 	if all, _ := readHost(""); all.vhost != "*" {
 		t.Errorf("no host: vhost %q, want *", all.vhost)
 	}
-	for _, bad := range []string{"Foo.com", "foo_bar.com", "a.*.com", "10.0.0.1:80"} {
+	// An IP address or a label over 63 characters: IngressRule host says
+	// "IPs are not allowed", and labels are RFC 1123 labels.
+	for _, bad := range []string{"Foo.com", "foo_bar.com", "a.*.com", "10.0.0.1:80", "10.0.0.1", strings.Repeat("a", 64) + ".com"} {
 		if _, err := readHost(bad); err == nil {
 			t.Errorf("host %q accepted", bad)
 		}

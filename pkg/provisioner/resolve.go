@@ -59,7 +59,10 @@ var _ kubernetes.Resolver = (*Resolver)(nil)
 // A reference is refused (gatewayapi.InvalidParameters) when its group is
 // not gateway.xds-controller.dev or its kind not GatewayParameters, when a
 // class's reference has no namespace, when the object does not exist, or
-// when infra.Validate refuses its spec. A Gateway of a class whose
+// when infra.Validate refuses its spec; a Gateway's reference also when
+// its spec sets what its class's policy does not allow
+// (infra.CheckGatewayParameters: the Gateway's namespace owns it, the
+// class's parameters are the cluster admin's). A Gateway of a class whose
 // parameters are refused is refused too: its effective parameters cannot
 // be known.
 func Resolve(res *resources.Resources, params []*v1alpha1.GatewayParameters, controller gwapiv1.GatewayController, classGateways ...*gwapiv1.Gateway) *Resolver {
@@ -118,6 +121,9 @@ func Resolve(res *resources.Resources, params []*v1alpha1.GatewayParameters, con
 			ref = gw.Spec.Infrastructure.ParametersRef
 		}
 		spec, err := gatewayParameters(gw.Namespace, ref, byKey)
+		if err == nil {
+			err = checkGatewayParameters(gw.Namespace, ref, spec, r.classParams[class])
+		}
 		if err != nil {
 			r.invalid.Gateways[key] = err.Error()
 			r.refused = append(r.refused, gw)
@@ -157,6 +163,19 @@ func gatewayParameters(namespace string, ref *gwapiv1.LocalParametersReference, 
 		return nil, err
 	}
 	return lookup(types.NamespacedName{Namespace: namespace, Name: ref.Name}, byKey)
+}
+
+// checkGatewayParameters holds a Gateway's own parameters (spec, nil
+// without a reference) to its class's policy (infra.CheckGatewayParameters).
+func checkGatewayParameters(namespace string, ref *gwapiv1.LocalParametersReference, spec, class *v1alpha1.GatewayParametersSpec) error {
+	var policy *v1alpha1.GatewayPolicy
+	if class != nil {
+		policy = class.GatewayPolicy
+	}
+	if err := infra.CheckGatewayParameters(spec, policy); err != nil {
+		return fmt.Errorf("%s %s/%s: %w", v1alpha1.Kind, namespace, ref.Name, err)
+	}
+	return nil
 }
 
 func checkKind(group, kind string) error {
@@ -228,6 +247,14 @@ func (r *Resolver) EdgeFor(gw *gwapiv1.Gateway) *ir.HTTPEdge {
 // modes).
 func (r *Resolver) ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName {
 	return types.NamespacedName{Namespace: gw.Namespace, Name: infra.GatewayServiceName(gw)}
+}
+
+// ExternalIPsAllowed says whether gw's class's parameters allow
+// ExternalIPs (spec.gatewayPolicy.allow); false for a Gateway that is not
+// ours or whose parameters are refused.
+func (r *Resolver) ExternalIPsAllowed(gw *gwapiv1.Gateway) bool {
+	p, ok := r.Effective(gw)
+	return ok && p.GatewayPolicy.Allows(v1alpha1.PermissionExternalIPs)
 }
 
 // InvalidParameters are the refused parametersRefs (nil when none).

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -48,7 +49,13 @@ const ServiceConditionAddressesRefused = "xds-controller.dev/AddressesRefused"
 // which and why, with the Gateway API's reasons: AddressNotUsable when the
 // load balancer refused it (ServiceConditionAddressesRefused) or assigned
 // other addresses instead, AddressNotAssigned while it is pending.
-func GatewayAddresses(requested []string, svc *corev1.Service) ([]gwapiv1.GatewayStatusAddress, *AddressProblem) {
+//
+// externalIPs says whether the Gateway's class allows its addresses as
+// external IPs (GatewayParameters spec.gatewayPolicy.allow ExternalIPs;
+// infra.Renderer asks for none otherwise): when it does not, a request on
+// a Service of another type than LoadBalancer is AddressNotUsable, and the
+// addresses are the Service's cluster IPs.
+func GatewayAddresses(requested []string, svc *corev1.Service, externalIPs bool) ([]gwapiv1.GatewayStatusAddress, *AddressProblem) {
 	if svc == nil {
 		if len(requested) == 0 {
 			return nil, nil
@@ -88,6 +95,10 @@ func GatewayAddresses(requested []string, svc *corev1.Service) ([]gwapiv1.Gatewa
 			return nil, &AddressProblem{gwapiv1.GatewayReasonAddressNotAssigned,
 				fmt.Sprintf("waiting for the load balancer to assign %s to Service %s", addressList(missing), name)}
 		}
+	} else if len(requested) > 0 && !externalIPs {
+		return clusterIPs(svc), &AddressProblem{gwapiv1.GatewayReasonAddressNotUsable,
+			fmt.Sprintf("%s not usable: Service %s is of type %s, which would take them as spec.externalIPs, and the GatewayClass's parameters do not allow external IPs (they capture the cluster's traffic to those addresses, CVE-2020-8554); use a LoadBalancer Service (GatewayParameters spec.service.type), or have the class's GatewayParameters allow them (spec.gatewayPolicy.allow: [ExternalIPs])",
+				addressList(requested), name, cmp.Or(svc.Spec.Type, corev1.ServiceTypeClusterIP))}
 	} else if len(requested) > 0 {
 		missing := slices.DeleteFunc(slices.Clone(requested), func(ip string) bool { return slices.Contains(svc.Spec.ExternalIPs, ip) })
 		if len(missing) > 0 {
@@ -103,6 +114,12 @@ func GatewayAddresses(requested []string, svc *corev1.Service) ([]gwapiv1.Gatewa
 	if len(ingress) > 0 {
 		return ingress, nil
 	}
+	return clusterIPs(svc), nil
+}
+
+// clusterIPs are svc's cluster IPs as Gateway addresses.
+func clusterIPs(svc *corev1.Service) []gwapiv1.GatewayStatusAddress {
+	ipType := gwapiv1.IPAddressType
 	ips := svc.Spec.ClusterIPs
 	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
 		ips = []string{svc.Spec.ClusterIP}
@@ -113,7 +130,7 @@ func GatewayAddresses(requested []string, svc *corev1.Service) ([]gwapiv1.Gatewa
 			out = append(out, gwapiv1.GatewayStatusAddress{Type: &ipType, Value: ip})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // addressList is "address 192.0.2.1" or "addresses 192.0.2.1, 192.0.2.2".

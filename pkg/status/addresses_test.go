@@ -10,21 +10,21 @@ import (
 )
 
 func TestGatewayAddressesWithoutRequest(t *testing.T) {
-	if got, p := GatewayAddresses(nil, nil); got != nil || p != nil {
+	if got, p := GatewayAddresses(nil, nil, false); got != nil || p != nil {
 		t.Errorf("a missing Service gives %+v, %+v", got, p)
 	}
 	svc := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.20", ClusterIPs: []string{"10.96.0.20"}}}
-	got, p := GatewayAddresses(nil, svc)
+	got, p := GatewayAddresses(nil, svc, false)
 	if p != nil || len(got) != 1 || got[0].Value != "10.96.0.20" || *got[0].Type != gwapiv1.IPAddressType {
 		t.Errorf("cluster IP: %+v, %+v", got, p)
 	}
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.244.1.10"}, {Hostname: "lb.example.com"}}
-	got, p = GatewayAddresses(nil, svc)
+	got, p = GatewayAddresses(nil, svc, false)
 	if p != nil || len(got) != 2 || got[0].Value != "10.244.1.10" || *got[1].Type != gwapiv1.HostnameAddressType {
 		t.Errorf("load balancer: %+v, %+v", got, p)
 	}
 	headless := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}}
-	if got, _ := GatewayAddresses(nil, headless); len(got) != 0 {
+	if got, _ := GatewayAddresses(nil, headless, false); len(got) != 0 {
 		t.Errorf("a headless Service gives %+v", got)
 	}
 }
@@ -75,7 +75,7 @@ func TestGatewayAddressesRequested(t *testing.T) {
 		{"external IP missing", two, clusterIP("10.244.1.50"), nil, gwapiv1.GatewayReasonAddressNotAssigned, "address 10.244.2.1 not an external IP of Service ns/web-xds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, p := GatewayAddresses(tc.requested, tc.svc)
+			got, p := GatewayAddresses(tc.requested, tc.svc, true)
 			var values []string
 			for _, a := range got {
 				values = append(values, a.Value)
@@ -93,6 +93,43 @@ func TestGatewayAddressesRequested(t *testing.T) {
 				t.Errorf("problem %+v, want reason %s with %q", p, tc.reason, tc.message)
 			}
 		})
+	}
+}
+
+// TestGatewayAddressesExternalIPsRefused: when the class does not allow
+// external IPs (CVE-2020-8554), addresses requested of a Service that is
+// not a LoadBalancer are AddressNotUsable, whatever the Service lists, and
+// the Gateway's address is its cluster IP; a load balancer's addresses are
+// still fine.
+func TestGatewayAddressesExternalIPsRefused(t *testing.T) {
+	clusterIP := func(external ...string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-xds"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.7", ExternalIPs: external}}
+	}
+	lb := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.7"},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.244.1.50"}}}}}
+	for _, tc := range []struct {
+		name      string
+		requested []string
+		svc       *corev1.Service
+		address   string
+		message   string
+	}{
+		{"none listed", []string{"10.244.2.1", "10.244.1.50"}, clusterIP(), "10.96.0.7",
+			"addresses 10.244.2.1, 10.244.1.50 not usable: Service ns/web-xds is of type NodePort, which would take them as spec.externalIPs, and the GatewayClass's parameters do not allow external IPs"},
+		{"stale ones listed", []string{"10.244.1.50"}, clusterIP("10.244.1.50"), "10.96.0.7", "(spec.gatewayPolicy.allow: [ExternalIPs])"},
+		{"load balancer", []string{"10.244.1.50"}, lb, "10.244.1.50", ""},
+	} {
+		got, p := GatewayAddresses(tc.requested, tc.svc, false)
+		if len(got) != 1 || got[0].Value != tc.address {
+			t.Errorf("%s: addresses %+v, want %s", tc.name, got, tc.address)
+		}
+		switch {
+		case tc.message == "" && p != nil:
+			t.Errorf("%s: unexpected problem %+v", tc.name, p)
+		case tc.message != "" && (p == nil || p.Reason != gwapiv1.GatewayReasonAddressNotUsable || !strings.Contains(p.Message, tc.message)):
+			t.Errorf("%s: problem %+v, want AddressNotUsable with %q", tc.name, p, tc.message)
+		}
 	}
 }
 

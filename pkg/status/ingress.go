@@ -30,7 +30,7 @@ const KindIngress Kind = gatewayapi.KindIngress
 // else the Service's external or cluster IPs), each an IP or a hostname.
 func IngressLoadBalancer(svc *corev1.Service) networkingv1.IngressLoadBalancerStatus {
 	var out networkingv1.IngressLoadBalancerStatus
-	addrs, _ := GatewayAddresses(nil, svc)
+	addrs, _ := GatewayAddresses(nil, svc, false)
 	for _, a := range addrs {
 		if a.Type != nil && *a.Type == gwapiv1.HostnameAddressType {
 			out.Ingress = append(out.Ingress, networkingv1.IngressLoadBalancerIngress{Hostname: a.Value})

@@ -59,7 +59,9 @@ func runCase(t *testing.T, in string) (irYAML, xdsYAML []byte) {
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
-	irYAML, err = MarshalIR(out.Result)
+	// The IR shows its (test) private keys, so that the golden files say
+	// which key reached which listener; TestRedact covers the redaction.
+	irYAML, err = MarshalIR(out.Result, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -359,8 +359,8 @@ func diffOutputs(got, want *Output, gotErr, wantErr error) string {
 		return ""
 	}
 	if !reflect.DeepEqual(got.Result, want.Result) {
-		g, _ := MarshalIR(got.Result)
-		wa, _ := MarshalIR(want.Result)
+		g, _ := MarshalIR(got.Result, true)
+		wa, _ := MarshalIR(want.Result, true)
 		if d := firstDiff(g, wa); d != "" {
 			return "IR or status: " + d
 		}
@@ -523,8 +523,8 @@ func TestIncrementalEqualsFull(t *testing.T) {
 					spec.name, spec.files, seed, step, d, strings.Join(w.log, "\n  "))
 			}
 			if prevOut != nil && prevOut.Result != nil && !reflect.DeepEqual(prevOut.Result, prevResult) {
-				again, _ := MarshalIR(prevOut.Result)
-				before, _ := MarshalIR(prevResult)
+				again, _ := MarshalIR(prevOut.Result, true)
+				before, _ := MarshalIR(prevResult, true)
 				t.Fatalf("world %s (seed %d), step %d: the run changed the previous run's output: %s\nchanges:\n  %s",
 					spec.name, seed, step, firstDiff(again, before), strings.Join(w.log, "\n  "))
 			}

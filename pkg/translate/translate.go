@@ -164,8 +164,9 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options, more ...O
 // MarshalIR renders the IR and the status as YAML: the top-level keys are
 // `ir`, `status` and, when there are any, `warnings`; status maps are keyed by "namespace/name" (a
 // GatewayClass by its name). An Ingress's status shows its class, where it
-// is served and its problems.
-func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
+// is served and its problems. Certificates' private keys read Redacted
+// unless showSecrets is set, as in MarshalXDS.
+func MarshalIR(r *gatewayapi.Result, showSecrets bool) ([]byte, error) {
 	st := map[string]any{}
 	if r.Status != nil {
 		gcs := map[string]any{}
@@ -209,7 +210,15 @@ func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 			m[k.Namespace+"/"+k.Name] = v
 		}
 	}
-	out := map[string]any{"ir": r.IR, "status": st}
+	var irv any = r.IR
+	if !showSecrets {
+		v, err := redactIR(r.IR)
+		if err != nil {
+			return nil, err
+		}
+		irv = v
+	}
+	out := map[string]any{"ir": irv, "status": st}
 	if r.Status != nil && len(r.Status.Warnings) > 0 {
 		out["warnings"] = r.Status.Warnings
 	}
@@ -218,8 +227,8 @@ func MarshalIR(r *gatewayapi.Result) ([]byte, error) {
 
 // MarshalXDS renders xDS resources as YAML in the proto3 JSON mapping of
 // Envoy's API: scope -> type (listeners, routes, clusters, endpoints,
-// secrets) -> list of resources. Secrets' private keys are printed as
-// "[redacted]" unless showSecrets is set.
+// secrets) -> list of resources. Secrets' private keys read Redacted
+// unless showSecrets is set (Redact).
 func MarshalXDS(x map[string]*xdstranslator.Resources, showSecrets bool) ([]byte, error) {
 	scopes := map[string]any{}
 	for scope, r := range x {

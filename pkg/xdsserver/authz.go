@@ -21,9 +21,13 @@ import (
 // Who may subscribe to what. The TLS handshake already proved that a peer
 // holds an SVID of our CA (an expired or foreign certificate never gets
 // this far); here the SVID's SPIFFE ID must be allowed the proxy scope the
-// stream asks for (its node's cluster). Every request is checked, before
-// the cache sees it, so a refused stream receives no resource: it ends
-// with PERMISSION_DENIED.
+// request asks for (its node's cluster). Every RPC the server exposes is
+// checked, before the cache sees it: every request of an ADS or
+// per-type stream (state of the world and delta), and every unary
+// Fetch* call of the per-type discovery services (go-control-plane's
+// REST path, OnFetchRequest), which no Envoy of ours uses but which
+// would otherwise answer for any scope its request names. A refused
+// stream or fetch receives no resource: it ends with PERMISSION_DENIED.
 
 // ScopeTable maps a proxy's SPIFFE ID to the proxy scopes it may
 // subscribe to.
@@ -190,6 +194,22 @@ func (c *authzCallbacks) OnStreamDeltaRequest(id int64, req *discoveryv3.DeltaDi
 		return err
 	}
 	return c.Callbacks.OnStreamDeltaRequest(id, req)
+}
+
+// OnFetchRequest authorizes a unary fetch (FetchListeners, FetchRoutes,
+// FetchClusters, FetchEndpoints, FetchSecrets): its peer's SVID must be
+// allowed the scope its request's node names, exactly as on a stream.
+// A fetch carries its node on every request, so there is no stream state.
+func (c *authzCallbacks) OnFetchRequest(ctx context.Context, req *discoveryv3.DiscoveryRequest) error {
+	pid, err := PeerID(ctx)
+	if err != nil {
+		return status.Errorf(codes.Unauthenticated, "xDS: %v", err)
+	}
+	if err := c.authz.Authorize(pid, req.GetNode().GetCluster()); err != nil {
+		c.log.Warn("xDS fetch refused", "peer", pid.String(), "scope", req.GetNode().GetCluster(), "type", req.GetTypeUrl(), "error", err)
+		return err
+	}
+	return c.Callbacks.OnFetchRequest(ctx, req)
 }
 
 // Authorizer is the server's: set its table to let proxies in.

@@ -9,8 +9,18 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
+	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
+	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
+	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"github.com/xds-controller/xds-controller/internal/xdsclient"
@@ -93,5 +103,56 @@ func TestStreamsBeforeTheFirstTableAreUnavailable(t *testing.T) {
 	_, err := xdsclient.FetchClusters(lis.Addr().String(), &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{cp}}, "gatewayclass/demo")
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("error %v, want UNAVAILABLE", err)
+	}
+}
+
+// TestFetchesAreAuthorized: the unary Fetch* RPCs of every discovery
+// service the server registers answer a proxy for its own scope and
+// refuse another fleet's SVID with PERMISSION_DENIED and no resource
+// (issue 25: they used to answer for whatever scope node.cluster named,
+// listener private keys included).
+func TestFetchesAreAuthorized(t *testing.T) {
+	addr, ca := serve(t)
+	dial := func(path string) *grpc.ClientConn {
+		svid, err := ca.Issue(spiffeid.RequireFromPath(td, path), time.Hour, pki.ClientAuth, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, _ := tls.X509KeyPair(svid.CertPEM, svid.KeyPEM)
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(
+			&tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{pair}})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		return cc
+	}
+	own, other := dial("/ns/x/sa/envoy"), dial("/ns/y/sa/web-xds")
+	type fetch func(context.Context, *discoveryv3.DiscoveryRequest, ...grpc.CallOption) (*discoveryv3.DiscoveryResponse, error)
+	fetches := func(cc *grpc.ClientConn) map[string]fetch {
+		return map[string]fetch{
+			resourcev3.ListenerType: listenerservice.NewListenerDiscoveryServiceClient(cc).FetchListeners,
+			resourcev3.RouteType:    routeservice.NewRouteDiscoveryServiceClient(cc).FetchRoutes,
+			resourcev3.ClusterType:  clusterservice.NewClusterDiscoveryServiceClient(cc).FetchClusters,
+			resourcev3.EndpointType: endpointservice.NewEndpointDiscoveryServiceClient(cc).FetchEndpoints,
+			resourcev3.SecretType:   secretservice.NewSecretDiscoveryServiceClient(cc).FetchSecrets,
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := func(typeURL string) *discoveryv3.DiscoveryRequest {
+		return &discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "p", Cluster: "gatewayclass/demo"}, TypeUrl: typeURL}
+	}
+	resp, err := fetches(own)[resourcev3.ClusterType](ctx, req(resourcev3.ClusterType))
+	if err != nil || len(resp.GetResources()) != 1 {
+		t.Fatalf("own scope: FetchClusters = %v, %v; want the scope's one cluster", resp, err)
+	}
+	for typeURL, f := range fetches(other) {
+		resp, err := f(ctx, req(typeURL))
+		if status.Code(err) != codes.PermissionDenied || len(resp.GetResources()) != 0 {
+			t.Errorf("%s: another fleet's scope: %d resources, error %v; want PERMISSION_DENIED", typeURL, len(resp.GetResources()), err)
+		} else if !strings.Contains(err.Error(), `may not subscribe to proxy scope "gatewayclass/demo"`) {
+			t.Errorf("%s: message %q", typeURL, err)
+		}
 	}
 }

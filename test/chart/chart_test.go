@@ -553,6 +553,15 @@ func TestModeAndEnvoyValues(t *testing.T) {
 	if get(spec, "metrics") != nil {
 		t.Errorf("metrics %v without monitoring.routeStats", get(spec, "metrics"))
 	}
+	if get(spec, "gatewayPolicy") != nil {
+		t.Errorf("gatewayPolicy %v without gatewayClass.allow", get(spec, "gatewayPolicy"))
+	}
+	// gatewayClass.allow: what the class's Gateways may do beyond the
+	// default, in the default GatewayParameters (written for it alone).
+	objs = render(t, map[string]any{"mode": "", "gatewayClass": map[string]any{"allow": []any{"ExternalIPs", "EnvoyImage"}}})
+	if gp := find(objs, "GatewayParameters", "xds-controller-defaults"); fmt.Sprint(get(gp, "spec", "gatewayPolicy", "allow")) != "[ExternalIPs EnvoyImage]" {
+		t.Errorf("gatewayClass.allow: GatewayParameters %v", gp)
+	}
 	// monitoring.routeStats: the class's Gateways keep per-route statistics.
 	objs = render(t, map[string]any{"mode": "", "monitoring": map[string]any{"routeStats": true}})
 	if gp := find(objs, "GatewayParameters", "xds-controller-defaults"); fmt.Sprint(get(gp, "spec", "metrics", "routeStats")) != "true" || get(gp, "spec", "mode") != nil {

@@ -71,10 +71,10 @@ func TestIdentityServiceAndXDS(t *testing.T) {
 		code  int
 		msg   string
 	}{
-		"wrong audience":     {token(t, kube, controllerNamespace, "envoy-xds", "https://kubernetes.default.svc", fleetPod), http.StatusUnauthorized, "token review"},
+		"wrong audience":     {token(t, kube, controllerNamespace, "envoy-xds", "https://kubernetes.default.svc", fleetPod), http.StatusUnauthorized, "not valid for audience"},
 		"not pod-bound":      {token(t, kube, controllerNamespace, "envoy-xds", identity.DefaultAudience, nil), http.StatusUnauthorized, "not bound to a pod"},
 		"not a fleet's SA":   {token(t, kube, "default", "web-xds", identity.DefaultAudience, strangerPod), http.StatusForbidden, "is not the ServiceAccount of an Envoy fleet"},
-		"not a token at all": {"abc", http.StatusUnauthorized, "token review"},
+		"not a token at all": {"abc", http.StatusUnauthorized, "not a JWT"},
 	}
 	for name, tc := range refusals {
 		_, err := client.Sign(ctx, tc.token, csr)

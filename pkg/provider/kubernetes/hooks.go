@@ -43,6 +43,11 @@ type Resolver interface {
 	// ServiceFor is the Service that exposes gw; its load balancer
 	// ingress (else its ClusterIP) becomes the Gateway's status.addresses.
 	ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName
+	// ExternalIPsAllowed says whether gw's class lets its spec.addresses
+	// become its Service's spec.externalIPs (GatewayParameters
+	// spec.gatewayPolicy.allow ExternalIPs); status.GatewayAddresses
+	// reports them AddressNotUsable otherwise.
+	ExternalIPsAllowed(gw *gwapiv1.Gateway) bool
 	// InvalidParameters are the GatewayClasses and Gateways whose
 	// parametersRef is refused (nil: none); the translation sets their
 	// Accepted=False reason InvalidParameters.
@@ -128,6 +133,10 @@ func (SharedResolver) EdgeFor(*gwapiv1.Gateway) *ir.HTTPEdge { return nil }
 func (SharedResolver) ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName {
 	return types.NamespacedName{Namespace: gw.Namespace, Name: infra.GatewayServiceName(gw)}
 }
+
+// ExternalIPsAllowed is false: no parameters are read, so no class allows
+// them.
+func (SharedResolver) ExternalIPsAllowed(*gwapiv1.Gateway) bool { return false }
 
 // InvalidParameters is nil: no parameters are read.
 func (SharedResolver) InvalidParameters() *gatewayapi.InvalidParameters { return nil }

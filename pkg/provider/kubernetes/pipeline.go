@@ -554,7 +554,7 @@ func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 			continue
 		}
 		var problem *status.AddressProblem
-		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIPs(gw), svc(r.ServiceFor(gw)))
+		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIPs(gw), svc(r.ServiceFor(gw)), r.ExternalIPsAllowed(gw))
 		problem.Apply(gs)
 	}
 	// An Ingress's status.loadBalancer is the address of the Service of

@@ -130,7 +130,37 @@ type Params struct {
 	// Delta selects incremental xDS (DELTA_GRPC) instead of
 	// state-of-the-world (GRPC).
 	Delta bool
+	// Overload configures the overload manager; zero fields take the
+	// defaults.
+	Overload Overload
 }
+
+// Overload is what the overload manager of the bootstrap acts on
+// (GatewayParameters spec.edge.overload; Envoy's "Configuring Envoy as an
+// edge proxy" best practices).
+type Overload struct {
+	// MaxHeapSizeBytes is the heap size at which Envoy counts its memory
+	// fully used (fixed_heap resource monitor): at 95% of it Envoy returns
+	// free memory to the system (shrink_heap), at 98% it stops accepting
+	// connections and answers new requests with 503
+	// (stop_accepting_connections, stop_accepting_requests). Default:
+	// DefaultMaxHeapSizeBytes.
+	MaxHeapSizeBytes uint64
+	// MaxDownstreamConnections bounds the client connections of all
+	// listeners together, the readiness and metrics listeners included
+	// (global_downstream_max_connections resource monitor). Default:
+	// DefaultMaxDownstreamConnections.
+	MaxDownstreamConnections uint64
+}
+
+// Defaults of Overload.
+const (
+	// DefaultMaxHeapSizeBytes is Envoy's edge example's heap size, 2 GiB,
+	// for an Envoy whose memory is not limited otherwise.
+	DefaultMaxHeapSizeBytes uint64 = 2 << 30
+	// DefaultMaxDownstreamConnections is the connection limit per Envoy.
+	DefaultMaxDownstreamConnections uint64 = 50000
+)
 
 // Render returns the bootstrap YAML for p, with defaults applied. It fails
 // when a required field is empty.
@@ -155,6 +185,12 @@ func Render(p Params) ([]byte, error) {
 	}
 	if p.XDSServerName == "" {
 		p.XDSServerName = p.XDSHost
+	}
+	if p.Overload.MaxHeapSizeBytes == 0 {
+		p.Overload.MaxHeapSizeBytes = DefaultMaxHeapSizeBytes
+	}
+	if p.Overload.MaxDownstreamConnections == 0 {
+		p.Overload.MaxDownstreamConnections = DefaultMaxDownstreamConnections
 	}
 	var buf bytes.Buffer
 	err := tmpl.Execute(&buf, struct {

@@ -148,3 +148,37 @@ func TestEnvoyAcceptsBootstrap(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderOverload: the overload manager watches the heap (fixed_heap)
+// besides the connection count, shrinks the heap at 95% and stops
+// accepting connections and requests at 98%; Overload's values replace
+// the defaults.
+func TestRenderOverload(t *testing.T) {
+	p := params(t)
+	b, err := Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"max_active_downstream_connections: 50000",
+		"max_heap_size_bytes: 2147483648",
+		"name: envoy.overload_actions.shrink_heap",
+		"name: envoy.overload_actions.stop_accepting_connections",
+		"name: envoy.overload_actions.stop_accepting_requests",
+		"overload.premature_reset_total_stream_count: 500",
+		"overload.premature_reset_min_stream_lifetime_seconds: 1",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("default bootstrap lacks %q", want)
+		}
+	}
+	p.Overload = Overload{MaxHeapSizeBytes: 429496729, MaxDownstreamConnections: 1000}
+	if b, err = Render(p); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"max_active_downstream_connections: 1000", "max_heap_size_bytes: 429496729"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("bootstrap with %+v lacks %q", p.Overload, want)
+		}
+	}
+}

@@ -51,6 +51,12 @@ type GatewayParametersSpec struct {
 	// +optional
 	Metrics *MetricsSpec `json:"metrics,omitempty"`
 
+	// Edge hardens the Gateway's listeners and its fleet against slow,
+	// greedy and malformed clients (timeouts, header and HTTP/2 limits,
+	// overload manager); hardened defaults apply when unset (EdgeSpec).
+	// +optional
+	Edge *EdgeSpec `json:"edge,omitempty"`
+
 	// PodTemplate is a partial pod template (metadata and spec of a
 	// corev1.PodTemplateSpec) merged onto the rendered Envoy pod template
 	// like `kubectl apply` merges a manifest: a strategic merge patch, so

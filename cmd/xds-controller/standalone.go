@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/standalone"
 )
@@ -14,6 +17,7 @@ import (
 func newStandaloneCommand() *cobra.Command {
 	cfg := standalone.Config{}
 	var noEnvoy bool
+	var edgeFile string
 	cmd := &cobra.Command{
 		Use:   "standalone --config PATH",
 		Short: "Serve Gateway API YAML from files to a local Envoy, without Kubernetes",
@@ -43,6 +47,16 @@ a usable spec.tls (docs/ingress.md).`,
 			if noEnvoy {
 				cfg.EnvoyPath = ""
 			}
+			if edgeFile != "" {
+				b, err := os.ReadFile(edgeFile)
+				if err != nil {
+					return fmt.Errorf("--edge: %w", err)
+				}
+				cfg.Edge = &v1alpha1.EdgeSpec{}
+				if err := yaml.UnmarshalStrict(b, cfg.Edge); err != nil {
+					return fmt.Errorf("--edge %s: %w", edgeFile, err)
+				}
+			}
 			cfg.Out = cmd.OutOrStdout()
 			cfg.Log = slog.Default()
 			return standalone.Run(cmd.Context(), cfg)
@@ -58,6 +72,7 @@ a usable spec.tls (docs/ingress.md).`,
 	f.Uint32Var(&cfg.ReadinessPort, "readiness-port", 19001, "Envoy readiness port (GET /ready)")
 	f.Uint32Var(&cfg.EnvoyMetricsPort, "envoy-metrics-port", 0, "Envoy's Prometheus metrics port on 127.0.0.1 (GET /stats/prometheus only; 0: none)")
 	f.BoolVar(&cfg.RouteStats, "route-stats", false, "Envoy keeps statistics per route rule of every Gateway (GatewayParameters spec.metrics.routeStats in a cluster; docs/metrics.md)")
+	f.StringVar(&edgeFile, "edge", "", "YAML file of a GatewayParameters spec.edge (timeouts, header and HTTP/2 limits, overload manager) for every Gateway and the Envoy (default: the hardened defaults; docs/edge.md)")
 	f.StringVar(&cfg.TrustDomain, "trust-domain", "xds-controller.local", "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.SVIDLifetime, "svid-lifetime", identity.DefaultSVIDLifetime, "validity of Envoy's SVIDs (renewed at half of it, without restarting Envoy)")
 	f.DurationVar(&cfg.Debounce, "debounce", 0, "wait this long after a file change before re-reading (default 50ms)")

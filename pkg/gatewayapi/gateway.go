@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
 // defaultAddress is the address Envoy binds when a Gateway requests none.
@@ -43,6 +45,8 @@ type gatewayState struct {
 	// routeStats: the HTTP routes on its listeners get a StatName
 	// (Options.RouteStats).
 	routeStats bool
+	// edge: the limits of its HTTP and HTTPS listeners (Options.Edge).
+	edge *ir.HTTPEdge
 }
 
 func (g *gatewayState) accepted() bool {
@@ -76,7 +80,7 @@ func (t *translator) translateGateways() {
 			continue // a duplicate object: the first one wins
 		}
 		gs := &gatewayState{obj: gw, nn: nn(gw.Namespace, gw.Name), scope: t.scope(gw),
-			routeStats: t.opts.RouteStats != nil && t.opts.RouteStats(gw)}
+			routeStats: t.opts.RouteStats != nil && t.opts.RouteStats(gw), edge: t.opts.EdgeOf(gw)}
 		gs.address, gs.refused = gatewayAddress(gw.Spec.Addresses, t.opts.AddressesOnService)
 		if p := gatewaySpecProblem(gw); p != nil {
 			gs.refused = p

@@ -29,6 +29,7 @@ package gatewayapi
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -161,7 +162,7 @@ func sameGatewayInputs(a, b *resources.Resources) bool {
 
 // optionsKey is what opts decide for res: the controller name, how
 // addresses are bound, the refused parameters, and every Gateway's scope,
-// route statistics (Options.RouteStats) and bind ports. Two translations whose keys are equal may share their
+// route statistics (Options.RouteStats), edge limits (Options.Edge) and bind ports. Two translations whose keys are equal may share their
 // Gateway-level state.
 func optionsKey(res *resources.Resources, opts Options) string {
 	var b strings.Builder
@@ -190,6 +191,10 @@ func optionsKey(res *resources.Resources, opts Options) string {
 			continue
 		}
 		fmt.Fprintf(&b, "%s/%s %s %v", gw.Namespace, gw.Name, opts.ScopeOf(gw), opts.RouteStats != nil && opts.RouteStats(gw))
+		if e := opts.EdgeOf(gw); e != nil {
+			edge, _ := json.Marshal(e)
+			fmt.Fprintf(&b, " edge=%s", edge)
+		}
 		for _, l := range gw.Spec.Listeners {
 			fmt.Fprintf(&b, " %d", opts.BindPortOf(gw, l.Port))
 		}

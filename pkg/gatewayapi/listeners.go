@@ -331,7 +331,7 @@ func (l *listenerState) irListener() *ir.Listener {
 		set = l.set.nn.String()
 		name = l.gw.nn.Namespace + "/" + l.gw.nn.Name + "/" + set + "/" + l.name
 	}
-	return &ir.Listener{
+	il := &ir.Listener{
 		Name:        name,
 		ListenerSet: set,
 		Protocol:    l.protocol,
@@ -341,6 +341,10 @@ func (l *listenerState) irListener() *ir.Listener {
 		Hostname:    l.hostname,
 		TLS:         l.tls,
 	}
+	if l.protocol == ir.ProtocolHTTP || l.protocol == ir.ProtocolHTTPS {
+		il.Edge = l.gw.edge.DeepCopy()
+	}
+	return il
 }
 
 func ptr[T any](v T) *T { return &v }

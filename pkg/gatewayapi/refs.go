@@ -32,6 +32,14 @@ func (o Options) ScopeOf(gw *gwapiv1.Gateway) string {
 	return "gatewayclass/" + string(gw.Spec.GatewayClassName)
 }
 
+// EdgeOf is Options.Edge of gw, nil without one.
+func (o Options) EdgeOf(gw *gwapiv1.Gateway) *ir.HTTPEdge {
+	if o.Edge == nil {
+		return nil
+	}
+	return o.Edge(gw)
+}
+
 // BindPortOf is the port Envoy binds for gw's listener port:
 // Options.BindPort, else the port itself. 0 means the port cannot be bound
 // (outside 1-65535, or mapped outside it).

@@ -30,6 +30,10 @@ type Options struct {
 	// HTTPRoute and GRPCRoute rules on gw's listeners (ir.HTTPRoute
 	// StatName; GatewayParameters spec.metrics.routeStats). Default: no.
 	RouteStats func(gw *gwapiv1.Gateway) bool
+	// Edge are the limits on the clients of gw's HTTP and HTTPS listeners
+	// (ir.Listener Edge; GatewayParameters spec.edge), nil for the
+	// defaults. Default: nil for every Gateway.
+	Edge func(gw *gwapiv1.Gateway) *ir.HTTPEdge
 	// InvalidParameters are the GatewayClasses and Gateways whose
 	// parametersRef the caller refused (parameters.go). Default: none.
 	InvalidParameters *InvalidParameters

@@ -69,6 +69,9 @@ func DefaultResources() corev1.ResourceRequirements {
 //   - service.type: default LoadBalancer; service.annotations merge key by
 //     key, the Gateway's value winning;
 //   - metrics.routeStats: left nil when neither sets it (off);
+//   - edge: field by field (edge.http2 and edge.overload too), left nil
+//     when neither sets any (the defaults of xdstranslator.DefaultEdge and
+//     bootstrap.Overload apply);
 //   - podTemplate: the Gateway's overlay merged onto the class's as a
 //     strategic merge patch (containers, env, volumes... by name) with
 //     tolerations merged by key. Overlays should have passed Validate; if
@@ -143,6 +146,7 @@ func Effective(classParams, gatewayParams *v1alpha1.GatewayParametersSpec) v1alp
 	if rs := firstSet(routeStats(g), routeStats(c)); rs != nil {
 		out.Metrics = &v1alpha1.MetricsSpec{RouteStats: ptr.To(*rs)}
 	}
+	out.Edge = mergeEdge(c.Edge, g.Edge)
 	out.PodTemplate = mergeOverlays(c.PodTemplate, g.PodTemplate)
 	// The class's alone: a Gateway's parameters do not widen their own
 	// bounds (CheckGatewayParameters refuses them when they try).
@@ -180,12 +184,19 @@ func firstSet[T any](vs ...*T) *T {
 	return nil
 }
 
-// Validate checks what the API server cannot: that the pod template
+// Validate checks the edge settings (validateEdge, for parameters read
+// from a file) and what the API server cannot: that the pod template
 // overlay decodes as a corev1.PodTemplateSpec (unknown fields refused) and
 // applies as a strategic merge patch. The controller sets a Gateway's (or
 // class's) InvalidParameters condition with the error.
 func Validate(spec *v1alpha1.GatewayParametersSpec) error {
-	if spec == nil || spec.PodTemplate == nil || len(spec.PodTemplate.Raw) == 0 {
+	if spec == nil {
+		return nil
+	}
+	if err := validateEdge(spec.Edge); err != nil {
+		return err
+	}
+	if spec.PodTemplate == nil || len(spec.PodTemplate.Raw) == 0 {
 		return nil
 	}
 	m, err := overlayMap(spec.PodTemplate)

@@ -208,6 +208,18 @@ func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, bundle 
 	if r.Identity.Host == "" || r.Identity.Port == 0 || r.Identity.AgentImage == "" {
 		return nil, errors.New("infra: Renderer.Identity Host, Port and AgentImage are required")
 	}
+	// The pod template first: the overload manager's heap size follows
+	// the memory limit of the Envoy container, overlay included.
+	tmpl, err := r.podTemplate(f, params, infraLabels, infraAnnotations)
+	if err != nil {
+		return nil, err
+	}
+	var envoy *corev1.Container
+	for i := range tmpl.Spec.Containers {
+		if tmpl.Spec.Containers[i].Name == containerName {
+			envoy = &tmpl.Spec.Containers[i]
+		}
+	}
 	boot, err := bootstrap.Render(bootstrap.Params{
 		// Overridden by --service-node $(POD_NAME): every pod has its own node id.
 		NodeID:        f.Name,
@@ -222,6 +234,7 @@ func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, bundle 
 		ReadinessPort: ReadinessPort,
 		MetricsPort:   MetricsPort,
 		Delta:         r.XDS.Delta,
+		Overload:      Overload(params.Edge, envoy),
 	})
 	if err != nil {
 		return nil, err
@@ -255,10 +268,6 @@ func (r *Renderer) fleet(f Fleet, params v1alpha1.GatewayParametersSpec, bundle 
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: meta(f.Name),
 		Data:       data,
-	}
-	tmpl, err := r.podTemplate(f, params, infraLabels, infraAnnotations)
-	if err != nil {
-		return nil, err
 	}
 	// The pod template hash covers everything the pods start from: the
 	// template itself and the ConfigMap (bootstrap, SDS files), but not the

@@ -224,6 +224,7 @@ func (t *translator) translateClass(cs *classState) {
 			continue
 		}
 		il.NoAccessLog = noLog
+		il.Edge = t.opts.EdgeOf(gw)
 		if l.Protocol == gwapiv1.HTTPSProtocolType {
 			il.TLS = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: cs.certs}
 			il.HTTPRoutes = cs.routes(nil)

@@ -95,6 +95,10 @@ type Listener struct {
 	// IngressClass's parameters, accessLog Off). Listeners that share an
 	// address and port log unless all of them say so.
 	NoAccessLog bool `json:"noAccessLog,omitempty"`
+	// Edge are the HTTP and HTTPS listener's limits on its clients; nil
+	// takes the defaults. Listeners that share an address and port get the
+	// strictest of their values, field by field.
+	Edge *HTTPEdge `json:"edge,omitempty"`
 	// L4Routes are the routes attached to a TLS, TCP or UDP listener,
 	// oldest first. A TCP or UDP listener has at most one; a TLS listener
 	// picks one by SNI, the first that claims a name.

@@ -14,6 +14,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/infra"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
@@ -230,6 +231,16 @@ func (r *Resolver) BindPortFor(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uin
 func (r *Resolver) RouteStatsFor(gw *gwapiv1.Gateway) bool {
 	p, ok := r.Effective(gw)
 	return ok && p.Metrics != nil && p.Metrics.RouteStats != nil && *p.Metrics.RouteStats
+}
+
+// EdgeFor is gw's effective spec.edge in the IR (infra.HTTPEdge): nil when
+// it sets nothing, and for a Gateway without valid parameters.
+func (r *Resolver) EdgeFor(gw *gwapiv1.Gateway) *ir.HTTPEdge {
+	p, ok := r.Effective(gw)
+	if !ok {
+		return nil
+	}
+	return infra.HTTPEdge(p.Edge)
 }
 
 // ServiceFor is gw's Service <gateway>-<class> in its namespace (both

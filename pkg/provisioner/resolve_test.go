@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/infra"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
@@ -127,6 +129,33 @@ func TestResolveRouteStats(t *testing.T) {
 	for i, want := range []bool{true, true, false, false} {
 		if got := r.RouteStatsFor(res.Gateways[i]); got != want {
 			t.Errorf("RouteStatsFor(%s) = %v, want %v", res.Gateways[i].Name, got, want)
+		}
+	}
+}
+
+// TestResolveEdge: edge of the class's parameters applies to its Gateways,
+// a Gateway's own fields win one by one; without any, nil (the defaults).
+func TestResolveEdge(t *testing.T) {
+	res := &resources.Resources{
+		GatewayClasses: []*gwapiv1.GatewayClass{class("xds", classRef("defaults")), class("plain", nil)},
+		Gateways: []*gwapiv1.Gateway{
+			gw("apps", "a", "xds", 0, nil),
+			gw("apps", "own", "xds", 1, gwRef("own")),
+			gw("apps", "p", "plain", 2, nil),
+		},
+	}
+	ps := []*v1alpha1.GatewayParameters{
+		params(sys, "defaults", v1alpha1.GatewayParametersSpec{Edge: &v1alpha1.EdgeSpec{RequestHeadersTimeout: ptr.To[v1alpha1.Duration]("5s")}}),
+		params("apps", "own", v1alpha1.GatewayParametersSpec{Edge: &v1alpha1.EdgeSpec{MaxRequestHeadersKB: ptr.To[int32](32)}}),
+	}
+	r := Resolve(res, ps, gatewayapi.ControllerName)
+	for i, want := range []*ir.HTTPEdge{
+		{RequestHeadersTimeout: ir.NewDuration(5 * time.Second)},
+		{RequestHeadersTimeout: ir.NewDuration(5 * time.Second), MaxRequestHeadersKB: 32},
+		nil,
+	} {
+		if got := r.EdgeFor(res.Gateways[i]); !reflect.DeepEqual(got, want) {
+			t.Errorf("EdgeFor(%s) = %+v, want %+v", res.Gateways[i].Name, got, want)
 		}
 	}
 }

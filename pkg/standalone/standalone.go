@@ -29,12 +29,15 @@ import (
 	"github.com/fsnotify/fsnotify"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
 	"github.com/xds-controller/xds-controller/internal/testhook"
 	"github.com/xds-controller/xds-controller/pkg/agent"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/identity"
+	"github.com/xds-controller/xds-controller/pkg/infra"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/quarantine"
 	"github.com/xds-controller/xds-controller/pkg/status"
@@ -77,6 +80,11 @@ type Config struct {
 	// every Gateway (gatewayapi.Options.RouteStats), as GatewayParameters
 	// spec.metrics.routeStats does in a cluster.
 	RouteStats bool
+	// Edge are the limits on the clients of every Gateway's HTTP and HTTPS
+	// listeners and the Envoy's overload manager, as GatewayParameters
+	// spec.edge sets them in a cluster (nil: the defaults). Run refuses
+	// values that infra.Validate refuses.
+	Edge *v1alpha1.EdgeSpec
 	// TrustDomain of the SPIFFE IDs on the xDS channel.
 	TrustDomain string
 	// SVIDLifetime is the validity of Envoy's SVIDs, renewed at half of it
@@ -114,6 +122,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if _, err := os.Stat(cfg.ConfigPath); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	if err := infra.Validate(&v1alpha1.GatewayParametersSpec{Edge: cfg.Edge}); err != nil {
+		return err
 	}
 	cfg.IngressHTTPAddress = cmp.Or(cfg.IngressHTTPAddress, DefaultIngressHTTPAddress)
 	cfg.IngressHTTPSAddress = cmp.Or(cfg.IngressHTTPSAddress, DefaultIngressHTTPSAddress)
@@ -282,6 +293,7 @@ func (r *runner) reload(ctx context.Context) {
 	out, err := r.cache.Run(loaded.Resources, gatewayapi.Options{
 		Scope:      func(*gwapiv1.Gateway) string { return Scope },
 		RouteStats: func(*gwapiv1.Gateway) bool { return r.cfg.RouteStats },
+		Edge:       func(*gwapiv1.Gateway) *ir.HTTPEdge { return infra.HTTPEdge(r.cfg.Edge) },
 	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}),
 		translate.WithHolds(r.quarantine.Holds()))
 	translated := time.Now()
@@ -494,6 +506,7 @@ func (r *runner) writeBootstrap(c *credentials, addr *net.TCPAddr) (string, erro
 		ReadinessPort:    r.cfg.ReadinessPort,
 		MetricsPort:      r.cfg.EnvoyMetricsPort,
 		Delta:            true,
+		Overload:         infra.Overload(r.cfg.Edge, nil),
 	})
 	if err != nil {
 		return "", err

@@ -29,6 +29,18 @@ var (
 	connectTimeoutPB = durationpb.New(connectTimeout)
 	edsType          = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
 	edsConfig        = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource()}
+	// bufferLimitPB bounds what Envoy buffers per connection, upstream
+	// and downstream: 32 KiB, as Envoy's edge best practices advise
+	// (Cluster and Listener per_connection_buffer_limit_bytes; Envoy's
+	// default is 1 MiB).
+	bufferLimitPB = wrapperspb.UInt32(32768)
+	// upstreamHTTP2 are the HTTP/2 options of clusters to h2 and h2c
+	// backends: the edge best practices' 64 KiB stream and 1 MiB
+	// connection windows (Envoy's defaults are 256 MiB).
+	upstreamHTTP2 = &corev3.Http2ProtocolOptions{
+		InitialStreamWindowSize:     wrapperspb.UInt32(DefaultEdge.HTTP2InitialStreamWindowSize),
+		InitialConnectionWindowSize: wrapperspb.UInt32(DefaultEdge.HTTP2InitialConnectionWindowSize),
+	}
 )
 
 // cluster renders a backend as a cluster and, when its endpoints are IP
@@ -37,9 +49,10 @@ var (
 // inline, and no ClusterLoadAssignment.
 func cluster(b *ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
 	c := &clusterv3.Cluster{
-		Name:           b.Name,
-		ConnectTimeout: connectTimeoutPB,
-		LbPolicy:       clusterv3.Cluster_ROUND_ROBIN,
+		Name:                          b.Name,
+		ConnectTimeout:                connectTimeoutPB,
+		LbPolicy:                      clusterv3.Cluster_ROUND_ROBIN,
+		PerConnectionBufferLimitBytes: bufferLimitPB,
 	}
 	cla := loadAssignment(b)
 	dns := false
@@ -62,7 +75,7 @@ func cluster(b *ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignme
 	if http2 {
 		opts := &httpv3.HttpProtocolOptions{
 			UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
-				ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}},
+				ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: upstreamHTTP2},
 			}},
 		}
 		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOpts: toAny(opts)}

@@ -42,7 +42,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 		Name:                          name,
 		Address:                       socketAddress(k.address, k.port, k.udp),
 		StatPrefix:                    sharedStatName(k, ls, s.gateway),
-		PerConnectionBufferLimitBytes: wrapperspb.UInt32(32768),
+		PerConnectionBufferLimitBytes: bufferLimitPB,
 	}
 	var routes []*routev3.RouteConfiguration
 	switch ls[0].Protocol {
@@ -54,7 +54,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 		routes = append(routes, rc)
 		l.FilterChains = []*listenerv3.FilterChain{{
 			Name:    "http",
-			Filters: []*listenerv3.Filter{s.hcmFilter(httpStatName(k, ls, s.gateway), name, use, accessLog(ls...))},
+			Filters: []*listenerv3.Filter{s.hcmFilter(httpStatName(k, ls, s.gateway), name, use, accessLog(ls...), edgeOf(ls...))},
 		}}
 	case ir.ProtocolHTTPS, ir.ProtocolTLS:
 		// More specific listeners first, so that a server name claimed by a
@@ -77,7 +77,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 					Name:             "https/" + il.Name,
 					FilterChainMatch: tlsChainMatch(il.Hostname),
-					Filters:          []*listenerv3.Filter{s.hcmFilter(listenerStatName(il), rcName, use, accessLog(il))},
+					Filters:          []*listenerv3.Filter{s.hcmFilter(listenerStatName(il), rcName, use, accessLog(il), edgeOf(il))},
 					TransportSocket:  s.downstreamTLS(il.TLS, []string{"h2", "http/1.1"}),
 				})
 				continue
@@ -191,8 +191,9 @@ func accessLog(ls ...*ir.Listener) bool {
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (RBAC first, then CORS; the router
-// last) and Envoy's stdout access log when log is set.
-func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool) *listenerv3.Filter {
+// last), Envoy's stdout access log when log is set, and the limits on its
+// clients of edge (applyEdge).
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	if use.rbac {
 		// No rules: routes without a per-route policy let everyone in.
@@ -228,6 +229,7 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		// it, any other backend answers the upgrade as it sees fit.
 		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 	}
+	applyEdge(h, edge)
 	if log {
 		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
 	}

@@ -580,6 +580,15 @@ func TestModeAndEnvoyValues(t *testing.T) {
 		t.Errorf("monitoring.routeStats: GatewayParameters %v", gp)
 	}
 
+	// edge: the class's spec.edge, as written.
+	objs = render(t, map[string]any{"mode": "", "edge": map[string]any{
+		"requestHeadersTimeout": "5s", "http2": map[string]any{"maxConcurrentStreams": 50}, "overload": map[string]any{"maxHeapSize": "1Gi"},
+	}})
+	if gp := find(objs, "GatewayParameters", "xds-controller-defaults"); str(gp, "spec", "edge", "requestHeadersTimeout") != "5s" ||
+		fmt.Sprint(get(gp, "spec", "edge", "http2", "maxConcurrentStreams")) != "50" || str(gp, "spec", "edge", "overload", "maxHeapSize") != "1Gi" {
+		t.Errorf("edge: GatewayParameters %v", gp)
+	}
+
 	// No mode and no envoy settings: no GatewayParameters, no parametersRef.
 	objs = render(t, map[string]any{"mode": ""})
 	if find(objs, "GatewayParameters", "xds-controller-defaults") != nil {

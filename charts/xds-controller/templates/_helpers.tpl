@@ -19,7 +19,7 @@ app.kubernetes.io/component: controller
 
 {{/* Whether the default GatewayParameters are rendered. */}}
 {{- define "xds-controller.defaultParameters" -}}
-{{- if or .Values.mode .Values.envoy.image (not (kindIs "invalid" .Values.envoy.replicas)) (not (kindIs "invalid" .Values.envoy.drainSeconds)) .Values.envoy.serviceType .Values.envoy.resources .Values.envoy.podTemplate .Values.monitoring.routeStats .Values.gatewayClass.allow -}}
+{{- if or .Values.mode .Values.envoy.image (not (kindIs "invalid" .Values.envoy.replicas)) (not (kindIs "invalid" .Values.envoy.drainSeconds)) .Values.envoy.serviceType .Values.envoy.resources .Values.envoy.podTemplate .Values.monitoring.routeStats .Values.gatewayClass.allow .Values.edge -}}
 true
 {{- end -}}
 {{- end -}}

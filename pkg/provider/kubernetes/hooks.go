@@ -36,6 +36,10 @@ type Resolver interface {
 	// routes on gw's listeners (GatewayParameters spec.metrics.routeStats;
 	// gatewayapi.Options.RouteStats).
 	RouteStatsFor(gw *gwapiv1.Gateway) bool
+	// EdgeFor are the limits on the clients of gw's HTTP and HTTPS
+	// listeners (GatewayParameters spec.edge; gatewayapi.Options.Edge),
+	// nil for the defaults.
+	EdgeFor(gw *gwapiv1.Gateway) *ir.HTTPEdge
 	// ServiceFor is the Service that exposes gw; its load balancer
 	// ingress (else its ClusterIP) becomes the Gateway's status.addresses.
 	ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName
@@ -121,6 +125,9 @@ func (SharedResolver) BindPortFor(_ *gwapiv1.Gateway, port gwapiv1.PortNumber) u
 // RouteStatsFor is false: no parameters are read.
 func (SharedResolver) RouteStatsFor(*gwapiv1.Gateway) bool { return false }
 
+// EdgeFor is nil (the defaults): no parameters are read.
+func (SharedResolver) EdgeFor(*gwapiv1.Gateway) *ir.HTTPEdge { return nil }
+
 // ServiceFor is the Gateway's Service in both modes:
 // <gateway>-<class> (infra.GatewayServiceName) in the Gateway's namespace.
 func (SharedResolver) ServiceFor(gw *gwapiv1.Gateway) types.NamespacedName {
@@ -155,6 +162,7 @@ func TranslateOptions(controller gwapiv1.GatewayController, r Resolver) gatewaya
 		Scope:             r.ScopeFor,
 		BindPort:          r.BindPortFor,
 		RouteStats:        r.RouteStatsFor,
+		Edge:              r.EdgeFor,
 		InvalidParameters: r.InvalidParameters(),
 		// The Gateway's Service carries spec.addresses (infra.Renderer);
 		// Envoy binds the wildcard address in its pods.

@@ -4,22 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/xds-controller/xds-controller/pkg/identity"
@@ -78,22 +71,8 @@ func withClaims(t *testing.T, tok string, change map[string]any) string {
 func TestIdentityServiceSparesTheAPIServer(t *testing.T) {
 	requireAPIServer(t)
 	ctx := context.Background()
-	r := startReplica(t, replicaOptions{identity: "identity-limits"})
-	applyFile(t, filepath.Join(testdata, "01-basic-http.in.yaml"))
-	eventually(t, 20*time.Second, "the scope to be published", func() error {
-		if r.XDS().Scopes()["gatewayclass/xds"] == "" {
-			return errors.New("not yet")
-		}
-		return nil
-	})
-	kube := kubernetes.NewForConfigOrDie(restConfig)
-	fleetPod := podWithToken(t, kube, controllerNamespace, "envoy-xds")
-	strangerPod := podWithToken(t, kube, "default", "web-xds")
-	serverID := spiffeid.RequireFromString("spiffe://cluster.local/ns/" + controllerNamespace + "/sa/xds-controller")
-	client := identity.NewClient(r.IdentityAddr().String(), serverID, []*x509.Certificate{r.Identity().CA.Cert})
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	csrDER, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
-	csr := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER})
+	f := newIdentityFixture(t, "identity-limits")
+	kube, fleetPod, strangerPod, client, csr := f.kube, f.fleetPod, f.strangerPod, f.client, f.csr
 
 	good := token(t, kube, controllerNamespace, "envoy-xds", identity.DefaultAudience, fleetPod)
 	now := time.Now().Unix()

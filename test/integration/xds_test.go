@@ -38,23 +38,8 @@ import (
 func TestIdentityServiceAndXDS(t *testing.T) {
 	requireAPIServer(t)
 	ctx := context.Background()
-	r := startReplica(t, replicaOptions{identity: "identity"})
-	applyFile(t, filepath.Join(testdata, "01-basic-http.in.yaml"))
-	eventually(t, 20*time.Second, "the scope to be published", func() error {
-		if r.XDS().Scopes()["gatewayclass/xds"] == "" {
-			return errors.New("not yet")
-		}
-		return nil
-	})
-	kube := kubernetes.NewForConfigOrDie(restConfig)
-	fleetPod := podWithToken(t, kube, controllerNamespace, "envoy-xds")
-	strangerPod := podWithToken(t, kube, "default", "web-xds")
-
-	serverID := spiffeid.RequireFromString("spiffe://cluster.local/ns/" + controllerNamespace + "/sa/xds-controller")
-	client := identity.NewClient(r.IdentityAddr().String(), serverID, []*x509.Certificate{r.Identity().Authority.Current().Cert})
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	csrDER, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
-	csr := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER})
+	f := newIdentityFixture(t, "identity")
+	r, kube, fleetPod, strangerPod, client, key, csr := f.r, f.kube, f.fleetPod, f.strangerPod, f.client, f.key, f.csr
 
 	var resp *identity.SignResponse
 	eventually(t, 10*time.Second, "an SVID for the shared fleet", func() error {
@@ -157,4 +142,43 @@ func token(t *testing.T, kube kubernetes.Interface, ns, sa, audience string, pod
 		t.Fatal(err)
 	}
 	return tr.Status.Token
+}
+
+// identityFixture is a replica serving 01-basic-http.in.yaml with its
+// identity service, pods with projected tokens of the shared fleet's
+// ServiceAccount (fleetPod) and of a ServiceAccount that is no fleet's
+// (strangerPod), a client of the identity service that trusts the
+// replica's current CA, and a key with its CSR to sign.
+type identityFixture struct {
+	r                     *replica
+	kube                  *kubernetes.Clientset
+	fleetPod, strangerPod *corev1.Pod
+	client                *identity.Client
+	key                   *ecdsa.PrivateKey
+	csr                   []byte
+}
+
+// newIdentityFixture starts the fixture; name is the replica's identity
+// (replicaOptions.identity). It fails t when the scope is not published
+// within 20 s.
+func newIdentityFixture(t *testing.T, name string) identityFixture {
+	t.Helper()
+	r := startReplica(t, replicaOptions{identity: name})
+	applyFile(t, filepath.Join(testdata, "01-basic-http.in.yaml"))
+	eventually(t, 20*time.Second, "the scope to be published", func() error {
+		if r.XDS().Scopes()["gatewayclass/xds"] == "" {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	kube := kubernetes.NewForConfigOrDie(restConfig)
+	f := identityFixture{r: r, kube: kube,
+		fleetPod:    podWithToken(t, kube, controllerNamespace, "envoy-xds"),
+		strangerPod: podWithToken(t, kube, "default", "web-xds")}
+	serverID := spiffeid.RequireFromString("spiffe://cluster.local/ns/" + controllerNamespace + "/sa/xds-controller")
+	f.client = identity.NewClient(r.IdentityAddr().String(), serverID, []*x509.Certificate{r.Identity().Authority.Current().Cert})
+	f.key, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	csrDER, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, f.key)
+	f.csr = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER})
+	return f
 }

@@ -355,7 +355,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if err := mgr.Add(caCache); err != nil {
 		return nil, err
 	}
-	caW := &caWatch{ident: ident, cache: caCache, read: caCache, c: mgr.GetClient(), ns: cfg.Namespace, create: cfg.CASource == CACreate, log: cfg.Log,
+	caW := &caWatch{ident: ident, cache: caCache, read: mgr.GetAPIReader(), c: mgr.GetClient(), ns: cfg.Namespace, create: cfg.CASource == CACreate, log: cfg.Log,
 		changed: func() {
 			if c.pipe.prov != nil {
 				c.pipe.prov.again()

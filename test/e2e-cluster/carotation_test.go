@@ -118,6 +118,20 @@ func (e *env) caRotation(mode string) {
 		}
 		return nil
 	})
+	// Every replica follows the Secret (a replica that kept the old CA
+	// would issue SVIDs and a bundle of it alone).
+	e.eventually("every controller replica rotated", time.Minute, func() error {
+		for pod := range e.controllerPods() {
+			out, err := e.kubectl("", "-n", releaseNamespace, "logs", pod, "--tail=5000")
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(out, "CA rotation: trust bundle changed") || !strings.Contains(out, "trusted=2") {
+				return fmt.Errorf("replica %s has not rotated", pod)
+			}
+		}
+		return nil
+	})
 	for _, l := range e.controllerLogLines("CA rotation") {
 		t.Logf("controller: %s", l)
 	}
@@ -167,6 +181,14 @@ spec:
       port: 80
 `, "apply", "-f", "-")
 	e.expectBackend(web, "rotated.example.com", "/", "foo", 2*time.Minute)
+	defer func() {
+		if t.Failed() {
+			for _, p := range e.fleetPods(fleetNS, fleetName) {
+				out, _ := e.kubectl("", "-n", fleetNS, "logs", p.Name, "-c", "svid-agent", "--tail=20")
+				t.Logf("svid-agent of %s:\n%s", p.Name, out)
+			}
+		}
+	}()
 	e.eventually("proxy-status: every Envoy pod listed and SYNCED", 3*time.Minute, func() error {
 		st, err := e.proxyStatus(cli)
 		if err != nil {

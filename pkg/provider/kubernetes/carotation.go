@@ -49,8 +49,8 @@ var caWatchInterval = 10 * time.Second
 // replica).
 type caWatch struct {
 	ident *Identity
-	cache cache.Cache // the CA Secret and the trust ConfigMap only
-	// read reads them (the cache); c writes.
+	cache cache.Cache // watches the CA Secret and the trust ConfigMap only
+	// read reads them (the API server); c writes.
 	read client.Reader
 	c    client.Client
 	ns   string
@@ -78,8 +78,10 @@ func caCacheOptions(ns string) cache.Options {
 
 func (w *caWatch) NeedLeaderElection() bool { return false }
 
-// Start syncs at every change of the Secret or the record, and every
-// caWatchInterval, until ctx ends.
+// Start syncs at once, at every change of the Secret or the record, and
+// every caWatchInterval, until ctx ends. The watch only hastens a sync:
+// the reads go to the API server, and the interval alone keeps a replica
+// in step if its watch does not start.
 func (w *caWatch) Start(ctx context.Context) error {
 	kick := make(chan struct{}, 1)
 	poke := func() {
@@ -88,26 +90,25 @@ func (w *caWatch) Start(ctx context.Context) error {
 		default:
 		}
 	}
-	for _, obj := range []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}} {
-		inf, err := w.cache.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("watching the CA: %w", err)
+	go func() {
+		for _, obj := range []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}} {
+			inf, err := w.cache.GetInformer(ctx, obj)
+			if err == nil {
+				_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+					AddFunc:    func(any) { poke() },
+					UpdateFunc: func(any, any) { poke() },
+					DeleteFunc: func(any) { poke() },
+				})
+			}
+			if err != nil && ctx.Err() == nil {
+				w.log.Warn("CA rotation: no watch of the CA Secret; checking it every interval", "interval", caWatchInterval, "error", err)
+			}
 		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { poke() },
-			UpdateFunc: func(any, any) { poke() },
-			DeleteFunc: func(any) { poke() },
-		}); err != nil {
-			return fmt.Errorf("watching the CA: %w", err)
-		}
-	}
-	if !w.cache.WaitForCacheSync(ctx) {
-		return nil
-	}
+	}()
 	tick := time.NewTicker(caWatchInterval)
 	defer tick.Stop()
 	for {
-		if err := w.sync(ctx); err != nil {
+		if err := w.sync(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("CA rotation: keeping the current CA", "error", err)
 		}
 		select {

@@ -380,10 +380,13 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CA cache: %w", err)
 	}
-	if err := mgr.Add(caCache); err != nil {
+	// On every replica: a cache with per-object namespaces (controller-
+	// runtime's delegating cache) does not say NeedLeaderElection false,
+	// so mgr.Add would start it on the leader only.
+	if err := mgr.Add(everywhere(caCache.Start)); err != nil {
 		return nil, err
 	}
-	caW := &caWatch{ident: ident, cache: caCache, read: caCache, c: mgr.GetClient(), ns: cfg.Namespace, create: cfg.CASource == CACreate, log: cfg.Log,
+	caW := &caWatch{ident: ident, cache: caCache, read: mgr.GetAPIReader(), c: mgr.GetClient(), ns: cfg.Namespace, create: cfg.CASource == CACreate, log: cfg.Log,
 		changed: func() {
 			if c.pipe.prov != nil {
 				c.pipe.prov.again()

@@ -27,6 +27,9 @@ if ((build)); then
   k8s=$(build_kubernetes)
 else
   moddir=$HERE/build/kubernetes
+  # The key as go_build_cached computes it: with the machine's Go.
+  export GOTOOLCHAIN=local
+  PATH=$(machine_go_path)
   k8s=$CACHE/bin/kubernetes-$K8S_VERSION-$(build_key "$moddir" "$(k8s_ldflags)" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet \

@@ -10,6 +10,17 @@ build_key() {
     go env GOVERSION; echo "$@"; } | sha256sum | cut -c1-12
 }
 
+# machine_go_path: $PATH without the Go toolchains the go command fetched
+# into the module cache (golang.org/toolchain@...). `go test` and `go run`
+# put their own toolchain's bin first in PATH, so a test that calls this
+# tool (test/e2e-cluster runs `cluster kubectl`) would otherwise build and
+# key with the project's toolchain (GOTOOLCHAIN=local then means that one),
+# rebuild the Kubernetes binaries under another key and evict the build
+# that `make e2e` and `make conformance` use, back and forth.
+machine_go_path() {
+  printf '%s' "$PATH" | tr ':' '\n' | grep -v '/golang.org/toolchain@' | paste -sd: -
+}
+
 # go_build_cached NAME MODDIR OUTDIR_VAR LDFLAGS PKG...
 # Builds PKG... from the module in MODDIR into $CACHE/NAME-KEY unless that
 # folder is already complete; prints the folder.
@@ -20,7 +31,8 @@ go_build_cached() {
   # version, so following the project's toolchain would rebuild the
   # Kubernetes binaries (about 18 minutes cold) and evict the builds that
   # other clones on this machine still use. Their go.mod files say go 1.26.
-  local -x GOTOOLCHAIN=local
+  local -x GOTOOLCHAIN=local PATH
+  PATH=$(machine_go_path)
   local name=$1 moddir=$2 ldflags=$3; shift 3
   local key out tmp
   key=$(build_key "$moddir" "$ldflags" "$@")

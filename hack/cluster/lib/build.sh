@@ -31,8 +31,9 @@ go_build_cached() {
   # version, so following the project's toolchain would rebuild the
   # Kubernetes binaries (about 18 minutes cold) and evict the builds that
   # other clones on this machine still use. Their go.mod files say go 1.26.
-  local -x GOTOOLCHAIN=local PATH
-  PATH=$(machine_go_path)
+  local machine_path
+  machine_path=$(machine_go_path)
+  local -x GOTOOLCHAIN=local PATH=$machine_path
   local name=$1 moddir=$2 ldflags=$3; shift 3
   local key out tmp
   key=$(build_key "$moddir" "$ldflags" "$@")

@@ -368,7 +368,12 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data-plane report cache: %w", err)
 	}
-	if err := mgr.Add(peerCache); err != nil {
+	// Every replica reads its peers' reports (a NACK seen by one replica's
+	// proxy is withdrawn by all): a cache with DefaultNamespaces is
+	// controller-runtime's multi-namespace cache, which does not say
+	// NeedLeaderElection false, so mgr.Add alone would start it on the
+	// leader only, as it did the CA cache's.
+	if err := mgr.Add(everywhere(peerCache.Start)); err != nil {
 		return nil, err
 	}
 	reportName := ReportName(cfg.ReplicaName)

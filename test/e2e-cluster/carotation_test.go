@@ -164,23 +164,7 @@ func (e *env) caRotation(mode string) {
 
 	// Every Envoy reconnects with what it holds now: the replicas trust
 	// the new CA only and present a certificate of it.
-	e.mustKubectl("", "-n", releaseNamespace, "rollout", "restart", "deploy/xds-controller")
-	e.mustKubectl("", "-n", releaseNamespace, "rollout", "status", "deploy/xds-controller", "--timeout=180s")
-	e.mustKubectl(`apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata:
-  name: foo
-  namespace: xds-example
-spec:
-  parentRefs:
-  - name: web
-  hostnames: ["foo.example.com", "rotated.example.com"]
-  rules:
-  - backendRefs:
-    - name: foo
-      port: 80
-`, "apply", "-f", "-")
-	e.expectBackend(web, "rotated.example.com", "/", "foo", 2*time.Minute)
+	e.restartControllerAndEdit(web)
 	defer func() {
 		if t.Failed() {
 			for _, p := range e.fleetPods(fleetNS, fleetName) {

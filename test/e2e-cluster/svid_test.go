@@ -103,23 +103,7 @@ func (e *env) svids(mode string) {
 
 	// The controller restarts: Envoy reconnects with the SVID it holds now
 	// (the first ones have expired) and receives a route edit.
-	e.mustKubectl("", "-n", releaseNamespace, "rollout", "restart", "deploy/xds-controller")
-	e.mustKubectl("", "-n", releaseNamespace, "rollout", "status", "deploy/xds-controller", "--timeout=180s")
-	e.mustKubectl(`apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata:
-  name: foo
-  namespace: xds-example
-spec:
-  parentRefs:
-  - name: web
-  hostnames: ["foo.example.com", "rotated.example.com"]
-  rules:
-  - backendRefs:
-    - name: foo
-      port: 80
-`, "apply", "-f", "-")
-	e.expectBackend(web, "rotated.example.com", "/", "foo", 2*time.Minute)
+	e.restartControllerAndEdit(web)
 	e.steady(web, "foo.example.com", "/", "foo", 3*time.Second)
 }
 
@@ -293,4 +277,28 @@ func (e *env) rotations(addr, ns, fleet string, n int) {
 	if failures > 0 {
 		t.Errorf("%d of %d requests failed during the rotations; first: %v", failures, requests, firstFailure)
 	}
+}
+
+// restartControllerAndEdit restarts every controller replica (each Envoy
+// then reconnects with the SVID and trust bundle it holds now), adds the
+// host rotated.example.com to the example route foo, and waits until web
+// serves it: the reconnected Envoys receive configuration again.
+func (e *env) restartControllerAndEdit(web string) {
+	e.mustKubectl("", "-n", releaseNamespace, "rollout", "restart", "deploy/xds-controller")
+	e.mustKubectl("", "-n", releaseNamespace, "rollout", "status", "deploy/xds-controller", "--timeout=180s")
+	e.mustKubectl(`apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: foo
+  namespace: xds-example
+spec:
+  parentRefs:
+  - name: web
+  hostnames: ["foo.example.com", "rotated.example.com"]
+  rules:
+  - backendRefs:
+    - name: foo
+      port: 80
+`, "apply", "-f", "-")
+	e.expectBackend(web, "rotated.example.com", "/", "foo", 2*time.Minute)
 }

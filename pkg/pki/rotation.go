@@ -207,6 +207,26 @@ func (a *Authority) Set(t Trust) {
 	a.bundle.SetX509Authorities(t.Authorities())
 }
 
+// Follow makes a follow a CA and another process's record at now: t
+// rotated to ca (nil keeps the current CA), merged with the recorded
+// retired CAs, pruned under o (Trust.Rotate, Merge, Prune), and Set when
+// its bundle differs from the current one. It returns the new Trust and
+// whether the bundle changed. The controller (a Secret and a ConfigMap)
+// and standalone mode (files) follow rotations through it.
+func (a *Authority) Follow(ca *CA, recorded []Retired, now time.Time, o Overlap) (Trust, bool) {
+	before := a.Trust()
+	t := before
+	if ca != nil {
+		t = t.Rotate(ca, now)
+	}
+	t = t.Merge(recorded).Prune(now, o)
+	if bytes.Equal(t.BundlePEM(), before.BundlePEM()) {
+		return t, false
+	}
+	a.Set(t)
+	return t, true
+}
+
 // Trust returns the state.
 func (a *Authority) Trust() Trust {
 	a.mu.Lock()

@@ -151,10 +151,8 @@ func (c *credentials) syncCA(now time.Time, log *slog.Logger) error {
 		log.Warn("CA rotation: ignoring the record of retired CAs", "file", path, "error", err)
 		retired = nil
 	}
-	before := c.authority.Trust()
-	t := before.Rotate(ca, now).Merge(retired).Prune(now, c.overlap)
-	if !bytes.Equal(t.BundlePEM(), before.BundlePEM()) {
-		c.authority.Set(t)
+	t, changed := c.authority.Follow(ca, retired, now, c.overlap)
+	if changed {
 		log.Info("CA rotation: trust bundle changed", "signingCA", t.Current.Cert.SerialNumber.Text(16), "trusted", len(t.Authorities()),
 			"handover", c.overlap.Handover, "drop", c.overlap.Drop)
 	}

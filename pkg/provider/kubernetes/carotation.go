@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -126,48 +125,38 @@ func (w *caWatch) Start(ctx context.Context) error {
 // hold a valid CA keeps the current CA (the error says why).
 func (w *caWatch) sync(ctx context.Context) error {
 	now := w.ident.now()
-	before := w.ident.Authority.Trust()
-	t := before
+	var current *pki.CA
 	var secretErr error
 	var s corev1.Secret
 	switch err := w.read.Get(ctx, types.NamespacedName{Namespace: w.ns, Name: CASecretName}, &s); {
 	case err == nil:
-		ca, err := parseCASecret(&s)
-		if err != nil {
-			secretErr = err
-		} else {
-			t = t.Rotate(ca, now)
-		}
+		current, secretErr = parseCASecret(&s)
 	case apierrors.IsNotFound(err) && w.create:
-		ca, err := loadOrCreateCA(ctx, w.c, w.ns, w.ident.TrustDomain)
-		if err != nil {
-			secretErr = err
-		} else {
-			t = t.Rotate(ca, now)
-		}
+		current, secretErr = loadOrCreateCA(ctx, w.c, w.ns, w.ident.TrustDomain)
 	case apierrors.IsNotFound(err):
 		secretErr = fmt.Errorf("CA Secret %s/%s is missing (written by cert-manager?)", w.ns, CASecretName)
 	default:
 		secretErr = err
 	}
+	if secretErr != nil {
+		current = nil
+	}
 	var cm corev1.ConfigMap
+	var retired []pki.Retired
 	recorded := ""
 	switch err := w.read.Get(ctx, types.NamespacedName{Namespace: w.ns, Name: TrustConfigMapName}, &cm); {
 	case err == nil:
 		recorded = cm.Data[trustRetiredKey]
-		retired, err := pki.ParseRetired([]byte(recorded))
-		if err != nil {
+		var err error
+		if retired, err = pki.ParseRetired([]byte(recorded)); err != nil {
 			w.log.Warn("CA rotation: ignoring the record of retired CAs", "configMap", TrustConfigMapName, "error", err)
-		} else {
-			t = t.Merge(retired)
+			retired = nil
 		}
 	case !apierrors.IsNotFound(err):
 		return err
 	}
-	t = t.Prune(now, w.ident.Overlap)
-
-	if !bytes.Equal(t.BundlePEM(), before.BundlePEM()) {
-		w.ident.Authority.Set(t)
+	t, changed := w.ident.Authority.Follow(current, retired, now, w.ident.Overlap)
+	if changed {
 		w.log.Info("CA rotation: trust bundle changed", "signingCA", serialOf(t.Current), "trusted", len(t.Authorities()),
 			"handoverIn", w.handoverIn(t, now).String(), "serverCA", serialOf(w.ident.Authority.ServerCA(now, w.ident.Overlap)))
 		if w.changed != nil {

@@ -7,9 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/internal/xdstest"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
-	"github.com/xds-controller/xds-controller/pkg/xdstranslator/xdstest"
 )
 
 // backendCertFixture is fixture() with a BackendTLSPolicy on Service app

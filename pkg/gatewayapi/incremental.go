@@ -42,7 +42,6 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/internal/memo"
-	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
@@ -603,60 +602,6 @@ func (c *Cache) undoFinish(m *routeMemo) {
 		}
 	}
 	m.done = finished{}
-}
-
-// result assembles the IR (Gateways sorted by namespace/name, each
-// listener's routes in precedence order) and the status of every object.
-// A Gateway that is not
-// accepted because none of its listeners is stays in the IR without
-// listeners: its scope exists (a Dedicated fleet, whose ServiceAccount
-// gets an SVID, runs and serves nothing) until a listener becomes valid.
-// Only a Gateway refused as a whole (its parametersRef or spec.addresses)
-// is left out: it is not served.
-func (c *Cache) result() *Result {
-	t := c.t
-	st := &Status{
-		GatewayClasses:     c.classes,
-		Gateways:           map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-		ListenerSets:       map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
-		Routes:             c.routeStatus,
-		BackendTLSPolicies: t.policyStatus(),
-	}
-	c.statusShared = true
-	for _, k := range slices.SortedFunc(maps.Keys(c.sliceWarnings), compareNN) {
-		st.Warnings = append(st.Warnings, c.sliceWarnings[k])
-	}
-	st.Warnings = append(st.Warnings, c.gatewayWarnings...)
-	for _, k := range slices.SortedFunc(maps.Keys(c.warned), compareRouteKeys) {
-		st.Warnings = append(st.Warnings, c.routes[k].warnings...)
-	}
-	out := &ir.IR{}
-	for _, gs := range t.gateways {
-		st.Gateways[gs.nn] = gs.buildStatus()
-		if gs.refused != nil || !gs.accepted() && (gs.obj.Namespace == "" || gs.obj.Name == "") {
-			continue // refused, or a malformed object with nothing to serve
-		}
-		g := &ir.Gateway{
-			Namespace: gs.obj.Namespace,
-			Name:      gs.obj.Name,
-			Class:     string(gs.obj.Spec.GatewayClassName),
-			Scope:     gs.scope,
-		}
-		for _, ls := range gs.allListeners() {
-			if !ls.programmed() {
-				continue
-			}
-			ls.refresh()
-			l := ls.irListener()
-			l.HTTPRoutes, l.L4Routes = ls.irRoutes, ls.irL4
-			g.Listeners = append(g.Listeners, l)
-		}
-		out.Gateways = append(out.Gateways, g)
-	}
-	for _, s := range t.listenerSets {
-		st.ListenerSets[s.nn] = s.buildStatus()
-	}
-	return &Result{IR: out, Status: st}
 }
 
 // eachObject calls f with every object of a sorted list (nil ones left

@@ -20,8 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/xds-controller/xds-controller/internal/envoyvalidate"
 	"github.com/xds-controller/xds-controller/internal/testenvoy"
-	"github.com/xds-controller/xds-controller/pkg/envoyvalidate"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"

@@ -1,143 +1,185 @@
-// Package gatewayapi translates a resource snapshot of Gateway API objects
-// into the IR and the status every object should have. Translate is a pure
-// function: no I/O, no clock, and the same snapshot always gives the same
-// result.
 package gatewayapi
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
-// ControllerName is the GatewayClass spec.controllerName that marks a class
-// as ours.
-const ControllerName gwapiv1.GatewayController = "xds-controller.dev/gateway-controller"
+// translator holds one translation: the snapshot, indices over it, and the
+// state of every Gateway and listener of ours while routes attach to them.
+type translator struct {
+	res        *resources.Resources
+	opts       Options
+	controller gwapiv1.GatewayController
 
-// Options tune a translation to its deployment. The zero value is valid.
-type Options struct {
-	// ControllerName overrides ControllerName when set.
-	ControllerName gwapiv1.GatewayController
-	// Scope names the proxy scope (Envoy fleet) that serves gw. Default:
-	// "gatewayclass/<class>" (the shared fleet of the class).
-	Scope func(gw *gwapiv1.Gateway) string
-	// BindPort maps a Gateway listener port to the port Envoy binds.
-	// Default: the listener's own port.
-	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
-	// RouteStats says whether Envoy keeps per-route statistics for the
-	// HTTPRoute and GRPCRoute rules on gw's listeners (ir.HTTPRoute
-	// StatName; GatewayParameters spec.metrics.routeStats). Default: no.
-	RouteStats func(gw *gwapiv1.Gateway) bool
-	// Edge are the limits on the clients of gw's HTTP and HTTPS listeners
-	// (ir.Listener Edge; GatewayParameters spec.edge), nil for the
-	// defaults. Default: nil for every Gateway.
-	Edge func(gw *gwapiv1.Gateway) *ir.HTTPEdge
-	// InvalidParameters are the GatewayClasses and Gateways whose
-	// parametersRef the caller refused (parameters.go). Default: none.
-	InvalidParameters *InvalidParameters
-	// AddressesOnService, when true, means that a Gateway's spec.addresses
-	// are requested from the Kubernetes Service that exposes it (the
-	// provisioner writes them there; pkg/status reports whether they were
-	// assigned), so every listener binds the wildcard address inside the
-	// Envoy pod, and any number of IPAddress entries is accepted. When false
-	// (standalone mode) the one requested IP address is the address Envoy
-	// binds, and a second one is refused (UnsupportedAddress). The types
-	// are validated the same way in both cases (gatewayAddress).
-	AddressesOnService bool
+	// classes are our GatewayClasses, by name.
+	classes map[string]*gwapiv1.GatewayClass
+	// gateways are the Gateways of our classes, sorted by namespace/name.
+	gateways     []*gatewayState
+	gatewayIndex map[types.NamespacedName]*gatewayState
+	// listenerSets are the ListenerSets whose parentRef names a Gateway of
+	// ours, by namespace/name (listenersets.go).
+	listenerSets     []*listenerSetState
+	listenerSetIndex map[types.NamespacedName]*listenerSetState
+
+	services   map[types.NamespacedName]*corev1.Service
+	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by Service
+	secrets    map[types.NamespacedName]*corev1.Secret
+	namespaces map[string]*corev1.Namespace
+	grants     map[string][]*gwapiv1.ReferenceGrant // by namespace
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
+
+	// policies are the BackendTLSPolicies, oldest first, and
+	// policyByTarget those that target each Service port, oldest (the one
+	// that applies) first.
+	policies       []*policyState
+	policyByTarget map[policyTarget][]*policyState
+
+	status *Status
+	// allGateways are every Gateway of the snapshot, ours or not, and
+	// allClasses every GatewayClass: routes whose parentRefs name neither
+	// get a warning.
+	allGateways map[types.NamespacedName]*gwapiv1.Gateway
+	allClasses  map[string]bool
+
+	// reading is the memo of the route being read (Cache.read), which
+	// records the Services it reads and the policy ancestors it makes.
+	reading *routeMemo
+	// rule is the context of the rule being translated (translateRules).
+	rule ruleContext
 }
 
-// Result is the output of one translation.
-type Result struct {
-	IR     *ir.IR
-	Status *Status
+func newTranslator(res *resources.Resources, opts Options) *translator {
+	t := &translator{
+		res:            res,
+		opts:           opts,
+		controller:     cmp.Or(opts.ControllerName, ControllerName),
+		classes:        map[string]*gwapiv1.GatewayClass{},
+		gatewayIndex:   map[types.NamespacedName]*gatewayState{},
+		services:       map[types.NamespacedName]*corev1.Service{},
+		slices:         map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
+		secrets:        map[types.NamespacedName]*corev1.Secret{},
+		namespaces:     map[string]*corev1.Namespace{},
+		grants:         map[string][]*gwapiv1.ReferenceGrant{},
+		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
+		policyByTarget: map[policyTarget][]*policyState{},
+		allGateways:    map[types.NamespacedName]*gwapiv1.Gateway{},
+		allClasses:     map[string]bool{},
+		status: &Status{
+			GatewayClasses:     map[string]*gwapiv1.GatewayClassStatus{},
+			Gateways:           map[types.NamespacedName]*gwapiv1.GatewayStatus{},
+			ListenerSets:       map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
+			Routes:             map[RouteKey]*gwapiv1.RouteStatus{},
+			BackendTLSPolicies: map[types.NamespacedName]*gwapiv1.PolicyStatus{},
+		},
+	}
+	for _, g := range res.Gateways {
+		if g != nil {
+			if _, ok := t.allGateways[nn(g.Namespace, g.Name)]; !ok {
+				t.allGateways[nn(g.Namespace, g.Name)] = g
+			}
+		}
+	}
+	for _, c := range res.GatewayClasses {
+		if c != nil {
+			t.allClasses[c.Name] = true
+		}
+	}
+	for _, s := range res.Secrets {
+		if s != nil {
+			t.secrets[nn(s.Namespace, s.Name)] = s
+		}
+	}
+	for _, n := range res.Namespaces {
+		if n != nil {
+			t.namespaces[n.Name] = n
+		}
+	}
+	for _, c := range res.ConfigMaps {
+		if c != nil {
+			t.configMaps[nn(c.Namespace, c.Name)] = c
+		}
+	}
+	for _, g := range res.ReferenceGrants {
+		if g != nil {
+			t.grants[g.Namespace] = append(t.grants[g.Namespace], g)
+		}
+	}
+	return t
 }
 
-// Status is the status the translation computed for every object it owns
-// (GatewayClasses of ours, their Gateways, and the routes attached to
-// them). Conditions carry the object's generation as observedGeneration and
-// a zero lastTransitionTime: the status writer keeps the previous time when
-// a condition did not change.
-type Status struct {
-	GatewayClasses map[string]*gwapiv1.GatewayClassStatus
-	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
-	// ListenerSets are the status of every ListenerSet whose parentRef
-	// names a Gateway of ours.
-	ListenerSets map[types.NamespacedName]*gwapiv1.ListenerSetStatus
-	// Routes are the status of every route of ours, of every kind: only
-	// the parents entries of our controller. (HTTPRouteStatus,
-	// GRPCRouteStatus and the other kinds' status are each a RouteStatus.)
-	Routes map[RouteKey]*gwapiv1.RouteStatus
-	// BackendTLSPolicies are the status of the policies that routes of
-	// ours reach: only the ancestors entries of our controller.
-	BackendTLSPolicies map[types.NamespacedName]*gwapiv1.PolicyStatus
-	// Ingresses are the Ingresses of our IngressClasses, translated by
-	// pkg/ingress (never by Translate) into the same IR.
-	Ingresses map[types.NamespacedName]*IngressStatus
-	// Warnings are findings that no object's status can carry, in a
-	// deterministic order: parentRefs of routes that name a Gateway
-	// that does not exist, or whose GatewayClass does not (no controller
-	// owns such a parent, so the spec gives it no status), and EndpointSlice
-	// addresses that were dropped. Standalone mode prints them; a controller
-	// in a cluster may log them.
-	Warnings []string
+// indexBackends indexes what backend references resolve to: the
+// snapshot's Services by namespace/name and its EndpointSlices by the
+// Service they belong to (sliceService), and calls warn (when not nil)
+// with the warning of each slice that has one (sliceWarning), by
+// namespace/name, replacing what they held. Only backends.go reads these
+// indexes; newTranslator leaves them empty.
+func (t *translator) indexBackends(warn func(types.NamespacedName, string)) {
+	t.services = make(map[types.NamespacedName]*corev1.Service, len(t.res.Services))
+	t.slices = make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(t.res.EndpointSlices))
+	eachObject(t.res.Services, func(k types.NamespacedName, s *corev1.Service) { t.services[k] = s })
+	eachObject(t.res.EndpointSlices, func(k types.NamespacedName, es *discoveryv1.EndpointSlice) {
+		svc, ok := sliceService(es)
+		if !ok {
+			return
+		}
+		t.slices[svc] = append(t.slices[svc], es)
+		if warn != nil {
+			if w := sliceWarning(es); w != "" {
+				warn(k, w)
+			}
+		}
+	})
 }
 
-// Route kinds (Gateway API group gateway.networking.k8s.io).
-const (
-	KindHTTPRoute = "HTTPRoute"
-	KindGRPCRoute = "GRPCRoute"
-	KindTLSRoute  = "TLSRoute"
-	KindTCPRoute  = "TCPRoute"
-	KindUDPRoute  = "UDPRoute"
-	// KindIngress (networking.k8s.io/v1) is translated by pkg/ingress,
-	// which resolves its backends with Refs.
-	KindIngress = "Ingress"
-)
-
-// RouteKey names one route object: its kind (KindHTTPRoute, KindGRPCRoute)
-// and namespace/name.
-type RouteKey struct {
-	Kind      string
-	Namespace string
-	Name      string
+// service returns the Service k, recorded as read by the route being
+// read: a change to the Service or its EndpointSlices translates the route
+// again (Cache).
+func (t *translator) service(k types.NamespacedName) *corev1.Service {
+	if t.reading != nil {
+		t.reading.services = append(t.reading.services, k)
+	}
+	return t.services[k]
 }
 
-// String is "<Kind> <namespace>/<name>".
-func (k RouteKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
-
-// NamespacedName is the route's namespace and name.
-func (k RouteKey) NamespacedName() types.NamespacedName {
-	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
+// warnf adds a Status.Warnings entry.
+func (t *translator) warnf(format string, a ...any) {
+	t.status.Warnings = append(t.status.Warnings, fmt.Sprintf(format, a...))
 }
 
-// Translate computes the IR and the status for res from scratch (a run of
-// an empty Cache; Cache.Translate translates only what changed since its
-// last run). res must be sorted (resources.Resources.Sort) and is not
-// modified; of several objects of one kind with the same namespace/name,
-// the first counts. A nil res translates as an empty snapshot.
-//
-// The steps, each in its own file:
-//   - gatewayclass.go: which GatewayClasses are ours (spec.controllerName);
-//   - gateway.go, listeners.go, conflicts.go, certificates.go: the Gateways
-//     of those classes, their addresses and listeners (protocol, conflicts,
-//     TLS certificates, allowedRoutes); backendcert.go: the client
-//     certificate a Gateway presents to TLS backends (spec.tls.backend);
-//   - listenersets.go: the ListenerSets those Gateways admit, whose
-//     listeners join the Gateway's, and their status;
-//   - routes.go: routes of every kind attached to those Gateways
-//     (parentRefs, listeners, hostnames, kinds sharing a hostname) and
-//     their status;
-//   - httproute.go, grpcroute.go: what each kind's rules are; rules.go,
-//     filters.go, backends.go: the rule machinery they share (filters,
-//     backendRefs, ReferenceGrants);
-//   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
-//     Envoy's constraints every user-supplied value must meet, since in
-//     standalone mode no API server checked them;
-//   - precedence.go: the order of the routes of each listener;
-//   - incremental.go: what a Cache keeps from one run to the next, and
-//     the assembly of the IR and status.
-func Translate(res *resources.Resources, opts Options) *Result {
-	return NewCache().Translate(res, opts)
+// problem is a condition reason and its message.
+type problem struct {
+	reason string
+	msg    string
+}
+
+func nn(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// joinMessages joins distinct messages with "; " in their order.
+func joinMessages(msgs []string) string {
+	var out []string
+	for _, m := range msgs {
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }

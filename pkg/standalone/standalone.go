@@ -31,7 +31,6 @@ import (
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
-	"github.com/xds-controller/xds-controller/internal/testhook"
 	"github.com/xds-controller/xds-controller/pkg/agent"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/identity"
@@ -42,6 +41,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/quarantine"
 	"github.com/xds-controller/xds-controller/pkg/status"
 	"github.com/xds-controller/xds-controller/pkg/translate"
+	"github.com/xds-controller/xds-controller/pkg/translate/testhook"
 	"github.com/xds-controller/xds-controller/pkg/xdsserver"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )

@@ -13,8 +13,8 @@ import (
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/internal/envoyvalidate"
 	"github.com/xds-controller/xds-controller/internal/testenvoy"
-	"github.com/xds-controller/xds-controller/pkg/envoyvalidate"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/resources"

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/internal/envoyvalidate"
 	"github.com/xds-controller/xds-controller/internal/testenvoy"
-	"github.com/xds-controller/xds-controller/pkg/envoyvalidate"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )

@@ -9,8 +9,8 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 
+	"github.com/xds-controller/xds-controller/internal/xdstest"
 	"github.com/xds-controller/xds-controller/pkg/ir"
-	"github.com/xds-controller/xds-controller/pkg/xdstranslator/xdstest"
 )
 
 // chainStats returns the stat_prefix of each filter chain of l (its HTTP

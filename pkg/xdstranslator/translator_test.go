@@ -18,9 +18,9 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xds-controller/xds-controller/internal/xdstest"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
-	"github.com/xds-controller/xds-controller/pkg/xdstranslator/xdstest"
 	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
 )
 

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// The test hook (internal/testhook) of the controller turns every Envoy
+// The test hook (pkg/translate/testhook) of the controller turns every Envoy
 // route with exactly this path prefix into the regex "(", past
 // pre-validation: Envoy rejects the route configuration.
 const (

@@ -17,7 +17,7 @@ import (
 // nackRouteYAML is a route of namespace {{.Namespace}} on the Gateway's
 // listener "shared" (routes of every namespace) for host {{.Host}}, which
 // redirects prefix {{.Prefix}} to host redirected.example.com; the test
-// hook (internal/testhook) turns prefix /nack-me into a regex Envoy cannot
+// hook (pkg/translate/testhook) turns prefix /nack-me into a regex Envoy cannot
 // compile.
 const nackRouteYAML = `apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute

@@ -13,10 +13,10 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xds-controller/xds-controller/pkg/envoyvalidate"
+	"github.com/xds-controller/xds-controller/internal/envoyvalidate"
+	"github.com/xds-controller/xds-controller/internal/xdstest"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
-	"github.com/xds-controller/xds-controller/pkg/xdstranslator/xdstest"
 )
 
 func validateAll(t *testing.T, bin string, x map[string]*xdstranslator.Resources) {

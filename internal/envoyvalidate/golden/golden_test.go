@@ -1,6 +1,6 @@
 // Package golden loads the xDS output of every golden case of
-// pkg/translate into a real Envoy (go test ./pkg/envoyvalidate/golden). It
-// lives apart from pkg/envoyvalidate so that the validator's own tests do
+// pkg/translate into a real Envoy (go test ./internal/envoyvalidate/golden). It
+// lives apart from internal/envoyvalidate so that the validator's own tests do
 // not depend on the Gateway API translator.
 package golden
 
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xds-controller/xds-controller/pkg/envoyvalidate"
+	"github.com/xds-controller/xds-controller/internal/envoyvalidate"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/translate"
@@ -21,12 +21,12 @@ import (
 
 // TestGolden loads the xDS output of every golden case into Envoy.
 func TestGolden(t *testing.T) {
-	inputs, err := filepath.Glob("../../translate/testdata/*.in.yaml")
+	inputs, err := filepath.Glob("../../../pkg/translate/testdata/*.in.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(inputs) == 0 {
-		t.Skip("no golden cases under pkg/translate/testdata yet")
+		t.Fatal("no golden cases found under pkg/translate/testdata (moved?)")
 	}
 	bin := testenvoy.Path(t)
 	for _, in := range inputs {

@@ -1,0 +1,145 @@
+// Package gatewayapi translates a resource snapshot of Gateway API objects
+// into the IR and the status every object should have. Translate is a pure
+// function: no I/O, no clock, and the same snapshot always gives the same
+// result.
+package gatewayapi
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/resources"
+)
+
+// ControllerName is the GatewayClass spec.controllerName that marks a class
+// as ours.
+const ControllerName gwapiv1.GatewayController = "xds-controller.dev/gateway-controller"
+
+// Options tune a translation to its deployment. The zero value is valid.
+type Options struct {
+	// ControllerName overrides ControllerName when set.
+	ControllerName gwapiv1.GatewayController
+	// Scope names the proxy scope (Envoy fleet) that serves gw. Default:
+	// "gatewayclass/<class>" (the shared fleet of the class).
+	Scope func(gw *gwapiv1.Gateway) string
+	// BindPort maps a Gateway listener port to the port Envoy binds.
+	// Default: the listener's own port.
+	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
+	// RouteStats says whether Envoy keeps per-route statistics for the
+	// HTTPRoute and GRPCRoute rules on gw's listeners (ir.HTTPRoute
+	// StatName; GatewayParameters spec.metrics.routeStats). Default: no.
+	RouteStats func(gw *gwapiv1.Gateway) bool
+	// Edge are the limits on the clients of gw's HTTP and HTTPS listeners
+	// (ir.Listener Edge; GatewayParameters spec.edge), nil for the
+	// defaults. Default: nil for every Gateway.
+	Edge func(gw *gwapiv1.Gateway) *ir.HTTPEdge
+	// InvalidParameters are the GatewayClasses and Gateways whose
+	// parametersRef the caller refused (parameters.go). Default: none.
+	InvalidParameters *InvalidParameters
+	// AddressesOnService, when true, means that a Gateway's spec.addresses
+	// are requested from the Kubernetes Service that exposes it (the
+	// provisioner writes them there; pkg/status reports whether they were
+	// assigned), so every listener binds the wildcard address inside the
+	// Envoy pod, and any number of IPAddress entries is accepted. When false
+	// (standalone mode) the one requested IP address is the address Envoy
+	// binds, and a second one is refused (UnsupportedAddress). The types
+	// are validated the same way in both cases (gatewayAddress).
+	AddressesOnService bool
+}
+
+// Result is the output of one translation.
+type Result struct {
+	IR     *ir.IR
+	Status *Status
+}
+
+// Status is the status the translation computed for every object it owns
+// (GatewayClasses of ours, their Gateways, and the routes attached to
+// them). Conditions carry the object's generation as observedGeneration and
+// a zero lastTransitionTime: the status writer keeps the previous time when
+// a condition did not change.
+type Status struct {
+	GatewayClasses map[string]*gwapiv1.GatewayClassStatus
+	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
+	// ListenerSets are the status of every ListenerSet whose parentRef
+	// names a Gateway of ours.
+	ListenerSets map[types.NamespacedName]*gwapiv1.ListenerSetStatus
+	// Routes are the status of every route of ours, of every kind: only
+	// the parents entries of our controller. (HTTPRouteStatus,
+	// GRPCRouteStatus and the other kinds' status are each a RouteStatus.)
+	Routes map[RouteKey]*gwapiv1.RouteStatus
+	// BackendTLSPolicies are the status of the policies that routes of
+	// ours reach: only the ancestors entries of our controller.
+	BackendTLSPolicies map[types.NamespacedName]*gwapiv1.PolicyStatus
+	// Ingresses are the Ingresses of our IngressClasses, translated by
+	// pkg/ingress (never by Translate) into the same IR.
+	Ingresses map[types.NamespacedName]*IngressStatus
+	// Warnings are findings that no object's status can carry, in a
+	// deterministic order: parentRefs of routes that name a Gateway
+	// that does not exist, or whose GatewayClass does not (no controller
+	// owns such a parent, so the spec gives it no status), and EndpointSlice
+	// addresses that were dropped. Standalone mode prints them; a controller
+	// in a cluster may log them.
+	Warnings []string
+}
+
+// Route kinds (Gateway API group gateway.networking.k8s.io).
+const (
+	KindHTTPRoute = "HTTPRoute"
+	KindGRPCRoute = "GRPCRoute"
+	KindTLSRoute  = "TLSRoute"
+	KindTCPRoute  = "TCPRoute"
+	KindUDPRoute  = "UDPRoute"
+	// KindIngress (networking.k8s.io/v1) is translated by pkg/ingress,
+	// which resolves its backends with Refs.
+	KindIngress = "Ingress"
+)
+
+// RouteKey names one route object: its kind (KindHTTPRoute, KindGRPCRoute)
+// and namespace/name.
+type RouteKey struct {
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+// String is "<Kind> <namespace>/<name>".
+func (k RouteKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
+
+// NamespacedName is the route's namespace and name.
+func (k RouteKey) NamespacedName() types.NamespacedName {
+	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
+}
+
+// Translate computes the IR and the status for res from scratch (a run of
+// an empty Cache; Cache.Translate translates only what changed since its
+// last run). res must be sorted (resources.Resources.Sort) and is not
+// modified; of several objects of one kind with the same namespace/name,
+// the first counts. A nil res translates as an empty snapshot.
+//
+// The steps, each in its own file:
+//   - gatewayclass.go: which GatewayClasses are ours (spec.controllerName);
+//   - gateway.go, listeners.go, conflicts.go, certificates.go: the Gateways
+//     of those classes, their addresses and listeners (protocol, conflicts,
+//     TLS certificates, allowedRoutes); backendcert.go: the client
+//     certificate a Gateway presents to TLS backends (spec.tls.backend);
+//   - listenersets.go: the ListenerSets those Gateways admit, whose
+//     listeners join the Gateway's, and their status;
+//   - routes.go: routes of every kind attached to those Gateways
+//     (parentRefs, listeners, hostnames, kinds sharing a hostname) and
+//     their status;
+//   - httproute.go, grpcroute.go: what each kind's rules are; rules.go,
+//     filters.go, backends.go: the rule machinery they share (filters,
+//     backendRefs, ReferenceGrants);
+//   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
+//     Envoy's constraints every user-supplied value must meet, since in
+//     standalone mode no API server checked them;
+//   - precedence.go: the order of the routes of each listener;
+//   - incremental.go: what a Cache keeps from one run to the next;
+//     assemble.go: the IR and status of a run;
+//   - translator.go: the translator, which holds one run's snapshot,
+//     indexes and the state of every Gateway and listener.
+func Translate(res *resources.Resources, opts Options) *Result {
+	return NewCache().Translate(res, opts)
+}

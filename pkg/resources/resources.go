@@ -5,13 +5,9 @@
 package resources
 
 import (
-	"cmp"
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -53,30 +49,9 @@ type Resources struct {
 
 // Sort orders every list by namespace, then name.
 func (r *Resources) Sort() {
-	sortObjects(r.GatewayClasses)
-	sortObjects(r.Gateways)
-	sortObjects(r.ListenerSets)
-	sortObjects(r.HTTPRoutes)
-	sortObjects(r.GRPCRoutes)
-	sortObjects(r.TLSRoutes)
-	sortObjects(r.TCPRoutes)
-	sortObjects(r.UDPRoutes)
-	sortObjects(r.ReferenceGrants)
-	sortObjects(r.BackendTLSPolicies)
-	sortObjects(r.Services)
-	sortObjects(r.EndpointSlices)
-	sortObjects(r.Secrets)
-	sortObjects(r.ConfigMaps)
-	sortObjects(r.Namespaces)
-	sortObjects(r.IngressClasses)
-	sortObjects(r.Ingresses)
-	sortObjects(r.IngressClassParameters)
-}
-
-func sortObjects[T metav1.Object](objs []T) {
-	slices.SortStableFunc(objs, func(a, b T) int {
-		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
-	})
+	for _, k := range registry {
+		k.sort(r)
+	}
 }
 
 // V1 returns obj as the v1 type when it is a v1beta1 GatewayClass,
@@ -108,45 +83,11 @@ func V1(obj runtime.Object) runtime.Object {
 // GatewayClass, Gateway, HTTPRoute and ReferenceGrant objects are stored as
 // the v1 type (V1).
 func (r *Resources) Add(obj runtime.Object) bool {
-	switch o := V1(obj).(type) {
-	case *gwapiv1.GatewayClass:
-		r.GatewayClasses = append(r.GatewayClasses, o)
-	case *gwapiv1.Gateway:
-		r.Gateways = append(r.Gateways, o)
-	case *gwapiv1.ListenerSet:
-		r.ListenerSets = append(r.ListenerSets, o)
-	case *gwapiv1.HTTPRoute:
-		r.HTTPRoutes = append(r.HTTPRoutes, o)
-	case *gwapiv1.GRPCRoute:
-		r.GRPCRoutes = append(r.GRPCRoutes, o)
-	case *gwapiv1.TLSRoute:
-		r.TLSRoutes = append(r.TLSRoutes, o)
-	case *gwapiv1.TCPRoute:
-		r.TCPRoutes = append(r.TCPRoutes, o)
-	case *gwapiv1.UDPRoute:
-		r.UDPRoutes = append(r.UDPRoutes, o)
-	case *gwapiv1.ReferenceGrant:
-		r.ReferenceGrants = append(r.ReferenceGrants, o)
-	case *gwapiv1.BackendTLSPolicy:
-		r.BackendTLSPolicies = append(r.BackendTLSPolicies, o)
-	case *corev1.Service:
-		r.Services = append(r.Services, o)
-	case *discoveryv1.EndpointSlice:
-		r.EndpointSlices = append(r.EndpointSlices, o)
-	case *corev1.Secret:
-		r.Secrets = append(r.Secrets, o)
-	case *corev1.ConfigMap:
-		r.ConfigMaps = append(r.ConfigMaps, o)
-	case *corev1.Namespace:
-		r.Namespaces = append(r.Namespaces, o)
-	case *networkingv1.IngressClass:
-		r.IngressClasses = append(r.IngressClasses, o)
-	case *networkingv1.Ingress:
-		r.Ingresses = append(r.Ingresses, o)
-	case *v1alpha1.IngressClassParameters:
-		r.IngressClassParameters = append(r.IngressClassParameters, o)
-	default:
-		return false
+	obj = V1(obj)
+	for _, k := range registry {
+		if k.add(r, obj) {
+			return true
+		}
 	}
-	return true
+	return false
 }

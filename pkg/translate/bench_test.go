@@ -76,19 +76,24 @@ func BenchmarkTranslate(b *testing.B) {
 // that every run sees exactly one changed object: an HTTPRoute whose path
 // changed (change=httproute), or an EndpointSlice with one more endpoint
 // (change=endpointslice); ingressclass=1: the same HTTPRoute change with
-// an IngressClass of ours that has no Ingresses, as the chart installs.
+// an IngressClass of ours that has no Ingresses, as the chart installs;
+// ingress=1: with that class and one Ingress of it, which resolves a
+// Service backend (gatewayapi.Refs) at every run.
 // BenchmarkTranslate is the full translation the figures compare with.
 func BenchmarkTranslateChange(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		for _, change := range []string{"httproute", "endpointslice", "httproute/ingressclass=1"} {
+		for _, change := range []string{"httproute", "endpointslice", "httproute/ingressclass=1", "httproute/ingress=1"} {
 			b.Run(fmt.Sprintf("routes=%d/change=%s", n, change), func(b *testing.B) {
 				res := benchInput(b, n, true)
-				if strings.HasSuffix(change, "ingressclass=1") {
+				if _, withIngress, ok := strings.Cut(change, "/ingress"); ok {
 					res.IngressClasses = []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "xds-controller"},
 						Spec: networkingv1.IngressClassSpec{Controller: ingress.ControllerName}}}
+					if withIngress == "=1" {
+						res.Ingresses = []*networkingv1.Ingress{benchIngress()}
+					}
 				}
 				alt := *res
-				switch strings.TrimSuffix(change, "/ingressclass=1") {
+				switch kind, _, _ := strings.Cut(change, "/"); kind {
 				case "httproute":
 					alt.HTTPRoutes = slices.Clone(res.HTTPRoutes)
 					r := alt.HTTPRoutes[n/2].DeepCopy()
@@ -120,5 +125,24 @@ func BenchmarkTranslateChange(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// benchIngress is an Ingress of IngressClass xds-controller whose one
+// path routes host ingress.example.com to svc-0:8080 of the benchmark
+// input.
+func benchIngress() *networkingv1.Ingress {
+	class := "xds-controller"
+	prefix := networkingv1.PathTypePrefix
+	return &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bench"},
+		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{
+			Host: "ingress.example.com",
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+				Path: "/", PathType: &prefix,
+				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+					Name: "svc-0", Port: networkingv1.ServiceBackendPort{Number: 8080}}},
+			}}}},
+		}}},
 	}
 }

@@ -2,16 +2,15 @@ package gatewayapi
 
 // What the Gateway API translator shares with the other producers of the
 // same IR (pkg/ingress): the proxy scope and bind port of a Gateway, the
-// resolution of Service backends and of serving certificates, the hostname
-// rule, and the status type of an Ingress. One mechanism each: Translate
-// uses the same functions.
+// resolution of Service backends and of serving certificates (Refs, a view
+// over a Cache's indexes), and the hostname rule. One mechanism each:
+// Translate uses the same functions.
 
 import (
 	"cmp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -84,39 +83,28 @@ func CompareHosts(a, b string) int { return compareHosts(a, b) }
 
 // Refs resolves references for a producer of IR other than Translate (an
 // Ingress translator) with Translate's own rules, on the same snapshot:
-// Service ports by number or name to their endpoints (EndpointSlices, or
-// the Service's cluster IP without any), BackendTLSPolicies applied, and
-// serving certificates from kubernetes.io/tls Secrets. Build it with
-// NewRefs; it is not safe for concurrent use.
+// GatewayClasses and Gateways by name, Service ports by number or name to
+// their endpoints (EndpointSlices, or the Service's cluster IP without
+// any), BackendTLSPolicies applied, serving certificates from
+// kubernetes.io/tls Secrets (ReferenceGrants applied), and HTTPRoute
+// filters. Get it from the Cache that translated the snapshot
+// (Cache.Refs); it only reads, and is not safe for concurrent use.
 type Refs struct {
 	t *translator
-	// indexed: t's Services and EndpointSlices are indexed (backends).
-	indexed bool
 }
 
-// NewRefs indexes res (sorted; nil is an empty snapshot) as Translate does
-// with opts; its Services and EndpointSlices when a backend is first
-// resolved. It reads, never modifies, res.
-func NewRefs(res *resources.Resources, opts Options) *Refs {
-	if res == nil {
-		res = &resources.Resources{}
+// Refs is a view over the indexes of c's last translation (its
+// GatewayClasses of ours, every Gateway, Services, EndpointSlices,
+// Secrets, ReferenceGrants and BackendTLSPolicies), which Translate keeps
+// up to date run by run: resolving a reference costs a lookup, nothing is
+// indexed again. It answers for the snapshot and options of c's last
+// Translate (an empty snapshot before the first) until c's next
+// Translate, and records nothing in c.
+func (c *Cache) Refs() *Refs {
+	if c.t == nil {
+		return &Refs{t: newTranslator(&resources.Resources{}, Options{})}
 	}
-	t := newTranslator(res, opts)
-	t.translateGatewayClasses()
-	t.readBackendTLSPolicies()
-	return &Refs{t: t}
-}
-
-// backends is r's translator with the Services and EndpointSlices
-// indexed, on first use: an IngressClass without Ingresses resolves no
-// backend, and indexing thousands of Services at every run for it cost
-// more than the rest of a run's translation.
-func (r *Refs) backends() *translator {
-	if !r.indexed {
-		r.t.indexBackends(nil)
-		r.indexed = true
-	}
-	return r.t
+	return &Refs{t: c.t}
 }
 
 // OurGatewayClass says whether name is a GatewayClass of our controller
@@ -144,7 +132,7 @@ func (r *Refs) GatewayExists(k types.NamespacedName) bool {
 // policy's own status says why.
 func (r *Refs) ServiceBackend(kind, ns, from, name string, port ServicePort) (*ir.Backend, string) {
 	rs := &routeState{key: RouteKey{Kind: kind, Namespace: ns, Name: from}}
-	b, p := r.backends().serviceBackend(rs, ns, name, port, corev1.ProtocolTCP)
+	b, p := r.t.serviceBackend(rs, ns, name, port, corev1.ProtocolTCP)
 	if p != nil {
 		return nil, p.msg
 	}
@@ -192,37 +180,6 @@ func (r *Refs) Filters(kind, ns, name string, match ir.HTTPMatch, fs []gwapiv1.H
 		msgs = append(msgs, m)
 	}
 	return filters, timeouts, msgs
-}
-
-// IngressStatus is what the translation of one Ingress of ours produced
-// (pkg/ingress): the Ingress API has no conditions, so its problems are
-// reported as Events (controller) or printed (standalone mode), and only
-// status.loadBalancer is written.
-type IngressStatus struct {
-	// Class is the IngressClass that makes the Ingress ours.
-	Class string `json:"class"`
-	// Generation is the Ingress's metadata.generation when translated.
-	Generation int64 `json:"generation,omitempty"`
-	// Gateway stands for the class on the Envoy fleets
-	// (ingress.ClassGateway): the Service that exposes it is the one whose
-	// address becomes LoadBalancer. Nil when the class is not served.
-	Gateway *gwapiv1.Gateway `json:"-"`
-	// Listeners are where the Ingress is served ("http 0.0.0.0:80"), as
-	// the Ingress's own listeners bind them, in a stable order.
-	Listeners []string `json:"listeners,omitempty"`
-	// LoadBalancer is the status.loadBalancer to write. The translation
-	// leaves it empty: the caller fills it from the Service of Gateway.
-	LoadBalancer networkingv1.IngressLoadBalancerStatus `json:"loadBalancer,omitzero"`
-	// Problems are what could not be served as written, each with a
-	// reason (an Event reason) and a message, in a deterministic order.
-	Problems []IngressProblem `json:"problems,omitempty"`
-}
-
-// IngressProblem is one problem of an Ingress: Reason is CamelCase (an
-// Event reason: BackendNotFound, InvalidCertificate, Conflict, ...).
-type IngressProblem struct {
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
 }
 
 // OldestFirst orders objects oldest first: creationTimestamp, then

@@ -72,9 +72,6 @@ type Status struct {
 	// BackendTLSPolicies are the status of the policies that routes of
 	// ours reach: only the ancestors entries of our controller.
 	BackendTLSPolicies map[types.NamespacedName]*gwapiv1.PolicyStatus
-	// Ingresses are the Ingresses of our IngressClasses, translated by
-	// pkg/ingress (never by Translate) into the same IR.
-	Ingresses map[types.NamespacedName]*IngressStatus
 	// Warnings are findings that no object's status can carry, in a
 	// deterministic order: parentRefs of routes that name a Gateway
 	// that does not exist, or whose GatewayClass does not (no controller

@@ -9,14 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
-	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 )
 
 // reader is an annotationReader of an Ingress with annotations, in a
 // class whose defaultAnnotations are defaults.
 func reader(annotations, defaults map[string]string) *annotationReader {
 	is := &ingressState{obj: &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ing", Annotations: annotations}},
-		st: &gatewayapi.IngressStatus{}}
+		st: &Status{}}
 	c := &Class{Params: &v1alpha1.IngressClassParameters{Spec: v1alpha1.IngressClassParametersSpec{DefaultAnnotations: defaults}}}
 	return newAnnotationReader(is, c)
 }

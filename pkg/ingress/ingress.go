@@ -26,15 +26,17 @@
 // its listeners. What the Gateway API translator shares (Service backends
 // by port number or name with their EndpointSlices, BackendTLSPolicies,
 // certificate loading, scopes and bind ports) comes from
-// gatewayapi.Refs and gatewayapi.Options; the status of an Ingress is a
-// gatewayapi.IngressStatus, whose problems become Events in the controller
-// and printed lines in standalone mode. Translate is pure.
+// gatewayapi.Refs and gatewayapi.Options. Translate returns a Result of
+// its own (result.go): the class Gateways, which pkg/translate merges
+// into the Gateway API translation's IR, and the Status of each Ingress,
+// whose problems become Events in the controller and printed lines in
+// standalone mode, and whose status.loadBalancer pkg/status writes.
+// Translate is pure.
 package ingress
 
 import (
 	"cmp"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -48,8 +50,8 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
-// Problem reasons of an Ingress (gatewayapi.IngressProblem.Reason; the
-// Event reasons in the controller).
+// Problem reasons of an Ingress (Problem.Reason; the Event reasons in the
+// controller).
 const (
 	ReasonNotServed          = "NotServed"
 	ReasonInvalidHost        = "InvalidHost"
@@ -67,23 +69,27 @@ const (
 // as ingress-nginx answers for a backend it cannot reach.
 const FailureStatus = 503
 
-// Translate adds the Ingresses of our IngressClasses in res to out, the
-// Gateway API translation of the same res with the same opts: one IR
+// Translate translates the Ingresses of our IngressClasses in res (nil:
+// none) with opts, the options of the Gateway API translation of the same
+// res, whose references refs resolves (gatewayapi.Cache.Refs): one IR
 // Gateway per class whose Ingresses can be served (its class Gateway's
 // namespace and name, scope opts.ScopeOf, listener ports opts.BindPortOf),
-// inserted in order, and out.Status.Ingresses for every Ingress of ours.
-// Ingresses of other classes are not read. Problems never stop the
+// in the order of the classes' names, and the Status of every Ingress of
+// ours. Ingresses of other classes are not read. Problems never stop the
 // translation: a bad path, backend or certificate is reported on its
-// Ingress and the rest is served.
-func Translate(res *resources.Resources, opts gatewayapi.Options, cfg Config, out *gatewayapi.Result) {
+// Ingress and the rest is served. The listeners are not checked against
+// the Gateway API translation's: the caller does so when it merges the
+// two (Result.Unbind).
+func Translate(res *resources.Resources, opts gatewayapi.Options, cfg Config, refs *gatewayapi.Refs) *Result {
+	out := &Result{}
 	if res == nil {
 		res = &resources.Resources{}
 	}
 	classes := Classes(res, cfg)
 	if len(classes) == 0 {
-		return
+		return out
 	}
-	t := &translator{opts: opts, cfg: cfg, refs: gatewayapi.NewRefs(res, opts), out: out}
+	t := &translator{opts: opts, cfg: cfg, refs: refs, out: out}
 	byClass := map[string]*classState{}
 	for _, ing := range res.Ingresses {
 		if ing == nil {
@@ -98,11 +104,10 @@ func Translate(res *resources.Resources, opts gatewayapi.Options, cfg Config, ou
 			cs = &classState{class: c, hosts: map[string][]*entry{}, claims: map[string]*entry{}}
 			byClass[c.Obj.Name] = cs
 		}
-		cs.ingresses = append(cs.ingresses, &ingressState{obj: ing, st: &gatewayapi.IngressStatus{Class: c.Obj.Name, Generation: ing.Generation}})
+		cs.ingresses = append(cs.ingresses, &ingressState{obj: ing, st: &Status{Class: c.Obj.Name, Generation: ing.Generation}})
 	}
-	if out.Status.Ingresses == nil {
-		out.Status.Ingresses = map[types.NamespacedName]*gatewayapi.IngressStatus{}
-	}
+	out.Status = map[types.NamespacedName]*Status{}
+	out.served, out.later = map[*ir.Gateway][]*Status{}, map[*ir.Listener]int{}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for n := range classes {
 			if !yield(n) {
@@ -116,19 +121,17 @@ func Translate(res *resources.Resources, opts gatewayapi.Options, cfg Config, ou
 		}
 		t.translateClass(cs)
 		for _, is := range cs.ingresses {
-			out.Status.Ingresses[types.NamespacedName{Namespace: is.obj.Namespace, Name: is.obj.Name}] = is.st
+			out.Status[types.NamespacedName{Namespace: is.obj.Namespace, Name: is.obj.Name}] = is.st
 		}
 	}
-	slices.SortStableFunc(out.IR.Gateways, func(a, b *ir.Gateway) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	return out
 }
 
 type translator struct {
 	opts gatewayapi.Options
 	cfg  Config
 	refs *gatewayapi.Refs
-	out  *gatewayapi.Result
+	out  *Result
 }
 
 // classState is one class during translation.
@@ -153,11 +156,11 @@ type classState struct {
 
 type ingressState struct {
 	obj *networkingv1.Ingress
-	st  *gatewayapi.IngressStatus
+	st  *Status
 }
 
 func (s *ingressState) problemf(reason, format string, a ...any) {
-	s.st.Problems = append(s.st.Problems, gatewayapi.IngressProblem{Reason: reason, Message: fmt.Sprintf(format, a...)})
+	s.st.Problems = append(s.st.Problems, Problem{Reason: reason, Message: fmt.Sprintf(format, a...)})
 }
 
 func (s *ingressState) String() string { return s.obj.Namespace + "/" + s.obj.Name }
@@ -216,10 +219,13 @@ func (t *translator) translateClass(cs *classState) {
 		}
 		addr := []string{t.cfg.HTTPAddress, t.cfg.HTTPSAddress}[i]
 		def := []string{DefaultHTTPAddress, DefaultHTTPSAddress}[i]
-		il, err := t.listener(g, gw, l, addr, def)
+		il, err := t.listener(gw, l, addr, def)
 		if err != nil {
 			for _, is := range cs.ingresses {
 				is.problemf(ReasonNotServed, "not served on %s: %v", strings.ToUpper(string(l.Name)), err)
+			}
+			for _, prev := range g.Listeners {
+				t.out.later[prev]++
 			}
 			continue
 		}
@@ -239,19 +245,21 @@ func (t *translator) translateClass(cs *classState) {
 		}
 		g.Listeners = append(g.Listeners, il)
 		for _, is := range cs.ingresses {
-			is.st.Listeners = append(is.st.Listeners, fmt.Sprintf("%s %s:%d", l.Name, il.Address, il.GatewayPort))
+			is.st.Listeners = append(is.st.Listeners, listenerLine(il))
 		}
 	}
-	t.out.IR.Gateways = append(t.out.IR.Gateways, g)
+	t.out.Gateways = append(t.out.Gateways, g)
+	for _, is := range cs.ingresses {
+		t.out.served[g] = append(t.out.served[g], is.st)
+	}
 }
 
 // listener is the IR listener of the class Gateway gw's listener l, bound
 // at the host of addr (the wildcard when the translation puts addresses
 // on Services) and the bind port of l's port. It is refused when the port
-// cannot be bound, or when a listener of the Gateway API translation binds
-// the same port on an overlapping address in the same scope (one Envoy
-// listener cannot serve both; the Gateway's listener keeps it).
-func (t *translator) listener(g *ir.Gateway, gw *gwapiv1.Gateway, l gwapiv1.Listener, addr, def string) (*ir.Listener, error) {
+// cannot be bound. Whether another listener of its scope binds the port
+// is the merge's to check (Result.Unbind).
+func (t *translator) listener(gw *gwapiv1.Gateway, l gwapiv1.Listener, addr, def string) (*ir.Listener, error) {
 	host, _, err := listenAddress(addr, def)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %v", cmp.Or(addr, def), err)
@@ -267,18 +275,6 @@ func (t *translator) listener(g *ir.Gateway, gw *gwapiv1.Gateway, l gwapiv1.List
 	if l.Protocol == gwapiv1.HTTPSProtocolType {
 		proto = ir.ProtocolHTTPS
 	}
-	mine := netip.MustParseAddr(host)
-	for _, og := range t.out.IR.Gateways {
-		if og.Scope != g.Scope {
-			continue
-		}
-		for _, ol := range og.Listeners {
-			theirs, err := netip.ParseAddr(ol.Address)
-			if ol.Port == port && ol.Protocol != ir.ProtocolUDP && err == nil && overlap(mine, theirs) {
-				return nil, fmt.Errorf("port %d on %s is bound by listener %s of Gateway %s/%s", port, host, ol.Name, og.Namespace, og.Name)
-			}
-		}
-	}
 	return &ir.Listener{
 		Name:        fmt.Sprintf("%s/%s/%s", gw.Namespace, gw.Name, l.Name),
 		Protocol:    proto,
@@ -286,10 +282,6 @@ func (t *translator) listener(g *ir.Gateway, gw *gwapiv1.Gateway, l gwapiv1.List
 		Port:        port,
 		GatewayPort: uint32(l.Port),
 	}, nil
-}
-
-func overlap(a, b netip.Addr) bool {
-	return a == b || a.Is4() == b.Is4() && (a.IsUnspecified() || b.IsUnspecified())
 }
 
 // readIngress reads one Ingress of the class (older ones were read

@@ -9,7 +9,6 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -208,43 +207,6 @@ func TestWildcardHost(t *testing.T) {
 	}
 	if _, err := readHost(long + ".a"); err == nil {
 		t.Error("a wildcard host with too many labels was accepted")
-	}
-}
-
-// TestListenerPortTaken: in standalone mode everything shares one scope;
-// an Ingress listener on a port a Gateway listener binds is not served,
-// and every Ingress of the class says why; the Gateway keeps its port.
-func TestListenerPortTaken(t *testing.T) {
-	ing := &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-		Spec:       networkingv1.IngressSpec{IngressClassName: ptr.To("xds")},
-	}
-	res := &resources.Resources{
-		IngressClasses: []*networkingv1.IngressClass{class("xds", ControllerName, time.Time{}, false)},
-		Ingresses:      []*networkingv1.Ingress{ing},
-	}
-	scope := func(*gwapiv1.Gateway) string { return "standalone" }
-	out := &gatewayapi.Result{
-		IR: &ir.IR{Gateways: []*ir.Gateway{{Namespace: "default", Name: "gw", Scope: "standalone", Listeners: []*ir.Listener{
-			{Name: "default/gw/http", Protocol: ir.ProtocolHTTP, Address: "127.0.0.1", Port: 10080},
-		}}}},
-		Status: &gatewayapi.Status{},
-	}
-	Translate(res, gatewayapi.Options{Scope: scope}, Config{HTTPAddress: ":10080"}, out)
-	st := out.Status.Ingresses[types.NamespacedName{Namespace: "default", Name: "web"}]
-	if st == nil || len(st.Problems) != 1 || st.Problems[0].Reason != ReasonNotServed || !strings.Contains(st.Problems[0].Message, "bound by listener default/gw/http") {
-		t.Fatalf("status %+v, want the taken port reported", st)
-	}
-	if len(out.IR.Gateways) != 2 || len(out.IR.Gateways[1].Listeners) != 0 || out.IR.Gateways[1].Name != "ingress-xds" {
-		t.Errorf("IR %+v, want the class Gateway without listeners beside the Gateway", out.IR.Gateways)
-	}
-	// On another port it is served.
-	out.IR.Gateways = out.IR.Gateways[:1]
-	out.Status.Ingresses = nil
-	Translate(res, gatewayapi.Options{Scope: scope}, Config{HTTPAddress: "127.0.0.1:10081"}, out)
-	st = out.Status.Ingresses[types.NamespacedName{Namespace: "default", Name: "web"}]
-	if len(st.Problems) != 0 || len(st.Listeners) != 1 || st.Listeners[0] != "http 127.0.0.1:10081" {
-		t.Errorf("status %+v, want served on http 127.0.0.1:10081", st)
 	}
 }
 

@@ -365,6 +365,7 @@ func (r *runner) printStatus() {
 			st = status.WithDataPlane(st, r.out.Result.IR, r.out.XDS, r.quarantine.View(r.srv.View()))
 		}
 		maps.Copy(lines, status.Summary(st))
+		maps.Copy(lines, status.IngressSummary(r.out.Result.Ingresses))
 	}
 	r.printChanges(lines)
 }

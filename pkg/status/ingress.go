@@ -2,22 +2,30 @@ package status
 
 // Ingress status: the Ingress API has no conditions; the controller of an
 // Ingress's class owns its status.loadBalancer, which says where the
-// Ingress is served. We write it with a JSON merge patch of
+// Ingress is served. The translation of an Ingress (pkg/ingress, an
+// ingress.Status) reaches the Writer by UpdateIngresses, apart from the
+// Gateway API objects' (Update). We write it with a JSON merge patch of
 // status.loadBalancer (the list is replaced whole, which is right: it is
 // ours alone), computed from the live object and guarded by its
-// resourceVersion like routes' parents.
+// resourceVersion like routes' parents. Standalone mode prints
+// IngressSummary instead.
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 )
 
 // KindIngress's status.loadBalancer is written by merge patch (ingress.go).
@@ -61,9 +69,30 @@ func EqualIngressLoadBalancer(a, b networkingv1.IngressLoadBalancerStatus) bool 
 	return equality.Semantic.DeepEqual(sorted(a), sorted(b))
 }
 
+// UpdateIngresses replaces the desired status of the Ingresses with st
+// (by namespace/name; nil: none): the status.loadBalancer of each (the
+// translation's Status, its LoadBalancer filled by the caller). Ingresses
+// absent from st are left alone; st is not modified and must not be
+// modified afterwards. Only the Ingresses whose desired status changed are
+// queued, as in Update.
+func (w *Writer) UpdateIngresses(st map[types.NamespacedName]*ingress.Status) {
+	w.mu.Lock()
+	changed := w.updateGroup(&w.ingresses, func(desired map[Key]any) []Key {
+		keys := make([]Key, 0, len(st))
+		for nn, s := range st {
+			k := Key{Kind: KindIngress, Namespace: nn.Namespace, Name: nn.Name}
+			desired[k] = s
+			keys = append(keys, k)
+		}
+		return keys
+	})
+	w.mu.Unlock()
+	w.enqueue(changed)
+}
+
 // ingress writes d's LoadBalancer as the Ingress's status.loadBalancer
 // when it differs from the live one.
-func (w *Writer) ingress(ctx context.Context, r client.Reader, k Key, d *gatewayapi.IngressStatus) error {
+func (w *Writer) ingress(ctx context.Context, r client.Reader, k Key, d *ingress.Status) error {
 	var live networkingv1.Ingress
 	if err := r.Get(ctx, k.nn(), &live); err != nil {
 		return err
@@ -86,4 +115,37 @@ func (w *Writer) ingress(ctx context.Context, r client.Reader, k Key, d *gateway
 	}
 	w.wrote(k, hash, modified.GetResourceVersion())
 	return nil
+}
+
+// IngressSummary renders st as one line per Ingress, keyed "Ingress
+// <namespace>/<name>" (Summary's lines for the Gateway API objects): its
+// class, where it is served, its address and its problems ("class=web on
+// http 0.0.0.0:10080, https 0.0.0.0:10443; 1 problem(s): BackendNotFound:
+// ...").
+func IngressSummary(st map[types.NamespacedName]*ingress.Status) map[string]string {
+	out := make(map[string]string, len(st))
+	for nn, s := range st {
+		line := "class=" + s.Class
+		if len(s.Listeners) > 0 {
+			line += " on " + strings.Join(s.Listeners, ", ")
+		} else {
+			line += " not served"
+		}
+		if len(s.LoadBalancer.Ingress) > 0 {
+			var addrs []string
+			for _, a := range s.LoadBalancer.Ingress {
+				addrs = append(addrs, cmp.Or(a.IP, a.Hostname))
+			}
+			line += " address=" + strings.Join(addrs, ",")
+		}
+		if n := len(s.Problems); n > 0 {
+			var ps []string
+			for _, p := range s.Problems {
+				ps = append(ps, p.Reason+": "+p.Message)
+			}
+			line += fmt.Sprintf("; %d problem(s): %s", n, strings.Join(ps, "; "))
+		}
+		out["Ingress "+nn.String()] = line
+	}
+	return out
 }

@@ -4,7 +4,6 @@
 package status
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,7 +18,8 @@ import (
 // ListenerSet listener and per route parent), keyed by a stable object key such as
 // "Gateway default/web" or "HTTPRoute default/app -> default/web". A line
 // lists the object's conditions as Type=Status(Reason), followed by the
-// message of every condition that is not in its normal state.
+// message of every condition that is not in its normal state. The
+// Ingresses' lines are IngressSummary's.
 func Summary(st *gatewayapi.Status) map[string]string {
 	out := map[string]string{}
 	if st == nil {
@@ -46,9 +46,6 @@ func Summary(st *gatewayapi.Status) map[string]string {
 		for _, p := range s.Parents {
 			out[k.String()+" -> "+parentName(p.ParentRef, k.Namespace)] = conditions(p.Conditions)
 		}
-	}
-	for nn, s := range st.Ingresses {
-		out["Ingress "+nn.String()] = ingressLine(s)
 	}
 	for nn, s := range st.BackendTLSPolicies {
 		for _, a := range s.Ancestors {
@@ -112,31 +109,4 @@ func conditions(cs []metav1.Condition) string {
 		s += " — " + strings.Join(notes, "; ")
 	}
 	return s
-}
-
-// ingressLine is an Ingress's summary: its class, where it is served, and
-// its problems ("class=web on http 0.0.0.0:10080, https 0.0.0.0:10443;
-// 1 problem: BackendNotFound: ...").
-func ingressLine(s *gatewayapi.IngressStatus) string {
-	line := "class=" + s.Class
-	if len(s.Listeners) > 0 {
-		line += " on " + strings.Join(s.Listeners, ", ")
-	} else {
-		line += " not served"
-	}
-	if len(s.LoadBalancer.Ingress) > 0 {
-		var addrs []string
-		for _, a := range s.LoadBalancer.Ingress {
-			addrs = append(addrs, cmp.Or(a.IP, a.Hostname))
-		}
-		line += " address=" + strings.Join(addrs, ",")
-	}
-	if n := len(s.Problems); n > 0 {
-		var ps []string
-		for _, p := range s.Problems {
-			ps = append(ps, p.Reason+": "+p.Message)
-		}
-		line += fmt.Sprintf("; %d problem(s): %s", n, strings.Join(ps, "; "))
-	}
-	return line
 }

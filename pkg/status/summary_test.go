@@ -1,6 +1,7 @@
 package status
 
 import (
+	"maps"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -9,6 +10,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 )
 
 func TestSummary(t *testing.T) {
@@ -40,13 +42,14 @@ func TestSummary(t *testing.T) {
 				},
 			}}},
 		},
-		Ingresses: map[types.NamespacedName]*gatewayapi.IngressStatus{
-			{Namespace: "apps", Name: "shop"}: {Class: "web", Listeners: []string{"http 0.0.0.0:10080", "https 0.0.0.0:10443"},
-				LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.7"}}}},
-			{Namespace: "apps", Name: "orphan"}: {Class: "broken", Problems: []gatewayapi.IngressProblem{{Reason: "NotServed", Message: "not served: no parameters"}}},
-		},
+	}
+	ings := map[types.NamespacedName]*ingress.Status{
+		{Namespace: "apps", Name: "shop"}: {Class: "web", Listeners: []string{"http 0.0.0.0:10080", "https 0.0.0.0:10443"},
+			LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.7"}}}},
+		{Namespace: "apps", Name: "orphan"}: {Class: "broken", Problems: []ingress.Problem{{Reason: "NotServed", Message: "not served: no parameters"}}},
 	}
 	got := Summary(st)
+	maps.Copy(got, IngressSummary(ings))
 	want := map[string]string{
 		"Ingress apps/shop":                "class=web on http 0.0.0.0:10080, https 0.0.0.0:10443 address=192.0.2.7",
 		"Ingress apps/orphan":              "class=broken not served; 1 problem(s): NotServed: not served: no parameters",

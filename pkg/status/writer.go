@@ -12,7 +12,8 @@ package status
 //     the controller of their class, which is us, so taking ownership of
 //     every field we set is right, and fields we set before but no longer
 //     send (a listener that was removed) are dropped by the apply.
-//   - Ingress (ingress.go): status.loadBalancer only, by merge patch.
+//   - Ingress (ingress.go): status.loadBalancer only, by merge patch; its
+//     desired status comes apart from the others' (UpdateIngresses).
 //   - Routes (HTTPRoute, GRPCRoute; routes.go): status.parents is
 //     `x-kubernetes-list-type: atomic` in the v1.6.3 CRDs (several controllers share one route, and the list is
 //     atomic only because parentRef cannot serve as a map key). An apply
@@ -54,6 +55,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/internal/memo"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 )
 
 // FieldManager is the field manager of every status write.
@@ -140,10 +142,12 @@ type Writer struct {
 	limiter flowcontrol.RateLimiter
 
 	mu      sync.Mutex
-	desired map[Key]any // *GatewayClassStatus, *GatewayStatus, *RouteStatus, *gatewayapi.IngressStatus...
-	// others are the keys of desired that are not routes; routesFrom is
-	// the Status.Routes map the route entries came from (Update).
+	desired map[Key]any // *GatewayClassStatus, *GatewayStatus, *RouteStatus, *ingress.Status...
+	// others are the keys of desired that are neither routes nor
+	// Ingresses (UpdateIngresses: ingresses); routesFrom is the
+	// Status.Routes map the route entries came from (Update).
 	others     []Key
+	ingresses  []Key
 	routesFrom map[gatewayapi.RouteKey]*gwapiv1.RouteStatus
 	written    map[Key]writtenState // what we last wrote, to recognise a stale cache
 	fresh      map[Key]bool         // read with direct next time
@@ -225,7 +229,7 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 		st = &gatewayapi.Status{}
 	}
 	w.mu.Lock()
-	changed := w.updateOthers(st)
+	changed := w.updateGroup(&w.others, func(desired map[Key]any) []Key { return addOthers(desired, st) })
 	if !memo.SameMap(st.Routes, w.routesFrom) {
 		changed = append(changed, w.updateRoutes(st.Routes)...)
 	}
@@ -259,16 +263,17 @@ func (w *Writer) updateRoutes(routes map[gatewayapi.RouteKey]*gwapiv1.RouteStatu
 	return changed
 }
 
-// updateOthers replaces the desired status of every object but the
-// routes with st's and returns the keys whose status changed; an object
-// gone is forgotten. w.mu is held.
-func (w *Writer) updateOthers(st *gatewayapi.Status) []Key {
-	prev := make(map[Key]any, len(w.others))
-	for _, k := range w.others {
+// updateGroup replaces the desired status of the objects of one group
+// (*group, their keys: the others, the Ingresses) with what add adds to
+// desired (it returns their keys), and returns the keys whose status
+// changed; an object gone is forgotten. w.mu is held.
+func (w *Writer) updateGroup(group *[]Key, add func(desired map[Key]any) []Key) []Key {
+	prev := make(map[Key]any, len(*group))
+	for _, k := range *group {
 		prev[k] = w.desired[k]
 		delete(w.desired, k)
 	}
-	others := addOthers(w.desired, st)
+	others := add(w.desired)
 	var changed []Key
 	for _, k := range others {
 		if p, ok := prev[k]; !ok || p != w.desired[k] && !equality.Semantic.DeepEqual(p, w.desired[k]) {
@@ -279,7 +284,7 @@ func (w *Writer) updateOthers(st *gatewayapi.Status) []Key {
 	for k := range prev {
 		w.forget(k)
 	}
-	w.others = others
+	*group = others
 	return changed
 }
 
@@ -302,10 +307,10 @@ func (w *Writer) enqueue(keys []Key) {
 }
 
 // addOthers adds the desired status of st's objects other than routes
-// (GatewayClasses, Gateways, ListenerSets, BackendTLSPolicies, Ingresses)
-// to desired and returns their keys.
+// (GatewayClasses, Gateways, ListenerSets, BackendTLSPolicies) to desired
+// and returns their keys.
 func addOthers(desired map[Key]any, st *gatewayapi.Status) []Key {
-	keys := make([]Key, 0, len(st.GatewayClasses)+len(st.Gateways)+len(st.ListenerSets)+len(st.BackendTLSPolicies)+len(st.Ingresses))
+	keys := make([]Key, 0, len(st.GatewayClasses)+len(st.Gateways)+len(st.ListenerSets)+len(st.BackendTLSPolicies))
 	add := func(k Key, s any) {
 		desired[k] = s
 		keys = append(keys, k)
@@ -321,9 +326,6 @@ func addOthers(desired map[Key]any, st *gatewayapi.Status) []Key {
 	}
 	for nn, s := range st.BackendTLSPolicies {
 		add(Key{Kind: KindBackendTLSPolicy, Namespace: nn.Namespace, Name: nn.Name}, s)
-	}
-	for nn, s := range st.Ingresses {
-		add(Key{Kind: KindIngress, Namespace: nn.Namespace, Name: nn.Name}, s)
 	}
 	return keys
 }
@@ -471,7 +473,7 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 	case KindBackendTLSPolicy:
 		err = w.parents(ctx, reader, k, ancestorsAsParents(d.(*gwapiv1.PolicyStatus).Ancestors))
 	case KindIngress:
-		err = w.ingress(ctx, reader, k, d.(*gatewayapi.IngressStatus))
+		err = w.ingress(ctx, reader, k, d.(*ingress.Status))
 	default:
 		err = w.parents(ctx, reader, k, d.(*gwapiv1.RouteStatus).Parents)
 	}

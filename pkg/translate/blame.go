@@ -84,7 +84,7 @@ func (ref ruleRef) failureStatus() uint32 {
 // earlier results (translate.Cache); only res.IR's listeners and the
 // Ingresses' status (pkg/ingress translates them at every run) are res's
 // own.
-func blame(res *gatewayapi.Result, found map[string][]xdsvalidate.Problem) bool {
+func blame(res *Result, found map[string][]xdsvalidate.Problem) bool {
 	type verdict struct {
 		ref     ruleRef
 		msgs    []string
@@ -153,9 +153,9 @@ func blame(res *gatewayapi.Result, found map[string][]xdsvalidate.Problem) bool 
 	for _, unit := range order {
 		v := rules[unit]
 		if v.ref.route.Kind == gatewayapi.KindIngress {
-			if st := res.Status.Ingresses[v.ref.route.NamespacedName()]; st != nil {
+			if st := res.Ingresses[v.ref.route.NamespacedName()]; st != nil {
 				for _, m := range v.msgs {
-					st.Problems = append(st.Problems, gatewayapi.IngressProblem{Reason: ingress.ReasonInvalidConfiguration, Message: m})
+					st.Problems = append(st.Problems, ingress.Problem{Reason: ingress.ReasonInvalidConfiguration, Message: m})
 				}
 			}
 			continue

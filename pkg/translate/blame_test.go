@@ -33,7 +33,7 @@ func TestBlame(t *testing.T) {
 	badRewrite.Backends = &ir.BackendGroup{Backends: []*ir.Backend{{Name: "web", Weight: 1}}}
 	badRewrite.Filters.URLRewrite = &ir.URLRewrite{Path: &ir.PathModifier{Type: ir.RegexReplace, Pattern: `/\w{40}`, Value: "/"}}
 	huge := ir.HTTPMatch{Path: &ir.StringMatch{Type: ir.MatchRegex, Value: "/" + strings.Repeat("a", 120)}}
-	res := &gatewayapi.Result{
+	res := &Result{
 		IR: &ir.IR{Gateways: []*ir.Gateway{{Namespace: "default", Name: "gw", Class: "c", Scope: "s", Listeners: []*ir.Listener{{
 			Name: "default/gw/http", Protocol: ir.ProtocolHTTP, Address: "0.0.0.0", Port: 8080, GatewayPort: 8080,
 			HTTPRoutes: []*ir.HTTPRoute{

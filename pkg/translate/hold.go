@@ -12,6 +12,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
@@ -60,7 +61,7 @@ func WithHolds(h Holds) Option {
 // Like blame, it copies what it changes that earlier results may share
 // (route statuses and their map); listeners and Ingress statuses are
 // out's own.
-func hold(res *resources.Resources, out *gatewayapi.Result, holds Holds) {
+func hold(res *resources.Resources, out *Result, holds Holds) {
 	if len(holds) == 0 {
 		return
 	}
@@ -120,8 +121,8 @@ func hold(res *resources.Resources, out *gatewayapi.Result, holds Holds) {
 				continue
 			}
 			if key.Kind == gatewayapi.KindIngress {
-				if st := out.Status.Ingresses[key.NamespacedName()]; st != nil {
-					st.Problems = append(st.Problems, gatewayapi.IngressProblem{Reason: ReasonRejected, Message: h.Message})
+				if st := out.Ingresses[key.NamespacedName()]; st != nil {
+					st.Problems = append(st.Problems, ingress.Problem{Reason: ReasonRejected, Message: h.Message})
 				}
 				continue
 			}

@@ -160,7 +160,7 @@ func TestHoldsIngress(t *testing.T) {
 	if !strings.Contains(string(before), "ingress/default/shop/") || strings.Contains(string(after), "ingress/default/shop/") {
 		t.Errorf("the held Ingress's routes: before %v, after %v", strings.Contains(string(before), "ingress/default/shop/"), strings.Contains(string(after), "ingress/default/shop/"))
 	}
-	st := out.Result.Status.Ingresses[shop.NamespacedName()]
+	st := out.Result.Ingresses[shop.NamespacedName()]
 	found := false
 	for _, p := range st.Problems {
 		found = found || (p.Reason == ReasonRejected && p.Message == "Envoy said no")

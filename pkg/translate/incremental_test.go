@@ -505,7 +505,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		w := newWorld(rand.New(rand.NewPCG(seed, 3)), objs)
 		c := NewCache()
 		var prevOut *Output
-		var prevResult *gatewayapi.Result
+		var prevResult *Result
 		for step := 0; step <= steps; step++ {
 			if step > 0 {
 				for range 1 + w.rng.IntN(3) {
@@ -568,8 +568,10 @@ func objectsOf(res *resources.Resources) []object {
 }
 
 // deepCopyResult copies r so that a later change to r shows.
-func deepCopyResult(r *gatewayapi.Result) *gatewayapi.Result {
-	out := &gatewayapi.Result{IR: r.IR.DeepCopy()}
+func deepCopyResult(r *Result) *Result {
+	// Ingresses are made anew at every run (pkg/ingress), never shared:
+	// the same objects.
+	out := &Result{IR: r.IR.DeepCopy(), Ingresses: maps.Clone(r.Ingresses)}
 	if st := r.Status; st != nil {
 		out.Status = &gatewayapi.Status{Warnings: slices.Clone(st.Warnings)}
 		out.Status.GatewayClasses = copyMap(st.GatewayClasses, (*gwapiv1.GatewayClassStatus).DeepCopy)
@@ -577,9 +579,6 @@ func deepCopyResult(r *gatewayapi.Result) *gatewayapi.Result {
 		out.Status.ListenerSets = copyMap(st.ListenerSets, (*gwapiv1.ListenerSetStatus).DeepCopy)
 		out.Status.Routes = copyMap(st.Routes, (*gwapiv1.RouteStatus).DeepCopy)
 		out.Status.BackendTLSPolicies = copyMap(st.BackendTLSPolicies, (*gwapiv1.PolicyStatus).DeepCopy)
-		// Made anew at every run (pkg/ingress), never shared: the same
-		// objects.
-		out.Status.Ingresses = maps.Clone(st.Ingresses)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 // Package translate runs the whole pure pipeline of xds-controller on one
 // resource snapshot: Gateway API -> IR and status (pkg/gatewayapi), the
-// Ingresses of our IngressClasses into the same IR (pkg/ingress), IR
+// Ingresses of our IngressClasses -> IR and status of their own
+// (pkg/ingress), the two merged into one Result (merge.go), IR
 // validation (pkg/ir), IR -> xDS (pkg/xdstranslator), pre-validation
 // (pkg/xdsvalidate). The offline `translate` command calls Run; standalone
 // mode and the controller keep a Cache, whose runs translate what changed
@@ -30,7 +31,7 @@ import (
 // Output is what one run of the pipeline produced.
 type Output struct {
 	// Result is the IR and the status of every object.
-	Result *gatewayapi.Result
+	Result *Result
 	// XDS is the xDS configuration per proxy scope.
 	XDS map[string]*xdstranslator.Resources
 	// Refused are the scopes whose xDS failed pre-validation
@@ -56,8 +57,9 @@ func WithIngress(cfg ingress.Config) Option {
 }
 
 // Run translates res (sorted) with opts from scratch: the Gateway API
-// objects, then the Ingresses of our IngressClasses into the same IR
-// (ingress.Translate, with the same opts). It is the reference that
+// objects, then the Ingresses of our IngressClasses (ingress.Translate,
+// with the same opts and the Gateway API translation's references), then
+// merges the two (merge). It is the reference that
 // Cache.Run, which translates only what changed, must equal. It fails
 // when the IR breaks an invariant (a translator bug, reported with every
 // violation) or the xDS translation fails; status is still returned in
@@ -120,7 +122,8 @@ func (c *Cache) check(x map[string]*xdstranslator.Resources) map[string][]xdsval
 
 // Run translates res (sorted) with opts and more, like the package's Run,
 // reusing what the previous run of c computed for the objects that did not
-// change (Ingresses are translated again at every run). The output is
+// change (Ingresses are translated again at every run, resolving their
+// references in the Gateway API translation's indexes: Refs). The output is
 // identical to Run's on the same input (the property test checks it).
 // After a failure c starts over: the next run translates everything again.
 func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options, more ...Option) (out *Output, err error) {
@@ -136,8 +139,8 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options, more ...O
 	for _, o := range more {
 		o(&rc)
 	}
-	out = &Output{Result: c.gw.Translate(res, opts)}
-	ingress.Translate(res, opts, rc.ingress, out.Result)
+	gw := c.gw.Translate(res, opts)
+	out = &Output{Result: merge(gw, ingress.Translate(res, opts, rc.ingress, c.gw.Refs()))}
 	// Objects whose Envoy routes Envoy refused (pkg/quarantine) leave
 	// their scope before xDS is rendered.
 	hold(res, out.Result, rc.holds)
@@ -170,7 +173,7 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options, more ...O
 // GatewayClass by its name). An Ingress's status shows its class, where it
 // is served and its problems. Certificates' private keys read Redacted
 // unless showSecrets is set, as in MarshalXDS.
-func MarshalIR(r *gatewayapi.Result, showSecrets bool) ([]byte, error) {
+func MarshalIR(r *Result, showSecrets bool) ([]byte, error) {
 	st := map[string]any{}
 	if r.Status != nil {
 		gcs := map[string]any{}
@@ -189,9 +192,9 @@ func MarshalIR(r *gatewayapi.Result, showSecrets bool) ([]byte, error) {
 			}
 			st["listenerSets"] = lss
 		}
-		if len(r.Status.Ingresses) > 0 {
+		if len(r.Ingresses) > 0 {
 			ings := map[string]any{}
-			for k, v := range r.Status.Ingresses {
+			for k, v := range r.Ingresses {
 				ings[k.String()] = v
 			}
 			st["ingresses"] = ings

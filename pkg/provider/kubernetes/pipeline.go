@@ -25,6 +25,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/quarantine"
 	"github.com/xds-controller/xds-controller/pkg/resources"
@@ -447,8 +448,9 @@ func (p *pipeline) run(ctx context.Context) {
 	live := p.objects.liveStatus(res)
 	st := status.WithStaleRoutes(out.Result.Status, live.routes, p.cfg.ControllerName)
 	st = status.WithStalePolicies(st, live.policies, p.cfg.ControllerName)
-	setAddresses(st, res, resolver)
-	p.reportIngresses(res, st)
+	setAddresses(st, out.Result.Ingresses, res, resolver)
+	p.reportIngresses(res, out.Result.Ingresses)
+	p.writer.UpdateIngresses(out.Result.Ingresses)
 	gws := make(map[types.NamespacedName]*gwapiv1.Gateway, len(res.Gateways))
 	for _, g := range res.Gateways {
 		gws[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = g
@@ -556,10 +558,10 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 // Service the resolver names for it (left empty while it does not exist),
 // and sets Programmed=False when an address the Gateway requests in
 // spec.addresses is not the Service's (status.GatewayAddresses); likewise
-// the status.loadBalancer of every Ingress of ours
+// the status.loadBalancer of every Ingress of ours in ings
 // (status.IngressLoadBalancer). res.Services are sorted by namespace/name
 // (objectIndex).
-func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
+func setAddresses(st *gatewayapi.Status, ings map[types.NamespacedName]*ingress.Status, res *resources.Resources, r Resolver) {
 	svc := func(k types.NamespacedName) *corev1.Service {
 		i, ok := slices.BinarySearchFunc(res.Services, k, func(s *corev1.Service, k types.NamespacedName) int {
 			return compareNN(types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, k)
@@ -580,7 +582,7 @@ func setAddresses(st *gatewayapi.Status, res *resources.Resources, r Resolver) {
 	}
 	// An Ingress's status.loadBalancer is the address of the Service of
 	// its class's Gateway (left empty while the class is not served).
-	for _, is := range st.Ingresses {
+	for _, is := range ings {
 		if is.Gateway != nil {
 			is.LoadBalancer = status.IngressLoadBalancer(svc(r.ServiceFor(is.Gateway)))
 		}

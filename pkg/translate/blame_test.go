@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,15 +21,18 @@ import (
 // translator lets them through here because the IR is made by hand) are
 // traced back to their HTTPRoute rules; everything else keeps serving.
 func TestBlame(t *testing.T) {
-	direct := func(name string, m ir.HTTPMatch) *ir.HTTPRoute {
-		return &ir.HTTPRoute{Name: name, Hostname: "*", Match: m, DirectResponse: &ir.DirectResponse{StatusCode: 200}}
+	// direct is the IR route of match j of rule 0 of HTTPRoute default/obj,
+	// named and with its origin as pkg/gatewayapi makes them.
+	direct := func(obj string, j int, m ir.HTTPMatch) *ir.HTTPRoute {
+		return &ir.HTTPRoute{Name: fmt.Sprintf("httproute/default/%s/rule/0/match/%d", obj, j), Hostname: "*", Match: m,
+			DirectResponse: &ir.DirectResponse{StatusCode: 200}, Origin: ir.Origin{Object: ir.ObjectKey(httpRoute(obj)), Match: j}}
 	}
 	prefix := func(p string) ir.HTTPMatch {
 		return ir.HTTPMatch{Path: &ir.StringMatch{Type: ir.MatchPathPrefix, Value: p}}
 	}
 	// A regex rewrite over Envoy's program size limit (\w is 3 RE2
 	// instructions): a problem outside the match.
-	badRewrite := direct("httproute/default/hdr/rule/0/match/0", prefix("/"))
+	badRewrite := direct("hdr", 0, prefix("/"))
 	badRewrite.DirectResponse = nil
 	badRewrite.Backends = &ir.BackendGroup{Backends: []*ir.Backend{{Name: "web", Weight: 1}}}
 	badRewrite.Filters.URLRewrite = &ir.URLRewrite{Path: &ir.PathModifier{Type: ir.RegexReplace, Pattern: `/\w{40}`, Value: "/"}}
@@ -38,9 +42,9 @@ func TestBlame(t *testing.T) {
 			Name: "default/gw/http", Protocol: ir.ProtocolHTTP, Address: "0.0.0.0", Port: 8080, GatewayPort: 8080,
 			HTTPRoutes: []*ir.HTTPRoute{
 				badRewrite,
-				direct("httproute/default/re/rule/0/match/0", huge),
-				direct("httproute/default/re/rule/0/match/1", prefix("/re")),
-				direct("httproute/default/ok/rule/0/match/0", prefix("/")),
+				direct("re", 0, huge),
+				direct("re", 1, prefix("/re")),
+				direct("ok", 0, prefix("/")),
 			},
 		}}}}},
 		Status: &gatewayapi.Status{Routes: map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{}},

@@ -135,6 +135,8 @@ type Resources struct {
 	Clusters  []types.Resource // *clusterv3.Cluster
 	Endpoints []types.Resource // *endpointv3.ClusterLoadAssignment
 	Secrets   []types.Resource // *tlsv3.Secret
+	// Origins says what each route of Routes was made for (Origins.Of).
+	Origins *Origins
 }
 
 // Translate renders x into xDS resources per scope (the IR Gateway Scope)
@@ -212,7 +214,7 @@ func (s *scopeBuilder) useSecret(c *ir.Certificate) {
 }
 
 func (s *scopeBuilder) build() (*Resources, error) {
-	r := &Resources{}
+	r := &Resources{Origins: &Origins{}}
 	for _, k := range s.bindOrder {
 		l, routes, err := s.listener(k, s.binds[k])
 		if err != nil {
@@ -224,6 +226,7 @@ func (s *scopeBuilder) build() (*Resources, error) {
 		r.Listeners = append(r.Listeners, l)
 		for _, rc := range routes {
 			r.Routes = append(r.Routes, rc)
+			r.Origins.configs = append(r.Origins.configs, s.cache.configs[rc.Name].memos)
 		}
 	}
 	s.sweep()

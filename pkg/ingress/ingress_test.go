@@ -247,4 +247,3 @@ func TestListenerPortTaken(t *testing.T) {
 		t.Errorf("status %+v, want served on http 127.0.0.1:10081", st)
 	}
 }
-

@@ -69,13 +69,14 @@ func (ref ruleRef) failureStatus() uint32 {
 // blame traces the pre-validation problems found (xdsvalidate.Check, by
 // scope) inside the routes of HTTPRoutes, GRPCRoutes and Ingresses back
 // to their rules (an Ingress: its paths), by the origins of the problems'
-// routes and of the IR routes (ir.HTTPRoute.Origin): in res.IR, a rule with a problem
-// outside its matches answers its failure status (500, or 503 for gRPC and
-// Ingresses; a direct response, no filters, no backends), and a match with
-// a problem is dropped; the route's parents of ours get
-// PartiallyInvalid=True reason UnsupportedValue with the problem (an
-// Ingress: a problem of reason InvalidConfiguration). It reports whether
-// it changed the IR (whose xDS must then be rendered and checked again).
+// routes and of the IR routes (ir.HTTPRoute.Origin): in res.IR, a rule
+// with a problem outside its matches answers its failure status (500, or
+// 503 for gRPC and Ingresses; a direct response, no filters, no
+// backends), and a match with a problem is dropped; the route's parents
+// of ours get PartiallyInvalid=True reason UnsupportedValue with the
+// problem (an Ingress: a problem of reason InvalidConfiguration). It
+// reports whether it changed the IR (whose xDS must then be rendered and
+// checked again).
 //
 // What it changes it copies first: the IR routes, the listeners' route
 // lists, the route statuses and their map in res may be shared with

@@ -423,10 +423,13 @@ func (t *translator) routePolicies(r *routeState, l *listenerState, entries []*r
 	}
 	var byRule map[int][]applied
 	for _, ru := range r.rules.rules {
-		targets := routeTargets(r, ru.name, l)
+		var targets []policyTarget
 		for _, k := range policyKinds {
 			if k.route == nil {
 				continue
+			}
+			if targets == nil {
+				targets = routeTargets(r, ru.name, l)
 			}
 			if st := t.effectivePolicy(k, targets); st != nil {
 				if byRule == nil {

@@ -321,10 +321,16 @@ func TestPolicyConflicted(t *testing.T) {
 		}
 	}
 	st := r.Status.Policies[PolicyKey{Kind: "TestPolicy", Namespace: "default", Name: "younger"}]
+	if st == nil || len(st.Ancestors) == 0 {
+		t.Fatal("policy younger has no ancestor")
+	}
 	if msg := st.Ancestors[0].Conditions[0].Message; msg != "TestPolicy default/older, older, already targets Gateway default/web listener a" {
 		t.Errorf("Conflicted message %q", msg)
 	}
 	st = r.Status.Policies[PolicyKey{Kind: "TestPolicy", Namespace: "default", Name: "valid-younger"}]
+	if st == nil || len(st.Ancestors) == 0 {
+		t.Fatal("policy valid-younger has no ancestor")
+	}
 	if msg := st.Ancestors[0].Conditions[0].Message; msg != "TestPolicy default/z-invalid-older, older, already targets HTTPRoute default/named" {
 		t.Errorf("Conflicted message %q", msg)
 	}

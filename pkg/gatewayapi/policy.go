@@ -255,9 +255,8 @@ type ancestor struct {
 // what they target (t.policyByTarget: per kind and target, oldest first)
 // and marks the younger of two policies on one target Conflicted. The
 // Gateways, when read already (translateGateways), give the ancestors of
-// the policies that target them.
+// the policies that target them. A translator reads them once.
 func (t *translator) readPolicies() {
-	t.policies, t.policyByTarget = nil, map[policyKey][]*policyState{}
 	for _, k := range policyKinds {
 		ps := k.objects(t.res)
 		slices.SortStableFunc(ps, func(a, b resources.Object) int {

@@ -103,7 +103,7 @@ func NewRefs(res *resources.Resources, opts Options) *Refs {
 	}
 	t := newTranslator(res, opts)
 	t.translateGatewayClasses()
-	t.readBackendTLSPolicies()
+	t.readPolicies()
 	return &Refs{t: t}
 }
 

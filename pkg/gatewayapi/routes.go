@@ -508,7 +508,7 @@ func (t *translator) finishRoute(r *routeState) finished {
 			case r.rules.l4:
 				out.l4 = append(out.l4, l.addL4Route(r)...)
 			default:
-				out.entries = append(out.entries, l.addRoutes(r)...)
+				out.entries = append(out.entries, t.routePolicies(r, l, l.addRoutes(r))...)
 			}
 		}
 	}

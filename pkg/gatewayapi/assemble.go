@@ -24,11 +24,11 @@ import (
 func (c *Cache) result() *Result {
 	t := c.t
 	st := &Status{
-		GatewayClasses:     c.classes,
-		Gateways:           map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-		ListenerSets:       map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
-		Routes:             c.routeStatus,
-		BackendTLSPolicies: t.policyStatus(),
+		GatewayClasses: c.classes,
+		Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
+		ListenerSets:   map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
+		Routes:         c.routeStatus,
+		Policies:       t.policyStatus(),
 	}
 	c.statusShared = true
 	for _, k := range slices.SortedFunc(maps.Keys(c.sliceWarnings), compareNN) {

@@ -196,7 +196,8 @@ type ServicePort struct {
 // (else BackendNotFound). The Backend is named after the port's number, so
 // references by number and by name share one cluster.
 //
-// A BackendTLSPolicy targeting the port makes Envoy originate TLS as it
+// Policies that render backends apply to it (backendPolicies, policy.go):
+// a BackendTLSPolicy targeting the port makes Envoy originate TLS as it
 // says (Backend.TLS) for HTTPRoutes, GRPCRoutes and Ingresses (GEP-1897),
 // and for TLSRoutes where a Terminate listener serves them (addL4Route:
 // Backend.TLS, or Backend.TLSInvalid when it cannot be honoured; a
@@ -206,7 +207,6 @@ type ServicePort struct {
 // never plaintext) without a problem of the route's own: the policy's
 // status says why.
 func (t *translator) serviceBackend(r *routeState, ns, svcName string, port ServicePort, transport corev1.Protocol) (*ir.Backend, *problem) {
-	key := r.key
 	name := ns + "/" + svcName
 	svc := t.service(nn(ns, svcName))
 	if svc == nil {
@@ -234,22 +234,7 @@ func (t *translator) serviceBackend(r *routeState, ns, svcName string, port Serv
 		Protocol:  appProtocol(sp.AppProtocol),
 		Endpoints: t.endpoints(svc, sp),
 	}
-	switch key.Kind {
-	case KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress:
-	default:
-		return b, nil
-	}
-	if pol := t.backendTLSFor(r, svc, sp); pol != nil {
-		switch {
-		case pol.tls != nil:
-			b.TLS = pol.tls.DeepCopy()
-		case key.Kind == KindTLSRoute:
-			b.TLSInvalid = true
-		default:
-			return &ir.Backend{Name: b.Name, Invalid: true}, nil
-		}
-	}
-	return b, nil
+	return t.backendPolicies(r, svc, sp, b), nil
 }
 
 // appProtocol maps a Service port appProtocol to the protocol Envoy

@@ -68,7 +68,7 @@ func (t *translator) grpcRoute(gr *gwapiv1.GRPCRoute) *routeState {
 // whose backendRefs are all invalid answers 503; else it forwards to its
 // backends over HTTP/2, invalid ones answering 503 for their share.
 func (rc *ruleContext) translateGRPCRule(rule *gwapiv1.GRPCRouteRule) *ruleIR {
-	r := &ruleIR{index: rc.index}
+	r := &ruleIR{index: rc.index, name: string(deref(rule.Name, ""))}
 	matches, ranks, ok := rc.grpcMatches(rule.Matches)
 	if ok {
 		r.matches, r.ranks = matches, ranks

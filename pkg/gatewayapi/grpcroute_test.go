@@ -1,6 +1,8 @@
 package gatewayapi
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,19 +167,38 @@ func TestKindConflictOnOneListenerOfTwo(t *testing.T) {
 	}
 }
 
-// TestRouteMatchNames: the names the translator gives IR routes read back
-// as their route and rule; other names do not.
-func TestRouteMatchNames(t *testing.T) {
-	for _, k := range []RouteKey{{KindHTTPRoute, "default", "web"}, {KindGRPCRoute, "team-a", "echo"}} {
-		name := routeMatchName(k, 3, 1)
-		got, rule, ok := ParseRouteMatchName(name)
-		if !ok || got != k || rule != 3 {
-			t.Errorf("%s: parsed %v rule %d ok %v", name, got, rule, ok)
+// TestRouteOrigins: every IR route of an HTTPRoute and a GRPCRoute carries
+// its object, rule and match as its Origin, the same that its name says.
+func TestRouteOrigins(t *testing.T) {
+	res := fixture()
+	res.HTTPRoutes = []*gwapiv1.HTTPRoute{httpRoute("web",
+		gwapiv1.HTTPRouteRule{BackendRefs: []gwapiv1.HTTPBackendRef{toApp(80)}},
+		gwapiv1.HTTPRouteRule{
+			Matches:     []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Value: ptr("/a")}}, {Path: &gwapiv1.HTTPPathMatch{Value: ptr("/b")}}},
+			BackendRefs: []gwapiv1.HTTPBackendRef{toApp(80)},
+		})}
+	res.GRPCRoutes = []*gwapiv1.GRPCRoute{grpcRoute("echo", gwapiv1.GRPCRouteRule{
+		Matches: []gwapiv1.GRPCRouteMatch{method(gwapiv1.GRPCMethodMatchExact, "pkg.Echo", "Say")}, BackendRefs: []gwapiv1.GRPCBackendRef{grpcToApp()},
+	})}
+	// Routes of two kinds on one listener need hostnames of their own.
+	res.HTTPRoutes[0].Spec.Hostnames = []gwapiv1.Hostname{"web.example.com"}
+	res.GRPCRoutes[0].Spec.Hostnames = []gwapiv1.Hostname{"echo.example.com"}
+	r := Translate(res, Options{})
+	mustValid(t, r)
+	var got []string
+	for _, gw := range r.IR.Gateways {
+		for _, l := range gw.Listeners {
+			for _, rt := range l.HTTPRoutes {
+				o := rt.Origin
+				got = append(got, fmt.Sprintf("%s %d %d", RouteKey(o.Object), o.Rule, o.Match))
+				if want := routeMatchName(RouteKey(o.Object), o.Rule, o.Match); rt.Name != want {
+					t.Errorf("IR route %s has origin %+v, whose name is %s", rt.Name, o, want)
+				}
+			}
 		}
 	}
-	for _, name := range []string{"sctproute/default/x/rule/0/match/0", "httproute/default/x/rule/a/match/0", "httproute/default/x", "listener/0.0.0.0/80"} {
-		if _, _, ok := ParseRouteMatchName(name); ok {
-			t.Errorf("%s parsed as a route match name", name)
-		}
+	slices.Sort(got)
+	if want := "GRPCRoute default/echo 0 0,HTTPRoute default/web 0 0,HTTPRoute default/web 1 0,HTTPRoute default/web 1 1"; strings.Join(got, ",") != want {
+		t.Errorf("origins %s, want %s", strings.Join(got, ","), want)
 	}
 }

@@ -54,7 +54,7 @@ func (t *translator) httpRoute(hr *gwapiv1.HTTPRoute) *routeState {
 //   - else the rule forwards to its backends; invalid ones keep their
 //     weight and answer 500 for their share.
 func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
-	r := &ruleIR{index: rc.index}
+	r := &ruleIR{index: rc.index, name: string(deref(rule.Name, ""))}
 	matches, matchesOK := rc.matches(rule.Matches)
 	if matchesOK {
 		r.matches = matches

@@ -5,7 +5,8 @@ package gatewayapi
 //
 // What a run redoes:
 //   - Gateway-level inputs (GatewayClasses, Gateways, ListenerSets,
-//     Namespaces, Secrets, ConfigMaps, ReferenceGrants, BackendTLSPolicies,
+//     Namespaces, Secrets, ConfigMaps, ReferenceGrants, policies of every
+//     kind (policy.go),
 //     the options' effect) changed: everything, from scratch (reset). They
 //     are few and change rarely, and every route reads them.
 //   - Otherwise the Gateways, listeners and policies of the last run stay,
@@ -86,19 +87,14 @@ type routeMemo struct {
 	// parentRef names a Gateway of ours.
 	state    *routeState
 	warnings []string
-	// services are the Services the route read; ancestors the
-	// BackendTLSPolicy ancestors it makes (backendTLSFor); wants its
+	// services are the Services the route read; ancestors the policy
+	// ancestors it makes (policy.go: routeAncestors, backendPolicies); wants its
 	// hostnames on each listener it attached to (listenerState wants).
 	services  []types.NamespacedName
 	ancestors []ancestor
 	wants     []want
 	// done is what finishRoute added.
 	done finished
-}
-
-type ancestor struct {
-	policy *policyState
-	gw     types.NamespacedName
 }
 
 type want struct {
@@ -156,7 +152,18 @@ func sameGatewayInputs(a, b *resources.Resources) bool {
 	return a != nil && slices.Equal(a.GatewayClasses, b.GatewayClasses) && slices.Equal(a.Gateways, b.Gateways) &&
 		slices.Equal(a.ListenerSets, b.ListenerSets) && slices.Equal(a.Namespaces, b.Namespaces) &&
 		slices.Equal(a.Secrets, b.Secrets) && slices.Equal(a.ConfigMaps, b.ConfigMaps) &&
-		slices.Equal(a.ReferenceGrants, b.ReferenceGrants) && slices.Equal(a.BackendTLSPolicies, b.BackendTLSPolicies)
+		slices.Equal(a.ReferenceGrants, b.ReferenceGrants) && samePolicies(a, b)
+}
+
+// samePolicies says whether a and b hold the same policies of every kind
+// (same pointers, same order).
+func samePolicies(a, b *resources.Resources) bool {
+	for _, k := range policyKinds {
+		if !slices.Equal(k.objects(a), k.objects(b)) {
+			return false
+		}
+	}
+	return true
 }
 
 // optionsKey is what opts decide for res: the controller name, how
@@ -221,7 +228,7 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 	t.indexBackends(func(k types.NamespacedName, w string) { c.sliceWarnings[k] = w })
 	t.translateGatewayClasses()
 	t.translateGateways()
-	t.readBackendTLSPolicies()
+	t.readPolicies()
 	c.classes = t.status.GatewayClasses
 	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
 	dirty := make([]routeChange, 0, n)
@@ -492,6 +499,7 @@ func (c *Cache) read(k RouteKey, obj any) *routeMemo {
 	t.reading = m
 	before := len(t.status.Warnings)
 	m.state = t.readRoute(k.Kind, obj)
+	t.routeAncestors(m.state)
 	t.reading = nil
 	if len(t.status.Warnings) > before {
 		m.warnings = slices.Clone(t.status.Warnings[before:])

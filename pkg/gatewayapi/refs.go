@@ -85,7 +85,8 @@ func CompareHosts(a, b string) int { return compareHosts(a, b) }
 // Ingress translator) with Translate's own rules, on the same snapshot:
 // GatewayClasses and Gateways by name, Service ports by number or name to
 // their endpoints (EndpointSlices, or the Service's cluster IP without
-// any), BackendTLSPolicies applied, serving certificates from
+// any), the policies that render backends applied (backendPolicies:
+// BackendTLSPolicy), serving certificates from
 // kubernetes.io/tls Secrets (ReferenceGrants applied), and HTTPRoute
 // filters. Get it from the Cache that translated the snapshot
 // (Cache.Refs); it only reads, and is not safe for concurrent use.
@@ -95,7 +96,7 @@ type Refs struct {
 
 // Refs is a view over the indexes of c's last translation (its
 // GatewayClasses of ours, every Gateway, Services, EndpointSlices,
-// Secrets, ReferenceGrants and BackendTLSPolicies), which Translate keeps
+// Secrets, ReferenceGrants and the policy target index), which Translate keeps
 // up to date run by run: resolving a reference costs a lookup, nothing is
 // indexed again. It answers for the snapshot and options of c's last
 // Translate (an empty snapshot before the first) until c's next

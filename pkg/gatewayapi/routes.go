@@ -508,7 +508,7 @@ func (t *translator) finishRoute(r *routeState) finished {
 			case r.rules.l4:
 				out.l4 = append(out.l4, l.addL4Route(r)...)
 			default:
-				out.entries = append(out.entries, l.addRoutes(r)...)
+				out.entries = append(out.entries, t.routePolicies(r, l, l.addRoutes(r))...)
 			}
 		}
 	}
@@ -537,6 +537,7 @@ func (l *listenerState) addRoutes(r *routeState) []*routeEntry {
 					*route = *ru.template
 				}
 				route.Name = routeMatchName(r.key, ru.index, j)
+				route.Origin = ir.Origin{Object: ir.ObjectKey(r.key), Rule: ru.index, Match: j}
 				if l.gw.routeStats {
 					route.StatName = routeRuleName(r.key, ru.index)
 				}
@@ -551,16 +552,11 @@ func (l *listenerState) addRoutes(r *routeState) []*routeEntry {
 	return l.added[start:len(l.added):len(l.added)]
 }
 
-// routeKinds are the route kinds by the lower-case form that starts their
-// IR and Envoy route names.
-var routeKinds = map[string]string{
-	"httproute": KindHTTPRoute, "grpcroute": KindGRPCRoute,
-	"tlsroute": KindTLSRoute, "tcproute": KindTCPRoute, "udproute": KindUDPRoute,
-}
-
 // routeMatchName names the IR route (and the Envoy route) of match j of
 // rule i of a route: "<kind>/<namespace>/<name>/rule/<i>/match/<j>", kind
-// lower-cased ("httproute/default/web/rule/0/match/0").
+// lower-cased ("httproute/default/web/rule/0/match/0"). The name is for
+// people (Envoy's config dump, stats, logs): code reads the IR route's
+// Origin, set beside it.
 func routeMatchName(k RouteKey, rule, match int) string {
 	return kindPrefix(k.Kind) + "/" + k.Namespace + "/" + k.Name + "/rule/" + strconv.Itoa(rule) + "/match/" + strconv.Itoa(match)
 }
@@ -581,22 +577,6 @@ func kindPrefix(kind string) string {
 		return "grpcroute"
 	}
 	return strings.ToLower(kind)
-}
-
-// ParseRouteMatchName reads a name made by the translator for the IR route
-// of one match of one route rule ("grpcroute/default/echo/rule/1/match/0"):
-// the route it belongs to and the rule's index. ok is false for any other
-// name.
-func ParseRouteMatchName(name string) (key RouteKey, rule int, ok bool) {
-	p := strings.Split(name, "/")
-	if len(p) != 7 || p[3] != "rule" || p[5] != "match" || routeKinds[p[0]] == "" {
-		return RouteKey{}, 0, false
-	}
-	i, err := strconv.Atoi(p[4])
-	if err != nil {
-		return RouteKey{}, 0, false
-	}
-	return RouteKey{Kind: routeKinds[p[0]], Namespace: p[1], Name: p[2]}, i, true
 }
 
 // acceptedMessage is the message of Accepted=True for a route attached

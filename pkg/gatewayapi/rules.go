@@ -38,6 +38,9 @@ type routeRules struct {
 // of it becomes (without name, hostname and match).
 type ruleIR struct {
 	index int
+	// name is the rule's name (HTTPRouteRule, GRPCRouteRule name), "" for
+	// none: a policy's sectionName targets it.
+	name string
 	// matches are nil when the rule's matches themselves are invalid: such
 	// a rule cannot be expressed at all and is left out of the IR.
 	matches []ir.HTTPMatch

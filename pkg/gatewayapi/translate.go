@@ -69,9 +69,10 @@ type Status struct {
 	// the parents entries of our controller. (HTTPRouteStatus,
 	// GRPCRouteStatus and the other kinds' status are each a RouteStatus.)
 	Routes map[RouteKey]*gwapiv1.RouteStatus
-	// BackendTLSPolicies are the status of the policies that routes of
-	// ours reach: only the ancestors entries of our controller.
-	BackendTLSPolicies map[types.NamespacedName]*gwapiv1.PolicyStatus
+	// Policies are the status of the policies of every kind (PolicyKinds)
+	// that reach a Gateway of ours: only the ancestors entries of our
+	// controller.
+	Policies map[PolicyKey]*gwapiv1.PolicyStatus
 	// Warnings are findings that no object's status can carry, in a
 	// deterministic order: parentRefs of routes that name a Gateway
 	// that does not exist, or whose GatewayClass does not (no controller
@@ -133,6 +134,8 @@ func (k RouteKey) NamespacedName() types.NamespacedName {
 //     Envoy's constraints every user-supplied value must meet, since in
 //     standalone mode no API server checked them;
 //   - precedence.go: the order of the routes of each listener;
+//   - policy.go, policystatus.go: policy attachment (GEP-713) for every
+//     policy kind, and their status; backendtls.go: BackendTLSPolicy;
 //   - incremental.go: what a Cache keeps from one run to the next;
 //     assemble.go: the IR and status of a run;
 //   - translator.go: the translator, which holds one run's snapshot,

@@ -38,11 +38,11 @@ type translator struct {
 	grants     map[string][]*gwapiv1.ReferenceGrant // by namespace
 	configMaps map[types.NamespacedName]*corev1.ConfigMap
 
-	// policies are the BackendTLSPolicies, oldest first, and
-	// policyByTarget those that target each Service port, oldest (the one
-	// that applies) first.
+	// policies are the policies of every kind (policy.go), each kind's
+	// oldest first, and policyByTarget those of each kind on each target,
+	// oldest (the one that applies) first.
 	policies       []*policyState
-	policyByTarget map[policyTarget][]*policyState
+	policyByTarget map[policyKey][]*policyState
 
 	status *Status
 	// allGateways are every Gateway of the snapshot, ours or not, and
@@ -71,15 +71,15 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		namespaces:     map[string]*corev1.Namespace{},
 		grants:         map[string][]*gwapiv1.ReferenceGrant{},
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
-		policyByTarget: map[policyTarget][]*policyState{},
+		policyByTarget: map[policyKey][]*policyState{},
 		allGateways:    map[types.NamespacedName]*gwapiv1.Gateway{},
 		allClasses:     map[string]bool{},
 		status: &Status{
-			GatewayClasses:     map[string]*gwapiv1.GatewayClassStatus{},
-			Gateways:           map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-			ListenerSets:       map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
-			Routes:             map[RouteKey]*gwapiv1.RouteStatus{},
-			BackendTLSPolicies: map[types.NamespacedName]*gwapiv1.PolicyStatus{},
+			GatewayClasses: map[string]*gwapiv1.GatewayClassStatus{},
+			Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
+			ListenerSets:   map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
+			Routes:         map[RouteKey]*gwapiv1.RouteStatus{},
+			Policies:       map[PolicyKey]*gwapiv1.PolicyStatus{},
 		},
 	}
 	for _, g := range res.Gateways {

@@ -12,7 +12,6 @@ package ingress
 // canary's requests too.
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 
@@ -149,7 +148,7 @@ func (t *translator) readCanary(cs *classState, ci canaryIngress) {
 		}
 		if m := c.match(); m != nil {
 			cr := main.route.DeepCopy()
-			cr.Name = routeName(is.obj, fmt.Sprintf("rule/%d/path/%d", i, j))
+			nameRoute(cr, is.obj, i, j)
 			cr.Backends = r.Backends.DeepCopy()
 			cr.Match.Headers = []ir.StringMatch{*m}
 			main.canary = &entry{owner: is, host: host, path: main.path, route: cr, sslRedirect: main.sslRedirect}

@@ -311,10 +311,10 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 	}
 	if b := ing.Spec.DefaultBackend; b != nil {
 		if cs.defaultBackend != nil {
-			is.problemf(ReasonConflict, "spec.defaultBackend is not used: the class's default backend is that of Ingress %s, which is older", routeOwner(cs.defaultBackend.route.Name))
+			is.problemf(ReasonConflict, "spec.defaultBackend is not used: the class's default backend is that of Ingress %s, which is older", routeOwner(cs.defaultBackend.route))
 		} else {
 			e := &entry{owner: is, host: hostRule{vhost: "*"}, path: pathMatch{value: "/"}, route: t.backend(is, *b, "spec.defaultBackend")}
-			e.route.Name = routeName(ing, "defaultBackend")
+			nameRoute(e.route, ing, defaultBackendRule, 0)
 			set.applyRoute(e.route, ing.Namespace, serviceName(*b), e.path, false)
 			cs.defaultBackend = e
 		}
@@ -331,7 +331,7 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 		}
 		e := &entry{owner: is, host: host, path: pm, route: t.backend(is, p.Backend, where+".backend"), sslRedirect: set.redirectsToHTTPS(ing, rule.Host)}
 		cs.claims[claim] = e
-		e.route.Name = routeName(ing, fmt.Sprintf("rule/%d/path/%d", i, j))
+		nameRoute(e.route, ing, i, j)
 		set.applyRoute(e.route, ing.Namespace, serviceName(p.Backend), pm, true)
 		cs.hosts[host.vhost] = append(cs.hosts[host.vhost], e)
 	})

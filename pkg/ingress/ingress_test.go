@@ -209,17 +209,3 @@ func TestWildcardHost(t *testing.T) {
 		t.Error("a wildcard host with too many labels was accepted")
 	}
 }
-
-func TestParseRouteName(t *testing.T) {
-	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
-	n := routeName(ing, "rule/2/path/1")
-	k, what, ok := ParseRouteName(n)
-	if !ok || k.Namespace != "ns" || k.Name != "web" || what != "rule/2/path/1" {
-		t.Errorf("%s: %v %q %v", n, k, what, ok)
-	}
-	for _, bad := range []string{"httproute/ns/web/rule/0/match/0", "ingress/ns/web", "ingress//web/x"} {
-		if _, _, ok := ParseRouteName(bad); ok {
-			t.Errorf("%s parsed as an Ingress route", bad)
-		}
-	}
-}

@@ -1,42 +1,43 @@
 package ingress
 
 import (
-	"strings"
+	"strconv"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
 // routePrefix starts the name of every IR route (and Envoy route) made
 // from an Ingress.
 const routePrefix = "ingress/"
 
-// routeName names the IR route of one path of ing ("rule/<i>/path/<j>")
-// or of its default backend ("defaultBackend"):
-// "ingress/<namespace>/<name>/<what>". A path served in several virtual
+// defaultBackendRule is the rule of the Origin of the IR route of an
+// Ingress's spec.defaultBackend.
+const defaultBackendRule = -1
+
+// nameRoute names r, the IR route of path j of rule i of ing (rule
+// defaultBackendRule: of its default backend),
+// "ingress/<namespace>/<name>/<what>" (what: PathName), and sets its
+// Origin, which says the same as data. A path served in several virtual
 // hosts (a rule without host) has the same name in each.
-func routeName(ing *networkingv1.Ingress, what string) string {
-	return routePrefix + ing.Namespace + "/" + ing.Name + "/" + what
+func nameRoute(r *ir.HTTPRoute, ing *networkingv1.Ingress, rule, path int) {
+	r.Origin = ir.Origin{Object: ir.ObjectKey{Kind: gatewayapi.KindIngress, Namespace: ing.Namespace, Name: ing.Name}, Rule: rule, Match: path}
+	r.Name = routePrefix + ing.Namespace + "/" + ing.Name + "/" + PathName(r.Origin)
 }
 
-// ParseRouteName reads a name made by routeName: the Ingress and what of
-// it the route serves ("rule/0/path/1", "defaultBackend"). ok is false for
-// any other name.
-func ParseRouteName(name string) (ing types.NamespacedName, what string, ok bool) {
-	rest, found := strings.CutPrefix(name, routePrefix)
-	if !found {
-		return types.NamespacedName{}, "", false
+// PathName says what part of its Ingress an IR route of o serves:
+// "rule/<i>/path/<j>" (spec.rules[i].http.paths[j]) or "defaultBackend"
+// (spec.defaultBackend).
+func PathName(o ir.Origin) string {
+	if o.Rule == defaultBackendRule {
+		return "defaultBackend"
 	}
-	p := strings.SplitN(rest, "/", 3)
-	if len(p) != 3 || p[0] == "" || p[1] == "" || p[2] == "" {
-		return types.NamespacedName{}, "", false
-	}
-	return types.NamespacedName{Namespace: p[0], Name: p[1]}, p[2], true
+	return "rule/" + strconv.Itoa(o.Rule) + "/path/" + strconv.Itoa(o.Match)
 }
 
-// routeOwner is "<namespace>/<name>" of the Ingress a route name was made
-// for.
-func routeOwner(name string) string {
-	k, _, _ := ParseRouteName(name)
-	return k.String()
+// routeOwner is "<namespace>/<name>" of the Ingress r was made for.
+func routeOwner(r *ir.HTTPRoute) string {
+	return r.Origin.Object.Namespace + "/" + r.Origin.Object.Name
 }

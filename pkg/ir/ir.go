@@ -191,6 +191,34 @@ type HTTPRoute struct {
 	// pkg/gatewayapi for the routes of Gateways whose parameters ask for
 	// them (GatewayParameters spec.metrics.routeStats).
 	StatName string `json:"statName,omitempty"`
+	// Origin is what the route was made for, so that what is found wrong
+	// with its Envoy route (by pre-validation, or Envoy's NACK) is traced
+	// back to its object as data (xdstranslator.Origins), not by reading
+	// Name. Set by pkg/gatewayapi and pkg/ingress, beside Name; the zero
+	// value (an IR made by hand) traces to nothing. Not serialised: Name
+	// says the same to a reader of the IR.
+	Origin Origin `json:"-"`
+}
+
+// Origin is the object an IR route was made for and the part of it: one
+// match of one rule of an HTTPRoute or a GRPCRoute, or one path of an
+// Ingress (or its default backend).
+type Origin struct {
+	// Object is the route object.
+	Object ObjectKey
+	// Rule indexes the object's spec.rules; -1 for an Ingress's
+	// spec.defaultBackend.
+	Rule int
+	// Match indexes the rule's matches (HTTPRouteRule and GRPCRouteRule
+	// matches), or for an Ingress the rule's http.paths.
+	Match int
+}
+
+// ObjectKey names an object: its kind ("HTTPRoute", "GRPCRoute",
+// "Ingress"), namespace and name. It has the fields of
+// gatewayapi.RouteKey, which converts to and from it.
+type ObjectKey struct {
+	Kind, Namespace, Name string
 }
 
 // HTTPMatch is one HTTPRouteMatch: every condition must hold.

@@ -13,7 +13,9 @@ import (
 // host) is counted per use, so that a new route is checked against the
 // routes still there. Everything else (Gateways, listeners, L4 routes) is
 // few and checked every time. Not safe for concurrent use; the zero value
-// is not usable (NewValidator).
+// is not usable (NewValidator). A cache, not IR: no deep copy.
+//
+// +kubebuilder:object:generate=false
 type Validator struct {
 	listeners map[string]*listenerRoutes
 	backends  map[string]*counted[*Backend]

@@ -14,6 +14,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/translate"
 	"github.com/xds-controller/xds-controller/pkg/xdsserver"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
@@ -25,19 +26,23 @@ func key(i int) gatewayapi.RouteKey {
 
 // render is a scope's route configuration with one Envoy route per object
 // of objs (generation -> the route's prefix, so that a new generation is
-// a change), minus the held ones at their generation.
+// a change), minus the held ones at their generation, with their origins.
 func render(objs map[gatewayapi.RouteKey]int64, holds map[gatewayapi.RouteKey]translate.Hold) *xdstranslator.Resources {
 	vh := &routev3.VirtualHost{Name: "vh", Domains: []string{"*"}}
+	origins := map[string]ir.Origin{}
 	for _, k := range slices.SortedFunc(maps.Keys(objs), compareKeys) {
 		if h, held := holds[k]; held && h.Generation == objs[k] {
 			continue
 		}
+		name := fmt.Sprintf("httproute/%s/%s/rule/0/match/0", k.Namespace, k.Name)
+		origins[name] = ir.Origin{Object: ir.ObjectKey(k)}
 		vh.Routes = append(vh.Routes, &routev3.Route{
-			Name:  fmt.Sprintf("httproute/%s/%s/rule/0/match/0", k.Namespace, k.Name),
+			Name:  name,
 			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: fmt.Sprintf("/g%d", objs[k])}},
 		})
 	}
-	return &xdstranslator.Resources{Routes: []types.Resource{&routev3.RouteConfiguration{Name: "rc", VirtualHosts: []*routev3.VirtualHost{vh}}}}
+	return &xdstranslator.Resources{Routes: []types.Resource{&routev3.RouteConfiguration{Name: "rc", VirtualHosts: []*routev3.VirtualHost{vh}}},
+		Origins: xdstranslator.OriginsOf(origins)}
 }
 
 // envoy judges versions as Envoy would: it refuses (NACKs) any route
@@ -68,7 +73,8 @@ func (e *envoy) Verdict(scope, version, _ string) (bool, *xdsserver.Nack) {
 	for _, res := range r.Routes {
 		for _, vh := range res.(*routev3.RouteConfiguration).VirtualHosts {
 			for _, rt := range vh.Routes {
-				k, _ := translate.RouteOwner(rt.Name)
+				o, _ := r.Origins.Of(rt.Name)
+				k := gatewayapi.RouteKey(o.Object)
 				if g, bad := e.bad[k]; bad && rt.Match.GetPrefix() == fmt.Sprintf("/g%d", g) {
 					typ := cmpOr(e.typeURL, resource.RouteType)
 					return false, &xdsserver.Nack{Scope: scope, NodeID: "envoy-1", TypeURL: typ, Version: version, Detail: "invalid regex " + k.Namespace}

@@ -9,17 +9,16 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
-	"github.com/xds-controller/xds-controller/pkg/translate"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
-// Fingerprints maps every route object with Envoy routes in r (the
-// route names of translate.RouteOwner: HTTPRoutes, GRPCRoutes, Ingresses)
-// to a digest of them: each route's deterministic protobuf encoding with
-// the names of its RouteConfiguration and virtual host and the virtual
-// host's domains, combined regardless of order. Two versions of a scope
-// give an object the same fingerprint when its Envoy routes are the same
-// in both. Routes of other names (none today) are not counted.
+// Fingerprints maps every route object with Envoy routes in r (those
+// whose origin r.Origins knows: HTTPRoutes, GRPCRoutes, Ingresses) to a
+// digest of them: each route's deterministic protobuf encoding with the
+// names of its RouteConfiguration and virtual host and the virtual host's
+// domains, combined regardless of order. Two versions of a scope give an
+// object the same fingerprint when its Envoy routes are the same in both.
+// Routes without an origin ("misdirected/<host>") are not counted.
 func Fingerprints(r *xdstranslator.Resources) map[gatewayapi.RouteKey]uint64 {
 	out := map[gatewayapi.RouteKey]uint64{}
 	if r == nil {
@@ -33,10 +32,11 @@ func Fingerprints(r *xdstranslator.Resources) map[gatewayapi.RouteKey]uint64 {
 		}
 		for _, vh := range rc.GetVirtualHosts() {
 			for _, rt := range vh.GetRoutes() {
-				key, ok := translate.RouteOwner(rt.GetName())
+				o, ok := r.Origins.Of(rt.GetName())
 				if !ok {
 					continue
 				}
+				key := gatewayapi.RouteKey(o.Object)
 				b, err := enc.Marshal(rt)
 				if err != nil {
 					// Unreachable for a route that was published; it

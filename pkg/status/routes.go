@@ -9,7 +9,6 @@ import (
 	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -17,12 +16,13 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
-// newObject returns an empty object of a route kind or of
-// BackendTLSPolicy, or nil for another kind.
+// newObject returns an empty object of a route kind or of a policy kind
+// (gatewayapi.PolicyKinds), or nil for another kind.
 func newObject(k Kind) client.Object {
+	if pk := gatewayapi.PolicyKindNamed(string(k)); pk != nil {
+		return pk.New()
+	}
 	switch k {
-	case KindBackendTLSPolicy:
-		return &gwapiv1.BackendTLSPolicy{}
 	case KindHTTPRoute:
 		return &gwapiv1.HTTPRoute{}
 	case KindGRPCRoute:
@@ -38,21 +38,32 @@ func newObject(k Kind) client.Object {
 }
 
 // getParents returns the status.parents of a route made by newObject, or a
-// BackendTLSPolicy's status.ancestors as parent entries.
+// policy's status.ancestors as parent entries.
 func getParents(obj client.Object) []gwapiv1.RouteParentStatus {
-	if p, ok := obj.(*gwapiv1.BackendTLSPolicy); ok {
-		return ancestorsAsParents(p.Status.Ancestors)
+	if as := policyAncestors(obj); as != nil {
+		return ancestorsAsParents(*as)
 	}
 	return *routeParents(obj)
 }
 
 // setParents sets what getParents reads.
 func setParents(obj client.Object, ps []gwapiv1.RouteParentStatus) {
-	if p, ok := obj.(*gwapiv1.BackendTLSPolicy); ok {
-		p.Status.Ancestors = parentsAsAncestors(ps)
+	if as := policyAncestors(obj); as != nil {
+		*as = parentsAsAncestors(ps)
 		return
 	}
 	*routeParents(obj) = ps
+}
+
+// policyAncestors returns a pointer to the status.ancestors of obj when it
+// is a policy of a registered kind, else nil.
+func policyAncestors(obj client.Object) *[]gwapiv1.PolicyAncestorStatus {
+	for _, pk := range gatewayapi.PolicyKinds() {
+		if as := pk.Ancestors(obj); as != nil {
+			return as
+		}
+	}
+	return nil
 }
 
 func routeParents(obj client.Object) *[]gwapiv1.RouteParentStatus {
@@ -134,7 +145,7 @@ func WithStaleRoutes(st *gatewayapi.Status, routes []RouteObject, controller gwa
 	return out
 }
 
-// The BackendTLSPolicy's status.ancestors are written like a route's
+// A policy's status.ancestors are written like a route's
 // status.parents (a JSON merge patch of the atomic list, other
 // controllers' entries kept): an ancestor entry has a parent entry's shape
 // (ancestorRef, controllerName, conditions), so the route helpers compare
@@ -156,20 +167,40 @@ func parentsAsAncestors(ps []gwapiv1.RouteParentStatus) []gwapiv1.PolicyAncestor
 	return out
 }
 
+// PolicyObject is a policy of any registered kind with its live
+// status.ancestors.
+type PolicyObject struct {
+	Kind      Kind
+	Object    metav1.Object
+	Ancestors []gwapiv1.PolicyAncestorStatus
+}
+
+// Policies returns the objects of policy kind pk (objs, of that kind) as
+// PolicyObjects with their status.ancestors.
+func Policies(pk gatewayapi.PolicyKind, objs []resources.Object) []PolicyObject {
+	out := make([]PolicyObject, 0, len(objs))
+	for _, o := range objs {
+		if as := pk.Ancestors(o); as != nil {
+			out = append(out, PolicyObject{Kind: Kind(pk.Name()), Object: o, Ancestors: *as})
+		}
+	}
+	return out
+}
+
 // WithStalePolicies returns st plus an empty entry for every policy in
 // policies that still carries an ancestors entry of controller but that st
 // does not mention (no route of ours reaches it any more): writing it
 // removes our stale ancestors. st is modified and returned.
-func WithStalePolicies(st *gatewayapi.Status, policies []*gwapiv1.BackendTLSPolicy, controller gwapiv1.GatewayController) *gatewayapi.Status {
-	if st.BackendTLSPolicies == nil {
-		st.BackendTLSPolicies = map[types.NamespacedName]*gwapiv1.PolicyStatus{}
+func WithStalePolicies(st *gatewayapi.Status, policies []PolicyObject, controller gwapiv1.GatewayController) *gatewayapi.Status {
+	if st.Policies == nil {
+		st.Policies = map[gatewayapi.PolicyKey]*gwapiv1.PolicyStatus{}
 	} else {
-		st.BackendTLSPolicies = maps.Clone(st.BackendTLSPolicies)
+		st.Policies = maps.Clone(st.Policies)
 	}
 	for _, p := range policies {
-		k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-		if _, ok := st.BackendTLSPolicies[k]; !ok && HasOwnParents(ancestorsAsParents(p.Status.Ancestors), controller) {
-			st.BackendTLSPolicies[k] = &gwapiv1.PolicyStatus{}
+		k := gatewayapi.PolicyKey{Kind: string(p.Kind), Namespace: p.Object.GetNamespace(), Name: p.Object.GetName()}
+		if _, ok := st.Policies[k]; !ok && HasOwnParents(ancestorsAsParents(p.Ancestors), controller) {
+			st.Policies[k] = &gwapiv1.PolicyStatus{}
 		}
 	}
 	return st

@@ -47,9 +47,9 @@ func Summary(st *gatewayapi.Status) map[string]string {
 			out[k.String()+" -> "+parentName(p.ParentRef, k.Namespace)] = conditions(p.Conditions)
 		}
 	}
-	for nn, s := range st.BackendTLSPolicies {
+	for k, s := range st.Policies {
 		for _, a := range s.Ancestors {
-			out["BackendTLSPolicy "+nn.String()+" -> "+parentName(a.AncestorRef, nn.Namespace)] = conditions(a.Conditions)
+			out[k.String()+" -> "+parentName(a.AncestorRef, k.Namespace)] = conditions(a.Conditions)
 		}
 	}
 	return out

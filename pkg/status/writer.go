@@ -76,9 +76,9 @@ const (
 	KindTLSRoute    Kind = gatewayapi.KindTLSRoute
 	KindTCPRoute    Kind = gatewayapi.KindTCPRoute
 	KindUDPRoute    Kind = gatewayapi.KindUDPRoute
-	// KindBackendTLSPolicy's status.ancestors are written like routes'
-	// parents (routes.go).
-	KindBackendTLSPolicy Kind = "BackendTLSPolicy"
+	// The status.ancestors of every policy kind (gatewayapi.PolicyKinds;
+	// its Kind is the kind's name) are written like routes' parents
+	// (routes.go).
 )
 
 // Key names one object.
@@ -307,10 +307,10 @@ func (w *Writer) enqueue(keys []Key) {
 }
 
 // addOthers adds the desired status of st's objects other than routes
-// (GatewayClasses, Gateways, ListenerSets, BackendTLSPolicies) to desired
-// and returns their keys.
+// (GatewayClasses, Gateways, ListenerSets, policies) to desired and
+// returns their keys.
 func addOthers(desired map[Key]any, st *gatewayapi.Status) []Key {
-	keys := make([]Key, 0, len(st.GatewayClasses)+len(st.Gateways)+len(st.ListenerSets)+len(st.BackendTLSPolicies))
+	keys := make([]Key, 0, len(st.GatewayClasses)+len(st.Gateways)+len(st.ListenerSets)+len(st.Policies))
 	add := func(k Key, s any) {
 		desired[k] = s
 		keys = append(keys, k)
@@ -324,8 +324,8 @@ func addOthers(desired map[Key]any, st *gatewayapi.Status) []Key {
 	for nn, s := range st.ListenerSets {
 		add(Key{Kind: KindListenerSet, Namespace: nn.Namespace, Name: nn.Name}, s)
 	}
-	for nn, s := range st.BackendTLSPolicies {
-		add(Key{Kind: KindBackendTLSPolicy, Namespace: nn.Namespace, Name: nn.Name}, s)
+	for k, s := range st.Policies {
+		add(Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}, s)
 	}
 	return keys
 }
@@ -463,14 +463,14 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 		return nil
 	}
 	var err error
-	switch k.Kind {
+	switch writtenAs(k.Kind) {
 	case KindGatewayClass:
 		err = w.gatewayClass(ctx, reader, k, d.(*gwapiv1.GatewayClassStatus))
 	case KindGateway:
 		err = w.gateway(ctx, reader, k, d.(*gwapiv1.GatewayStatus))
 	case KindListenerSet:
 		err = w.listenerSet(ctx, reader, k, d.(*gwapiv1.ListenerSetStatus))
-	case KindBackendTLSPolicy:
+	case kindPolicy:
 		err = w.parents(ctx, reader, k, ancestorsAsParents(d.(*gwapiv1.PolicyStatus).Ancestors))
 	case KindIngress:
 		err = w.ingress(ctx, reader, k, d.(*ingress.Status))
@@ -486,6 +486,18 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 		w.mu.Unlock()
 	}
 	return err
+}
+
+// kindPolicy stands for every policy kind in process (writtenAs).
+const kindPolicy Kind = "<policy>"
+
+// writtenAs is k, or kindPolicy for a policy kind (gatewayapi.PolicyKinds):
+// how process writes an object of kind k.
+func writtenAs(k Kind) Kind {
+	if gatewayapi.PolicyKindNamed(string(k)) != nil {
+		return kindPolicy
+	}
+	return k
 }
 
 func (w *Writer) gatewayClass(ctx context.Context, r client.Reader, k Key, d *gwapiv1.GatewayClassStatus) error {
@@ -528,7 +540,7 @@ func (w *Writer) listenerSet(ctx context.Context, r client.Reader, k Key, d *gwa
 }
 
 // parents writes our per-parent entries of k: a route's status.parents,
-// or a BackendTLSPolicy's status.ancestors (entries of the same shape;
+// or a policy's status.ancestors (entries of the same shape;
 // routes.go), desired being ours.
 func (w *Writer) parents(ctx context.Context, r client.Reader, k Key, desired []gwapiv1.RouteParentStatus) error {
 	live := newObject(k.Kind)

@@ -30,7 +30,7 @@ func newRouteWriter(t *testing.T, leading *atomic.Bool, objs ...client.Object) (
 	if err := gwapiv1.Install(s); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&gwapiv1.HTTPRoute{}, &gwapiv1.GRPCRoute{}).Build()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&gwapiv1.HTTPRoute{}, &gwapiv1.GRPCRoute{}, &gwapiv1.BackendTLSPolicy{}).Build()
 	w := NewWriter(c, c, Options{
 		Leading: leading.Load,
 		Now:     func() time.Time { return t1 },

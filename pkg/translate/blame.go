@@ -17,18 +17,16 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/xdsvalidate"
 )
 
-// ruleRef is what a problem in one Envoy route takes down: one rule of a
-// route, parsed from "<kind>/<ns>/<name>/rule/<i>/match/<j>"
-// (gatewayapi.ParseRouteMatchName), or one path (or the default backend)
-// of an Ingress, parsed from "ingress/<ns>/<name>/..."
-// (ingress.ParseRouteName).
+// ruleRef is what a problem in one Envoy route takes down, read from the
+// route's origin (ir.Origin, which xdsvalidate.Problem carries): one rule
+// of an HTTPRoute or a GRPCRoute, or one path (or the default backend) of
+// an Ingress.
 type ruleRef struct {
 	// route is the object; Kind gatewayapi.KindIngress for an Ingress.
 	route gatewayapi.RouteKey
-	// unit names what a problem outside the match answers the failure
-	// status for: the rule's "<kind>/<ns>/<name>/rule/<i>/match/", or the
-	// Ingress path's route name.
-	unit string
+	// unit is the origin of the part a problem outside the match answers
+	// the failure status for: the rule (Match 0), or the Ingress path.
+	unit ir.Origin
 	// label names the unit in messages ("rule 0", "rule/0/path/1"), and
 	// match the route's own match ("rule 0 match 1", or label again).
 	label, match string
@@ -36,27 +34,26 @@ type ruleRef struct {
 	noun string
 }
 
-func parseRouteName(n string) (ruleRef, bool) {
-	if key, rule, ok := gatewayapi.ParseRouteMatchName(n); ok {
-		unit := n[:strings.LastIndex(n, "/")+1]
-		label := fmt.Sprintf("rule %d", rule)
-		return ruleRef{route: key, unit: unit, label: label, match: label + " match " + n[len(unit):], noun: "rule"}, true
+// refOf is what a problem in a route made for o takes down.
+func refOf(o ir.Origin) ruleRef {
+	ref := ruleRef{route: gatewayapi.RouteKey(o.Object), unit: unitOf(o)}
+	if ref.route.Kind == gatewayapi.KindIngress {
+		ref.label, ref.noun = ingress.PathName(o), "path"
+		ref.match = ref.label
+		return ref
 	}
-	if ing, what, ok := ingress.ParseRouteName(n); ok {
-		return ruleRef{route: gatewayapi.RouteKey{Kind: gatewayapi.KindIngress, Namespace: ing.Namespace, Name: ing.Name},
-			unit: n, label: what, match: what, noun: "path"}, true
-	}
-	return ruleRef{}, false
+	ref.label, ref.noun = fmt.Sprintf("rule %d", o.Rule), "rule"
+	ref.match = fmt.Sprintf("%s match %d", ref.label, o.Match)
+	return ref
 }
 
-// RouteOwner returns the route object that the Envoy (or IR) route name n
-// was made for: "<kind>/<ns>/<name>/rule/<i>/match/<j>" of an HTTPRoute or
-// a GRPCRoute (gatewayapi.ParseRouteMatchName), "ingress/<ns>/<name>/..."
-// of an Ingress (ingress.ParseRouteName, Kind gatewayapi.KindIngress). ok
-// is false for any other name.
-func RouteOwner(n string) (key gatewayapi.RouteKey, ok bool) {
-	ref, ok := parseRouteName(n)
-	return ref.route, ok
+// unitOf is the unit of what a problem in a route made for o takes down:
+// o's rule (Match 0), or for an Ingress o itself (its path).
+func unitOf(o ir.Origin) ir.Origin {
+	if o.Object.Kind != gatewayapi.KindIngress {
+		o.Match = 0
+	}
+	return o
 }
 
 // failureStatus is what a route of ref answers when Envoy would refuse
@@ -71,13 +68,15 @@ func (ref ruleRef) failureStatus() uint32 {
 
 // blame traces the pre-validation problems found (xdsvalidate.Check, by
 // scope) inside the routes of HTTPRoutes, GRPCRoutes and Ingresses back
-// to their rules (an Ingress: its paths): in res.IR, a rule with a problem
-// outside its matches answers its failure status (500, or 503 for gRPC and
-// Ingresses; a direct response, no filters, no backends), and a match with
-// a problem is dropped; the route's parents of ours get
-// PartiallyInvalid=True reason UnsupportedValue with the problem (an
-// Ingress: a problem of reason InvalidConfiguration). It reports whether
-// it changed the IR (whose xDS must then be rendered and checked again).
+// to their rules (an Ingress: its paths), by the origins of the problems'
+// routes and of the IR routes (ir.HTTPRoute.Origin): in res.IR, a rule
+// with a problem outside its matches answers its failure status (500, or
+// 503 for gRPC and Ingresses; a direct response, no filters, no
+// backends), and a match with a problem is dropped; the route's parents
+// of ours get PartiallyInvalid=True reason UnsupportedValue with the
+// problem (an Ingress: a problem of reason InvalidConfiguration). It
+// reports whether it changed the IR (whose xDS must then be rendered and
+// checked again).
 //
 // What it changes it copies first: the IR routes, the listeners' route
 // lists, the route statuses and their map in res may be shared with
@@ -88,25 +87,25 @@ func blame(res *Result, found map[string][]xdsvalidate.Problem) bool {
 	type verdict struct {
 		ref     ruleRef
 		msgs    []string
-		dropped map[string]bool // IR route names whose match is dropped
-		whole   bool            // a problem outside the matches
+		dropped map[ir.Origin]bool // the matches dropped
+		whole   bool               // a problem outside the matches
 	}
-	rules := map[string]*verdict{} // unit -> verdict
-	var order []string
+	rules := map[ir.Origin]*verdict{} // unit -> verdict
+	var order []ir.Origin
 	for _, scope := range slices.Sorted(maps.Keys(found)) {
 		for _, p := range found[scope] {
-			ref, ok := parseRouteName(p.Route)
-			if !ok {
+			if p.Origin == (ir.Origin{}) {
 				continue
 			}
+			ref := refOf(p.Origin)
 			v := rules[ref.unit]
 			if v == nil {
-				v = &verdict{ref: ref, dropped: map[string]bool{}}
+				v = &verdict{ref: ref, dropped: map[ir.Origin]bool{}}
 				rules[ref.unit] = v
 				order = append(order, ref.unit)
 			}
 			if p.InMatch {
-				v.dropped[p.Route] = true
+				v.dropped[p.Origin] = true
 			} else {
 				v.whole = true
 			}
@@ -127,11 +126,10 @@ func blame(res *Result, found map[string][]xdsvalidate.Problem) bool {
 			var kept []*ir.HTTPRoute
 			touched := false
 			for _, r := range l.HTTPRoutes {
-				ref, ok := parseRouteName(r.Name)
-				v := rules[ref.unit]
+				v := rules[unitOf(r.Origin)]
 				switch {
-				case !ok || v == nil:
-				case v.dropped[r.Name]:
+				case v == nil:
+				case v.dropped[r.Origin]:
 					touched = true
 					continue
 				case v.whole:
@@ -139,7 +137,7 @@ func blame(res *Result, found map[string][]xdsvalidate.Problem) bool {
 					// failure status.
 					cp := *r
 					cp.Backends, cp.Filters, cp.Timeouts, cp.Retry = nil, ir.HTTPFilters{}, nil, nil
-					cp.DirectResponse = &ir.DirectResponse{StatusCode: ref.failureStatus()}
+					cp.DirectResponse = &ir.DirectResponse{StatusCode: v.ref.failureStatus()}
 					r, touched = &cp, true
 				}
 				kept = append(kept, r)

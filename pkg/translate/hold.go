@@ -54,7 +54,7 @@ func WithHolds(h Holds) Option {
 }
 
 // hold applies holds to out (the translation of res): every IR route of a
-// held object, at the generation the hold names, leaves the listeners of
+// held object (by its Origin), at the generation the hold names, leaves the listeners of
 // the held scope's Gateways; a culprit's parents in that scope (Gateways,
 // or ListenerSets of its Gateways) get Accepted=False reason Rejected
 // with the hold's message, a culprit Ingress a problem of that reason.
@@ -99,11 +99,9 @@ func hold(res *resources.Resources, out *Result, holds Holds) {
 			touched := false
 			kept := make([]*ir.HTTPRoute, 0, len(l.HTTPRoutes))
 			for _, r := range l.HTTPRoutes {
-				if ref, ok := parseRouteName(r.Name); ok {
-					if _, held := hs[ref.route]; held {
-						touched = true
-						continue
-					}
+				if _, held := hs[gatewayapi.RouteKey(r.Origin.Object)]; held {
+					touched = true
+					continue
 				}
 				kept = append(kept, r)
 			}

@@ -578,7 +578,7 @@ func deepCopyResult(r *Result) *Result {
 		out.Status.Gateways = copyMap(st.Gateways, (*gwapiv1.GatewayStatus).DeepCopy)
 		out.Status.ListenerSets = copyMap(st.ListenerSets, (*gwapiv1.ListenerSetStatus).DeepCopy)
 		out.Status.Routes = copyMap(st.Routes, (*gwapiv1.RouteStatus).DeepCopy)
-		out.Status.BackendTLSPolicies = copyMap(st.BackendTLSPolicies, (*gwapiv1.PolicyStatus).DeepCopy)
+		out.Status.Policies = copyMap(st.Policies, (*gwapiv1.PolicyStatus).DeepCopy)
 	}
 	return out
 }

@@ -199,12 +199,15 @@ func MarshalIR(r *Result, showSecrets bool) ([]byte, error) {
 			}
 			st["ingresses"] = ings
 		}
-		if len(r.Status.BackendTLSPolicies) > 0 {
-			ps := map[string]any{}
-			for k, v := range r.Status.BackendTLSPolicies {
-				ps[k.String()] = v
+		// One map per policy kind: "backendTLSPolicies".
+		for k, v := range r.Status.Policies {
+			kind := strings.ToLower(k.Kind[:1]) + strings.TrimSuffix(k.Kind[1:], "y") + "ies"
+			m, _ := st[kind].(map[string]any)
+			if m == nil {
+				m = map[string]any{}
+				st[kind] = m
 			}
-			st["backendTLSPolicies"] = ps
+			m[k.Namespace+"/"+k.Name] = v
 		}
 		// One map per route kind: "httpRoutes", "grpcRoutes".
 		for k, v := range r.Status.Routes {

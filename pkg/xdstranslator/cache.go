@@ -109,7 +109,8 @@ type routeMemo struct {
 
 // vhostMemo is a virtual host and what it was rendered from, its IR
 // routes with their Envoy routes; it holds a reference to the clusters of
-// its backends (used) while it is cached.
+// its backends (used) while it is cached. It is not modified once made:
+// the Origins of earlier translations read its IR routes.
 type vhostMemo struct {
 	routes memo.List[*ir.HTTPRoute, *routeMemo]
 	port   uint32
@@ -119,12 +120,14 @@ type vhostMemo struct {
 }
 
 // configMemo is a route configuration, its virtual hosts, and the
-// virtual hosts of its runs of routes (by their first route).
+// virtual hosts of its runs of routes (by their first route); memos are
+// those of the last translation (for Origins).
 type configMemo struct {
 	vhosts []*routev3.VirtualHost
 	config *routev3.RouteConfiguration
 	use    filterUse
 	runs   memo.List[*ir.HTTPRoute, *vhostMemo]
+	memos  []*vhostMemo
 }
 
 // hostRoutes is a run of IR routes of listener l for one hostname:

@@ -12,11 +12,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
-	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
-	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -187,53 +183,6 @@ func compareHostSpecificity(a, b string) int {
 // requests: unless every one of them has NoAccessLog.
 func accessLog(ls ...*ir.Listener) bool {
 	return slices.ContainsFunc(ls, func(l *ir.Listener) bool { return !l.NoAccessLog })
-}
-
-// hcmFilter is the HTTP connection manager of a filter chain, with the
-// optional filters its routes use (RBAC first, then CORS; the router
-// last), Envoy's stdout access log when log is set, and the limits on its
-// clients of edge (applyEdge).
-func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge) *listenerv3.Filter {
-	var filters []*hcmv3.HttpFilter
-	if use.rbac {
-		// No rules: routes without a per-route policy let everyone in.
-		filters = append(filters, &hcmv3.HttpFilter{
-			Name:       filterRBAC,
-			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&rbacv3.RBAC{})},
-		})
-	}
-	if use.cors {
-		filters = append(filters, &hcmv3.HttpFilter{
-			Name:       filterCORS,
-			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
-		})
-	}
-	filters = append(filters, &hcmv3.HttpFilter{
-		Name:       filterRouter,
-		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&routerv3.Router{})},
-	})
-	h := &hcmv3.HttpConnectionManager{
-		CodecType:  hcmv3.HttpConnectionManager_AUTO,
-		StatPrefix: stat,
-		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
-			ConfigSource:    adsSource(),
-			RouteConfigName: routeConfig,
-		}},
-		HttpFilters:                  filters,
-		UseRemoteAddress:             wrapperspb.Bool(true),
-		NormalizePath:                wrapperspb.Bool(true),
-		MergeSlashes:                 true,
-		PathWithEscapedSlashesAction: hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT,
-		// WebSocket (HTTP/1.1 Upgrade) is forwarded to every backend: a
-		// Service port with appProtocol kubernetes.io/ws (GEP-1911) needs
-		// it, any other backend answers the upgrade as it sees fit.
-		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
-	}
-	applyEdge(h, edge)
-	if log {
-		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
-	}
-	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
 }
 
 func stdoutAccessLog() *accesslogv3.AccessLog {

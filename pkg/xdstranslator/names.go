@@ -22,8 +22,6 @@ const (
 	filterTCPProxy    = "envoy.filters.network.tcp_proxy"
 	filterUDPProxy    = "envoy.filters.udp_listener.udp_proxy"
 	filterTLSInspect  = "envoy.filters.listener.tls_inspector"
-	filterRouter      = "envoy.filters.http.router"
-	filterCORS        = "envoy.filters.http.cors"
 	transportTLS      = "envoy.transport_sockets.tls"
 	accessLogStdout   = "envoy.access_loggers.stdout"
 	httpProtocolOpts  = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"

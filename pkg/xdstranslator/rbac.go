@@ -10,21 +10,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// filterRBAC is Envoy's RBAC HTTP filter: it answers 403 to the clients
-// outside a route's AllowedSourceRanges.
-const filterRBAC = "envoy.filters.http.rbac"
-
-// filterUse says which optional HTTP filters the routes of a filter chain
-// use; only those join its HTTP connection manager.
-type filterUse struct {
-	cors, rbac bool
-}
-
-func (u *filterUse) add(o filterUse) {
-	u.cors = u.cors || o.cors
-	u.rbac = u.rbac || o.rbac
-}
-
 // sourceRangesRBAC is the per-route RBAC policy (RBACPerRoute) of
 // AllowedSourceRanges: allow the remote addresses in ranges (remote_ip:
 // the peer, or the X-Forwarded-For address the connection manager

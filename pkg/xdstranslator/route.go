@@ -117,6 +117,7 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 		})
 	}
 	m := s.cache.configs[name]
+	m.memos = memos
 	if m.config != nil && slices.Equal(m.vhosts, vhosts) {
 		return m.config, m.use, nil
 	}

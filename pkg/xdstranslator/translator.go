@@ -24,6 +24,7 @@
 //	                                       "Host: a.com:8080" matches domain "a.com" while the
 //	                                       header is kept
 //	HTTPRoute.Name                         Route.name "httproute/<ns>/<name>/rule/<i>/match/<j>"
+//	HTTPRoute.Origin                       Resources.Origins: Route.name -> the object, rule and match
 //	HTTPRoute.StatName                     Route.stat_prefix "httproute/<ns>/<name>/rule/<i>" (dots as "_")
 //	Backend.Name                           Cluster and ClusterLoadAssignment "service/<ns>/<name>/<port>"
 //	invalid Backend                        weighted cluster InvalidBackendCluster (never defined)
@@ -52,8 +53,9 @@
 //     backends see the same path), codec AUTO (HTTP/1.1 and HTTP/2 incl.
 //     h2c), WebSocket upgrades allowed (for appProtocol kubernetes.io/ws
 //     backends, GEP-1911), access log to stdout (unless every listener of
-//     the chain has NoAccessLog), router last. The CORS filter is added only
-//     when a route of the chain uses CORS.
+//     the chain has NoAccessLog), router last. The RBAC and CORS filters
+//     are added only when a route of the chain uses them (httpfilters.go,
+//     where a new HTTP filter goes).
 //   - Stat names (names.go; docs/metrics.md maps each to the Gateway API):
 //     a filter chain that serves one Gateway listener (the HCM of one HTTP
 //     listener or of an HTTPS listener, a TLS chain's and a TCP listener's
@@ -135,6 +137,8 @@ type Resources struct {
 	Clusters  []types.Resource // *clusterv3.Cluster
 	Endpoints []types.Resource // *endpointv3.ClusterLoadAssignment
 	Secrets   []types.Resource // *tlsv3.Secret
+	// Origins says what each route of Routes was made for (Origins.Of).
+	Origins *Origins
 }
 
 // Translate renders x into xDS resources per scope (the IR Gateway Scope)
@@ -212,7 +216,7 @@ func (s *scopeBuilder) useSecret(c *ir.Certificate) {
 }
 
 func (s *scopeBuilder) build() (*Resources, error) {
-	r := &Resources{}
+	r := &Resources{Origins: &Origins{}}
 	for _, k := range s.bindOrder {
 		l, routes, err := s.listener(k, s.binds[k])
 		if err != nil {
@@ -224,6 +228,7 @@ func (s *scopeBuilder) build() (*Resources, error) {
 		r.Listeners = append(r.Listeners, l)
 		for _, rc := range routes {
 			r.Routes = append(r.Routes, rc)
+			r.Origins.configs = append(r.Origins.configs, s.cache.configs[rc.Name].memos)
 		}
 	}
 	s.sweep()

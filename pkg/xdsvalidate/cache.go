@@ -76,11 +76,12 @@ func NewCache() *Cache {
 	return &Cache{configs: map[string]*memo.List[*routev3.VirtualHost, *vhostFindings]{}, clusters: nameSet{set: map[string]bool{}}, gen: 1}
 }
 
-// Check returns every problem of r, in resource order, like the package's
-// Check, reusing the findings of the resources that earlier Checks of c
-// saw: r's resources must not be modified once checked (Check itself
-// modifies none; while it checks a route configuration it takes its
-// virtual hosts out and puts them back).
+// Check returns every problem of r, in resource order, with the origin of
+// the route each is in (r.Origins), like the package's Check, reusing the
+// findings of the resources that earlier Checks of c saw: r's resources
+// must not be modified once checked (Check itself modifies none; while it
+// checks a route configuration it takes its virtual hosts out and puts
+// them back).
 func (c *Cache) Check(r *xdstranslator.Resources) []Problem {
 	if r == nil {
 		return nil
@@ -114,6 +115,11 @@ func (c *Cache) Check(r *xdstranslator.Resources) []Problem {
 	}
 	var out []Problem
 	ch.expand(ch.findings, &out)
+	for i := range out {
+		if out[i].Route != "" {
+			out[i].Origin, _ = r.Origins.Of(out[i].Route)
+		}
+	}
 	return out
 }
 

@@ -7,8 +7,9 @@
 // and route configurations that do not exist.
 //
 // Check is pure. Every problem found inside an Envoy route names that route
-// (xdstranslator names routes "httproute/<ns>/<name>/rule/<i>/match/<j>"),
-// so that the caller can trace it back to the HTTPRoute rule that caused it.
+// and carries its origin (xdstranslator.Origins: the object, rule and
+// match it was made for), so that the caller can trace it back to the
+// route rule (or Ingress path) that caused it.
 package xdsvalidate
 
 import (
@@ -28,6 +29,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/internal/memo"
 	"github.com/xds-controller/xds-controller/internal/re2"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
@@ -40,6 +42,10 @@ type Problem struct {
 	// route); InMatch says whether it is in the route's match.
 	Route   string
 	InMatch bool
+	// Origin is what Route was made for (Resources.Origins); the zero
+	// Origin when the problem is in no route, or in a route without an
+	// origin.
+	Origin ir.Origin
 	// Message says what is wrong.
 	Message string
 }

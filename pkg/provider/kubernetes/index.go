@@ -15,6 +15,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/status"
 )
@@ -46,8 +47,15 @@ const (
 // else); for the other kinds, the same resourceVersion.
 var sameInput = map[string]func(a, b metav1.Object) bool{
 	ixGatewayClass: sameSpec, ixGateway: sameSpec, ixListenerSet: sameSpec, ixHTTPRoute: sameSpec, ixGRPCRoute: sameSpec,
-	ixTLSRoute: sameSpec, ixTCPRoute: sameSpec, ixUDPRoute: sameSpec, ixBackendTLSPolicy: sameSpec,
+	ixTLSRoute: sameSpec, ixTCPRoute: sameSpec, ixUDPRoute: sameSpec,
 	ixNamespace: sameLabels,
+}
+
+// Every policy kind's status is ours to write: sameSpec.
+func init() {
+	for _, pk := range gatewayapi.PolicyKinds() {
+		sameInput[pk.Name()] = sameSpec
+	}
 }
 
 // objectIndex is the pipeline's copy of the informer caches: per kind, the
@@ -63,7 +71,7 @@ var sameInput = map[string]func(a, b metav1.Object) bool{
 // and without this every run after one of our own status writes (a
 // Gateway's attachedRoutes, after any route came or went) would translate
 // again what depends on that object: for a Gateway, everything. The live
-// status of routes and BackendTLSPolicies, which the pipeline needs to
+// status of routes and policies, which the pipeline needs to
 // remove stale entries of ours, is kept beside (liveStatus).
 //
 // Safe for concurrent use: handlers run on the informers' goroutines.
@@ -171,8 +179,18 @@ func (x *objectIndex) liveStatus(res *resources.Resources) liveStatus {
 			TCPRoutes:  withLive(res.TCPRoutes, x.kinds[ixTCPRoute]),
 			UDPRoutes:  withLive(res.UDPRoutes, x.kinds[ixUDPRoute]),
 		}),
-		policies: withLive(res.BackendTLSPolicies, x.kinds[ixBackendTLSPolicy]),
+		policies: x.livePolicies(res),
 	}
+}
+
+// livePolicies returns the policies of every kind of res with their
+// newest status (liveStatus).
+func (x *objectIndex) livePolicies(res *resources.Resources) []status.PolicyObject {
+	var out []status.PolicyObject
+	for _, pk := range gatewayapi.PolicyKinds() {
+		out = append(out, status.Policies(pk, withLive(pk.Objects(res), x.kinds[pk.Name()]))...)
+	}
+	return out
 }
 
 // apply replaces, inserts and deletes (nil) the changed objects, keeping

@@ -213,7 +213,6 @@ func (p *pipeline) watch(ctx context.Context) error {
 		{&gwapiv1.TLSRoute{}, indexed(ixTLSRoute, p.ownedHandler(status.KindTLSRoute))},
 		{&gwapiv1.TCPRoute{}, indexed(ixTCPRoute, p.ownedHandler(status.KindTCPRoute))},
 		{&gwapiv1.UDPRoute{}, indexed(ixUDPRoute, p.ownedHandler(status.KindUDPRoute))},
-		{&gwapiv1.BackendTLSPolicy{}, indexed(ixBackendTLSPolicy, p.ownedHandler(status.KindBackendTLSPolicy))},
 		{&networkingv1.Ingress{}, indexed(ixIngress, p.ownedHandler(status.KindIngress))},
 		{&networkingv1.IngressClass{}, indexed(ixIngressClass, p.anyHandler("IngressClass"))},
 		{&v1alpha1.IngressClassParameters{}, indexed(ixIngressClassParameters, p.anyHandler("IngressClassParameters"))},
@@ -223,6 +222,10 @@ func (p *pipeline) watch(ctx context.Context) error {
 		{metadataOf("Namespace"), indexed(ixNamespace, p.namespaceHandler())},
 		{metadataOf("Secret"), p.referencedHandler("Secret", func() map[types.NamespacedName]bool { return p.secretRefs })},
 		{metadataOf("ConfigMap"), p.referencedHandler("ConfigMap", func() map[types.NamespacedName]bool { return p.configMapRefs })},
+	}
+	// Every policy kind, whose status.ancestors we write.
+	for _, pk := range gatewayapi.PolicyKinds() {
+		watches = append(watches, watch{pk.New(), indexed(pk.Name(), p.ownedHandler(status.Kind(pk.Name())))})
 	}
 	for _, obj := range p.cfg.Hooks.Watches {
 		watches = append(watches, watch{obj, p.anyHandler(kindOf(obj))})

@@ -19,6 +19,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/status"
@@ -39,7 +40,7 @@ func metadataListOf(kind string) *metav1.PartialObjectMetadataList {
 // of an object whose status alone changed.
 type liveStatus struct {
 	routes   []status.RouteObject
-	policies []*gwapiv1.BackendTLSPolicy
+	policies []status.PolicyObject
 }
 
 // snapshot is the object index's sorted resource snapshot (objectIndex:
@@ -265,6 +266,14 @@ func ReferencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	for _, ref := range ingress.ReferencedSecrets(res) {
 		add(ref.Namespace, gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(ref.Name)})
 	}
+	for _, pk := range gatewayapi.PolicyKinds() {
+		for _, p := range pk.Objects(res) {
+			secrets, _ := pk.References(p)
+			for _, ref := range secrets {
+				add(ref.Namespace, gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(ref.Name)})
+			}
+		}
+	}
 	for _, ls := range res.ListenerSets {
 		parent := types.NamespacedName{Namespace: ls.Namespace, Name: string(ls.Spec.ParentRef.Name)}
 		if ls.Spec.ParentRef.Namespace != nil {
@@ -281,9 +290,10 @@ func ReferencedSecrets(res *resources.Resources, controller gwapiv1.GatewayContr
 	return out
 }
 
-// ReferencedConfigMaps are the ConfigMaps that BackendTLSPolicies (core
-// ConfigMaps in the policy's namespace) and Gateways' spec.tls.frontend
-// name as CA certificates, sorted.
+// ReferencedConfigMaps are the ConfigMaps that Gateways' spec.tls.frontend
+// name as CA certificates, and those policies read
+// (gatewayapi.PolicyKind References: a BackendTLSPolicy's core ConfigMaps
+// in its namespace), sorted.
 func ReferencedConfigMaps(res *resources.Resources) []types.NamespacedName {
 	seen := map[types.NamespacedName]bool{}
 	var out []types.NamespacedName
@@ -311,12 +321,14 @@ func ReferencedConfigMaps(res *resources.Resources) []types.NamespacedName {
 			}
 		}
 	}
-	for _, p := range res.BackendTLSPolicies {
-		for _, ref := range p.Spec.Validation.CACertificateRefs {
-			k := types.NamespacedName{Namespace: p.Namespace, Name: string(ref.Name)}
-			if ref.Group == "" && ref.Kind == "ConfigMap" && !seen[k] {
-				seen[k] = true
-				out = append(out, k)
+	for _, pk := range gatewayapi.PolicyKinds() {
+		for _, p := range pk.Objects(res) {
+			_, cms := pk.References(p)
+			for _, k := range cms {
+				if !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
 			}
 		}
 	}

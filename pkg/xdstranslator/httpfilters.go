@@ -1,0 +1,98 @@
+package xdstranslator
+
+// The HTTP filters of an HTTP connection manager, in one place: this is
+// where a new policy's HTTP filter is added. A filter joins a filter
+// chain only when a route of the chain uses it (filterUse, reported by
+// route in route.go, which puts the route's own configuration of the
+// filter in typed_per_filter_config under the filter's name), so chains
+// whose routes do not use it are unchanged. To add one: its name below, a
+// field of filterUse (and its line in add), the route's per-filter
+// configuration in route.go, and its place in hcmFilter.
+//
+// The order rule: filters that refuse a request run first (access
+// control: RBAC answers 403 before any other filter works for the
+// client), then those that answer or change it (CORS), and the router,
+// Envoy's terminal filter, always last.
+
+import (
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// HTTP filter names (free-form labels; the typed config's type URL
+// selects the extension), in the order hcmFilter adds them.
+const (
+	// filterRBAC is Envoy's RBAC HTTP filter: it answers 403 to the
+	// clients outside a route's AllowedSourceRanges (rbac.go).
+	filterRBAC = "envoy.filters.http.rbac"
+	// filterCORS is Envoy's CORS filter: it applies a route's CORS policy
+	// (corsPolicy), preflight requests included.
+	filterCORS = "envoy.filters.http.cors"
+	// filterRouter forwards the request as its route says.
+	filterRouter = "envoy.filters.http.router"
+)
+
+// filterUse says which optional HTTP filters the routes of a filter chain
+// use; only those join its HTTP connection manager.
+type filterUse struct {
+	cors, rbac bool
+}
+
+func (u *filterUse) add(o filterUse) {
+	u.cors = u.cors || o.cors
+	u.rbac = u.rbac || o.rbac
+}
+
+// hcmFilter is the HTTP connection manager of a filter chain, with the
+// optional filters its routes use (RBAC first, then CORS; the router
+// last), Envoy's stdout access log when log is set, and the limits on its
+// clients of edge (applyEdge).
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge) *listenerv3.Filter {
+	var filters []*hcmv3.HttpFilter
+	if use.rbac {
+		// No rules: routes without a per-route policy let everyone in.
+		filters = append(filters, &hcmv3.HttpFilter{
+			Name:       filterRBAC,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&rbacv3.RBAC{})},
+		})
+	}
+	if use.cors {
+		filters = append(filters, &hcmv3.HttpFilter{
+			Name:       filterCORS,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
+		})
+	}
+	filters = append(filters, &hcmv3.HttpFilter{
+		Name:       filterRouter,
+		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&routerv3.Router{})},
+	})
+	h := &hcmv3.HttpConnectionManager{
+		CodecType:  hcmv3.HttpConnectionManager_AUTO,
+		StatPrefix: stat,
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			ConfigSource:    adsSource(),
+			RouteConfigName: routeConfig,
+		}},
+		HttpFilters:                  filters,
+		UseRemoteAddress:             wrapperspb.Bool(true),
+		NormalizePath:                wrapperspb.Bool(true),
+		MergeSlashes:                 true,
+		PathWithEscapedSlashesAction: hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT,
+		// WebSocket (HTTP/1.1 Upgrade) is forwarded to every backend: a
+		// Service port with appProtocol kubernetes.io/ws (GEP-1911) needs
+		// it, any other backend answers the upgrade as it sees fit.
+		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+	}
+	applyEdge(h, edge)
+	if log {
+		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
+	}
+	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
+}

@@ -20,10 +20,10 @@ type reportedIngress struct {
 }
 
 // reportIngresses reports the problems of the Ingresses of ours (st,
-// their status from the translation of res), which the Ingress API has no status field
-// for: each problem that is new for the Ingress (or comes with a new
-// generation of it) is logged, and, on the leader, recorded as a Warning
-// Event on the Ingress with the problem's reason. Problems reported
+// their status from the translation of res), which the Ingress API has no
+// status field for: each problem that is new for the Ingress (or comes
+// with a new generation of it) is logged, and, on the leader, recorded as
+// a Warning Event on the Ingress with the problem's reason. Problems reported
 // before and still there are not repeated; an Ingress whose problems are
 // all gone gets a Normal Event reason Served, once.
 func (p *pipeline) reportIngresses(res *resources.Resources, st map[types.NamespacedName]*ingress.Status) {

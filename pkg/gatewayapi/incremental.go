@@ -229,10 +229,7 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
 	dirty := make([]routeChange, 0, n)
 	for _, k := range routeKindTable {
-		kind := k.Kind.Name()
-		k.each(res, func(n types.NamespacedName, o any) {
-			dirty = append(dirty, routeChange{RouteKey{Kind: kind, Namespace: n.Namespace, Name: n.Name}, o, true})
-		})
+		k.each(res, &dirty)
 	}
 	return dirty
 }
@@ -260,10 +257,7 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		if !ok {
 			break
 		}
-		kind := rk.Kind.Name()
-		ok = rk.diff(c.res, res, func(k types.NamespacedName, _, o any) {
-			dirty = append(dirty, routeChange{RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}, o, true})
-		})
+		ok = rk.diff(c.res, res, &dirty)
 	}
 	if !ok {
 		return nil, false

@@ -70,11 +70,12 @@ type RouteKind struct {
 	// parents is the object's status.parents, nil when obj is not of the
 	// kind.
 	parents func(obj any) *[]gwapiv1.RouteParentStatus
-	// each calls f with every object of the kind in res (eachObject);
-	// diff with every object new, gone or changed from prev to cur
-	// (diffSorted), false when cur's list is not sorted.
-	each func(res *resources.Resources, f func(types.NamespacedName, any))
-	diff func(prev, cur *resources.Resources, f func(k types.NamespacedName, old, new any)) bool
+	// each appends every object of the kind in res to dst, as a route
+	// object to translate (eachObject); diff appends every object new,
+	// gone or changed from prev to cur (diffSorted), and reports false
+	// when cur's list is not sorted.
+	each func(res *resources.Resources, dst *[]routeChange)
+	diff func(prev, cur *resources.Resources, dst *[]routeChange) bool
 }
 
 // routeKindTable are the route kinds in the order of a full translation
@@ -107,10 +108,11 @@ func routeKind[E any, T interface {
 	*E
 	resources.Object
 }](k *resources.TypedKind[T], read func(*translator, T) *routeState, parents func(T) *[]gwapiv1.RouteParentStatus, protocols ...gwapiv1.ProtocolType) *RouteKind {
+	name := k.Name()
 	return &RouteKind{
 		Kind:      k,
 		protocols: protocols,
-		prefix:    strings.ToLower(k.Name()),
+		prefix:    strings.ToLower(name),
 		read:      func(t *translator, obj any) *routeState { return read(t, obj.(T)) },
 		parents: func(obj any) *[]gwapiv1.RouteParentStatus {
 			if o, ok := obj.(T); ok && o != nil {
@@ -118,19 +120,18 @@ func routeKind[E any, T interface {
 			}
 			return nil
 		},
-		each: func(res *resources.Resources, f func(types.NamespacedName, any)) {
-			eachObject(k.List(res), func(n types.NamespacedName, o T) { f(n, o) })
+		each: func(res *resources.Resources, dst *[]routeChange) {
+			eachObject(k.List(res), func(n types.NamespacedName, o T) {
+				*dst = append(*dst, routeChange{RouteKey{Kind: name, Namespace: n.Namespace, Name: n.Name}, o, true})
+			})
 		},
-		diff: func(prev, cur *resources.Resources, f func(types.NamespacedName, any, any)) bool {
-			return diffSorted(k.List(prev), k.List(cur), func(n types.NamespacedName, old, new T) {
-				var o, c any // nil, not a nil T, for an object new or gone
-				if old != nil {
-					o = old
+		diff: func(prev, cur *resources.Resources, dst *[]routeChange) bool {
+			return diffSorted(k.List(prev), k.List(cur), func(n types.NamespacedName, _, o T) {
+				var obj any // nil, not a nil T, for an object gone
+				if o != nil {
+					obj = o
 				}
-				if new != nil {
-					c = new
-				}
-				f(n, o, c)
+				*dst = append(*dst, routeChange{RouteKey{Kind: name, Namespace: n.Namespace, Name: n.Name}, obj, true})
 			})
 		},
 	}

@@ -467,7 +467,11 @@ func (p *pipeline) run(ctx context.Context) {
 	p.runs.Add(1)
 	p.synced.Store(true)
 	ok = true
-	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "grpcRoutes", len(res.GRPCRoutes), "l4Routes", len(res.TLSRoutes)+len(res.TCPRoutes)+len(res.UDPRoutes), "scopes", len(out.XDS))
+	routes := 0
+	for _, k := range gatewayapi.RouteKinds() {
+		routes += k.Kind.Len(res)
+	}
+	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "routes", routes, "scopes", len(out.XDS))
 }
 
 // refresh hands the verdicts of the data plane to the quarantine (a

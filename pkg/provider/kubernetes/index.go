@@ -43,11 +43,12 @@ func sameInput(k resources.Kind) func(a, b metav1.Object) bool {
 // The objects are the informers' own (read-only, like a List with
 // client.UnsafeDisableDeepCopy). An object that did not change is the
 // very object of the last snapshot: translate.Cache recognises unchanged
-// objects by identity. So is an object of statusWritten whose status
-// alone changed (sameInput): the translation reads none of their status,
-// and without this every run after one of our own status writes (a
-// Gateway's attachedRoutes, after any route came or went) would translate
-// again what depends on that object: for a Gateway, everything. The live
+// objects by identity. So is an object of a kind whose status we write
+// (status.Writes) whose status alone changed (sameInput): the translation
+// reads none of their status, and without this every run after one of our
+// own status writes (a Gateway's attachedRoutes, after any route came or
+// went) would translate again what depends on that object: for a Gateway,
+// everything. The live
 // status of routes and BackendTLSPolicies, which the pipeline needs to
 // remove stale entries of ours, is kept beside (liveStatus).
 //

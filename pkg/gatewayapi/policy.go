@@ -445,3 +445,9 @@ func (t *translator) routePolicies(r *routeState, l *listenerState, entries []*r
 	}
 	return entries
 }
+
+// isNil says whether v is its type's zero value (a nil pointer).
+func isNil[T any](v T) bool {
+	var zero T
+	return any(v) == any(zero)
+}

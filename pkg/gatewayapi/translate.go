@@ -85,20 +85,9 @@ type Status struct {
 	Warnings []string
 }
 
-// Route kinds (Gateway API group gateway.networking.k8s.io).
-const (
-	KindHTTPRoute = "HTTPRoute"
-	KindGRPCRoute = "GRPCRoute"
-	KindTLSRoute  = "TLSRoute"
-	KindTCPRoute  = "TCPRoute"
-	KindUDPRoute  = "UDPRoute"
-	// KindIngress (networking.k8s.io/v1) is translated by pkg/ingress,
-	// which resolves its backends with Refs.
-	KindIngress = "Ingress"
-)
-
-// RouteKey names one route object: its kind (KindHTTPRoute, KindGRPCRoute)
-// and namespace/name.
+// RouteKey names one route object: its kind (a route kind's name,
+// KindHTTPRoute...: RouteKinds; KindIngress for an Ingress) and
+// namespace/name.
 type RouteKey struct {
 	Kind      string
 	Namespace string

@@ -20,9 +20,6 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 )
 
-// KindIngress's status.loadBalancer is written by merge patch (ingress.go).
-const KindIngress Kind = gatewayapi.KindIngress
-
 // IngressLoadBalancer is the status.loadBalancer of an Ingress served
 // through svc, the Service of its class's Gateway (nil while it does not
 // exist): the Service's addresses as a Gateway's status.addresses reads

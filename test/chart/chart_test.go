@@ -12,12 +12,14 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/lint"
-	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -27,7 +29,13 @@ type object = map[string]any
 
 // kubeVersion is the cluster version the chart renders for (the local
 // cluster's minor).
-var kubeVersion = &chartutil.KubeVersion{Version: "v1.36.0", Major: "1", Minor: "36"}
+var kubeVersion = func() *common.KubeVersion {
+	v, err := common.ParseKubeVersion("v1.36.0")
+	if err != nil {
+		panic(err)
+	}
+	return v
+}()
 
 // render renders the chart like `helm template xds-controller chart -n
 // xds-system --include-crds --set ...` and returns the objects.
@@ -43,19 +51,10 @@ func render(t *testing.T, values map[string]any) []object {
 // renderFor is render for a cluster that also serves apiVersions (such as
 // monitoring.coreos.com/v1); it returns the rendering error.
 func renderFor(values map[string]any, apiVersions ...string) ([]object, error) {
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		return nil, err
-	}
-	install := action.NewInstall(&action.Configuration{})
-	install.DryRun = true
-	install.ClientOnly = true
-	install.ReleaseName = "xds-controller"
-	install.Namespace = "xds-system"
+	install := templateAction("xds-controller", "xds-system")
 	install.IncludeCRDs = true
-	install.KubeVersion = kubeVersion
 	install.APIVersions = apiVersions
-	rel, err := install.Run(ch, values)
+	rel, err := runTemplate(install, values)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +82,36 @@ func renderFor(values map[string]any, apiVersions ...string) ([]object, error) {
 		}
 	}
 	return objs, nil
+}
+
+// templateAction is Helm's install action set up as `helm template NAME
+// -n NAMESPACE --kube-version v1.36.0` does: a client-side dry run, which
+// never reaches a cluster.
+func templateAction(name, namespace string) *action.Install {
+	install := action.NewInstall(action.NewConfiguration())
+	install.DryRunStrategy = action.DryRunClient
+	install.ReleaseName, install.Namespace = name, namespace
+	install.KubeVersion = kubeVersion
+	return install
+}
+
+// runTemplate runs install on the chart with values and returns the
+// release it renders (a Helm 4 install returns the release behind an
+// interface: release.v1 for a chart of apiVersion v2).
+func runTemplate(install *action.Install, values map[string]any) (*release.Release, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := install.Run(ch, values)
+	if err != nil {
+		return nil, err
+	}
+	rel, ok := r.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("install returned a %T, not a release.v1", r)
+	}
+	return rel, nil
 }
 
 func get(o object, path ...string) any {
@@ -125,7 +154,7 @@ func TestLint(t *testing.T) {
 		{"mode": "Dedicated", "gatewayAPI": map[string]any{"installCRDs": true}},
 		{"gatewayAPI": map[string]any{"installCRDs": true, "channel": "experimental"}},
 	} {
-		linter := lint.AllWithKubeVersion(chartDir, vals, "xds-system", kubeVersion)
+		linter := lint.RunAll(chartDir, vals, "xds-system", lint.WithKubeVersion(kubeVersion))
 		for _, m := range linter.Messages {
 			if m.Severity >= support.WarningSev {
 				t.Errorf("lint %v: %s", vals, m)
@@ -598,11 +627,7 @@ func TestModeAndEnvoyValues(t *testing.T) {
 		t.Error("parametersRef without GatewayParameters")
 	}
 	// A bad mode is refused.
-	ch, _ := loader.Load(chartDir)
-	install := action.NewInstall(&action.Configuration{})
-	install.DryRun, install.ClientOnly, install.ReleaseName, install.Namespace = true, true, "x", "x"
-	install.KubeVersion = kubeVersion
-	if _, err := install.Run(ch, map[string]any{"mode": "shared"}); err == nil || !strings.Contains(err.Error(), "Shared or Dedicated") {
+	if _, err := runTemplate(templateAction("x", "x"), map[string]any{"mode": "shared"}); err == nil || !strings.Contains(err.Error(), "Shared or Dedicated") {
 		t.Errorf("bad mode: %v", err)
 	}
 	// No GatewayClass when not asked.
@@ -629,8 +654,8 @@ func TestGatewayClassNotAHookOnUpgrade(t *testing.T) {
 	}
 	for _, installCRDs := range []bool{true, false} {
 		vals, err := chartutil.ToRenderValues(ch, map[string]any{"gatewayAPI": map[string]any{"installCRDs": installCRDs}},
-			chartutil.ReleaseOptions{Name: "xds-controller", Namespace: "xds-system", IsUpgrade: true},
-			&chartutil.Capabilities{KubeVersion: *kubeVersion, APIVersions: chartutil.DefaultVersionSet})
+			common.ReleaseOptions{Name: "xds-controller", Namespace: "xds-system", IsUpgrade: true},
+			&common.Capabilities{KubeVersion: *kubeVersion, APIVersions: common.DefaultVersionSet})
 		if err != nil {
 			t.Fatal(err)
 		}

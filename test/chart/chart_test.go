@@ -204,6 +204,13 @@ func TestDefaults(t *testing.T) {
 		!slices.Contains(args, "--agent-image=ghcr.io/xds-controller/xds-controller:dev") {
 		t.Errorf("args %v", args)
 	}
+	// The labels by which proxy-status and config-dump find the
+	// controller's namespace (pkg/proxystatus ControllerPodLabels).
+	for k, v := range map[string]string{"app.kubernetes.io/name": "xds-controller", "app.kubernetes.io/component": "controller"} {
+		if got := str(dep, "spec", "template", "metadata", "labels", k); got != v {
+			t.Errorf("controller pod label %s=%q, want %q", k, got, v)
+		}
+	}
 	if get(c, "securityContext", "readOnlyRootFilesystem") != true || get(dep, "spec", "template", "spec", "securityContext", "runAsNonRoot") != true {
 		t.Error("controller security context")
 	}

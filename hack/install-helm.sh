@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Prints the path of a Helm 4.3 binary, building it first when needed.
+# Prints the path of a Helm 4 binary, building v4.3.2 first when needed.
 #
-# Order: $HELM if set; `helm` on PATH when it is v4.3.x; else
+# Order: $HELM if set; `helm` on PATH when it is Helm 4 (v4.x); else
 # .cache/bin/helm (project-local), built on first use from the Go module
 # proxy as helm.sh/helm/v4/cmd/helm@v4.3.2 (HELM_VERSION), the Helm whose
 # Go module the chart and cluster tests use (test/chart/go.mod). The build
@@ -15,7 +15,7 @@ export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 version() { "$1" version --template '{{.Version}}' 2>/dev/null || true; }
 
 if [[ -n "${HELM:-}" && -x "${HELM}" ]]; then echo "$HELM"; exit 0; fi
-if p=$(command -v helm 2>/dev/null) && [[ $(version "$p") == "${want%.*}".* ]]; then
+if p=$(command -v helm 2>/dev/null) && [[ $(version "$p") == v4.* ]]; then
   echo "$p"; exit 0
 fi
 if [[ $(version "$bin/helm") != "$want" ]]; then

@@ -14,11 +14,9 @@ import (
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
-	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/engine"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -655,34 +653,9 @@ func helmOwned(o object) bool {
 // the garbage collector then deletes the shared Envoy fleet it owns (the
 // e2e test found every `helm upgrade` replacing the shared fleet's pods).
 func TestGatewayClassNotAHookOnUpgrade(t *testing.T) {
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, installCRDs := range []bool{true, false} {
-		vals, err := chartutil.ToRenderValues(ch, map[string]any{"gatewayAPI": map[string]any{"installCRDs": installCRDs}},
-			common.ReleaseOptions{Name: "xds-controller", Namespace: "xds-system", IsUpgrade: true},
-			&common.Capabilities{KubeVersion: *kubeVersion, APIVersions: common.DefaultVersionSet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := engine.Render(ch, vals)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var gc object
-		dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out["xds-controller/templates/gatewayclass.yaml"]), 4096)
-		for {
-			var o object
-			if err := dec.Decode(&o); err == io.EOF {
-				break
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if o != nil && o["kind"] == "GatewayClass" {
-				gc = o
-			}
-		}
+	for _, installCRDs := range []any{true, false, "auto"} {
+		objs, _ := renderOn(t, nil, map[string]any{"gatewayAPI": map[string]any{"installCRDs": installCRDs}}, true)
+		gc := find(objs, "GatewayClass", "xds-controller")
 		if gc == nil {
 			t.Fatalf("installCRDs=%v: no GatewayClass on upgrade", installCRDs)
 		}

@@ -1,7 +1,10 @@
 // Package chart tests the Helm chart in charts/xds-controller with Helm's
-// Go packages: lint (as `helm lint`) and render (as `helm template`), then
-// checks the rendered objects. It is its own Go module so that Helm's
-// dependencies stay out of the controller's module.
+// Go packages (Helm 4): lint (as `helm lint`) and render (as `helm
+// template`), then checks the rendered objects; the Gateway API CRDs'
+// installCRDs=auto against a simulated cluster (crdsauto_test.go); and the
+// README's `helm install` on API servers of its own (envtest, bare_test.go:
+// a bare one, one with another implementation's CRDs). It is its own Go
+// module so that Helm's dependencies stay out of the controller's module.
 package chart
 
 import (

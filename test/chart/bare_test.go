@@ -15,11 +15,11 @@ import (
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/cli"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -82,16 +82,24 @@ func apiServer(t *testing.T) (string, dynamic.Interface) {
 }
 
 // readmeInstall runs what the README's first screen says, with Helm 4's
-// install action as its CLI runs it (no --wait: hooks only):
+// install action set up as its CLI sets it up (helm's cli.EnvSettings: its
+// client getter and discovery cache; no --wait: hooks only):
 // `helm install xds-controller charts/xds-controller -n xds-system
-// --create-namespace`, against kubeconfig.
+// --create-namespace`, against kubeconfig, with caches of the test's own.
 func readmeInstall(t *testing.T, kubeconfig string) *release.Release {
 	t.Helper()
-	ns := "xds-system"
+	t.Setenv("KUBECONFIG", kubeconfig)
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	for _, v := range []string{"HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"} {
+		t.Setenv(v, t.TempDir())
+	}
+	settings := cli.New()
+	settings.SetNamespace("xds-system")
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err := cfg.Init(&genericclioptions.ConfigFlags{KubeConfig: &kubeconfig, Namespace: &ns}, ns, "secret"); err != nil {
+	if err := cfg.Init(settings.RESTClientGetter(), settings.Namespace(), "secret"); err != nil {
 		t.Fatal(err)
 	}
+	ns := settings.Namespace()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)

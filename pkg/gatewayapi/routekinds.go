@@ -12,8 +12,8 @@ package gatewayapi
 // the status of the route kinds written by the writer.
 //
 // Adding a route kind:
-//  1. pkg/resources: its list in Resources (resources.go) and its line of
-//     the registry (kinds.go);
+//  1. pkg/resources/resources.go: its list in Resources and its line of
+//     the registry;
 //  2. here: its entry in routeKindTable (registry kind, reader, status
 //     hook, listener protocols);
 //  3. its reader in a file of its own: its parents, hostnames and rules

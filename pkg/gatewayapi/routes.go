@@ -526,7 +526,7 @@ func (l *listenerState) addRoutes(r *routeState) []*routeEntry {
 					*route = *ru.template
 				}
 				route.Name = routeMatchName(r.key, ru.index, j)
-				route.Origin = ir.Origin{Object: ir.ObjectKey(r.key), Rule: ru.index, Match: j}
+				route.Origin = ir.Origin{Object: r.key, Rule: ru.index, Match: j}
 				if l.gw.routeStats {
 					route.StatName = routeRuleName(r.key, ru.index)
 				}

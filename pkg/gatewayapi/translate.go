@@ -87,20 +87,9 @@ type Status struct {
 
 // RouteKey names one route object: its kind (a route kind's name,
 // KindHTTPRoute...: RouteKinds; KindIngress for an Ingress) and
-// namespace/name.
-type RouteKey struct {
-	Kind      string
-	Namespace string
-	Name      string
-}
-
-// String is "<Kind> <namespace>/<name>".
-func (k RouteKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
-
-// NamespacedName is the route's namespace and name.
-func (k RouteKey) NamespacedName() types.NamespacedName {
-	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
-}
+// namespace/name. It is the IR's ObjectKey, which IR routes carry as their
+// Origin.
+type RouteKey = ir.ObjectKey
 
 // Translate computes the IR and the status for res from scratch (a run of
 // an empty Cache; Cache.Translate translates only what changed since its

@@ -2,13 +2,15 @@ package conformance
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/strvals"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+	"helm.sh/helm/v4/pkg/strvals"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
 
@@ -58,19 +60,15 @@ func installChart(t *testing.T, dir, mode, channel string) {
 		prepareGatewayAPICRDs(t, kc, dir, fmt.Sprint(gw["channel"]))
 	}
 	getter := &genericclioptions.ConfigFlags{KubeConfig: &kc, Namespace: &ns}
-	cfg := new(action.Configuration)
-	if err := cfg.Init(getter, releaseNamespace, "secret", func(format string, v ...any) {
-		if os.Getenv("HELM_DEBUG") != "" {
-			t.Logf("helm: "+format, v...)
-		}
-	}); err != nil {
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(helmLog(t)))
+	if err := cfg.Init(getter, releaseNamespace, "secret"); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	if _, err := action.NewHistory(cfg).Run(releaseName); err == nil {
 		up := action.NewUpgrade(cfg)
 		up.Namespace = releaseNamespace
-		up.Wait = true
+		up.WaitStrategy = kube.StatusWatcherStrategy
 		up.Timeout = 3 * time.Minute
 		if _, err := up.Run(releaseName, ch, vals); err != nil {
 			t.Fatalf("helm upgrade (mode %s): %v", mode, err)
@@ -80,7 +78,7 @@ func installChart(t *testing.T, dir, mode, channel string) {
 		in.ReleaseName = releaseName
 		in.Namespace = releaseNamespace
 		in.CreateNamespace = true
-		in.Wait = true
+		in.WaitStrategy = kube.StatusWatcherStrategy
 		in.Timeout = 3 * time.Minute
 		if _, err := in.Run(ch, vals); err != nil {
 			t.Fatalf("helm install (mode %s): %v", mode, err)
@@ -91,4 +89,14 @@ func installChart(t *testing.T, dir, mode, channel string) {
 		set = " (" + set + ")"
 	}
 	t.Logf("chart %s installed with mode %s, Gateway API channel %v%s in %s", dir, vals["mode"], gw["channel"], set, time.Since(start).Round(100*time.Millisecond))
+}
+
+// helmLog is the log of Helm's actions, in the test's output: warnings,
+// and with HELM_DEBUG set its debug lines too.
+func helmLog(t *testing.T) slog.Handler {
+	level := slog.LevelWarn
+	if os.Getenv("HELM_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level})
 }

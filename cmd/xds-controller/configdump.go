@@ -34,9 +34,15 @@ translation of the objects the API server holds, and prints a unified diff
 (exit status 1 when they differ). Its version is checked against the scope's
 newest version in the replicas' data-plane reports.
 
+The controller's namespace (--controller-namespace) is, by default, the
+namespace of the pods labelled app.kubernetes.io/name=xds-controller,
+app.kubernetes.io/component=controller (as the Helm chart labels them), found
+in every namespace.
+
 Needs: get gateways and list pods (the fleet's namespace: the Gateway's for a
 Dedicated fleet, the controller's for a Shared one), create pods/portforward
-there; --diff also reads what the controller reads (docs/operating.md).`,
+there; --diff also reads what the controller reads (docs/operating.md);
+without --controller-namespace, list pods cluster-wide.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			typs, err := configdump.ParseTypes(types)
@@ -51,6 +57,9 @@ there; --diff also reads what the controller reads (docs/operating.md).`,
 				namespace = kf.namespace()
 			}
 			ctx := cmd.Context()
+			if controllerNamespace, err = resolveControllerNamespace(ctx, c, controllerNamespace, "--controller-namespace"); err != nil {
+				return err
+			}
 			target, err := configdump.Find(ctx, c, namespace, args[0], pod, controllerNamespace)
 			if err != nil {
 				return err
@@ -125,7 +134,7 @@ there; --diff also reads what the controller reads (docs/operating.md).`,
 	f.StringVar(&pod, "pod", "", "the pod of the Gateway's fleet to dump (default: the first Ready one)")
 	f.StringSliceVar(&types, "type", nil, "resource types to print: listeners, routes, clusters, endpoints, secrets (comma-separated or repeated; default all)")
 	f.BoolVar(&diff, "diff", false, "print the drift between the controller's snapshot for the pod's scope and what the pod holds")
-	f.StringVar(&controllerNamespace, "controller-namespace", defaultControllerNamespace(), "the controller's namespace (shared fleets, data-plane reports)")
+	f.StringVar(&controllerNamespace, "controller-namespace", "", "the controller's namespace: shared fleets, data-plane reports (default: the one of its pods, found by their labels)")
 	f.StringVar(&controllerName, "controller-name", string(gatewayapi.ControllerName), "the controller's GatewayClass controllerName (what --diff translates)")
 	return cmd
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
-	"os"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
@@ -62,10 +60,4 @@ func (k *kubeFlags) namespace() string {
 		return "default"
 	}
 	return ns
-}
-
-// defaultControllerNamespace is the controller's own default for its
-// --namespace: $POD_NAMESPACE, else kubernetes.DefaultNamespace.
-func defaultControllerNamespace() string {
-	return cmp.Or(os.Getenv("POD_NAMESPACE"), kubernetes.DefaultNamespace)
 }

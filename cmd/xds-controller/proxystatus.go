@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/xds-controller/xds-controller/pkg/proxystatus"
 )
@@ -22,9 +24,12 @@ secrets) whether it serves the scope's newest snapshot (SYNCED), an older one
 printed below the table), and when its SVID expires.
 
 The source is the data-plane reports the replicas publish: ConfigMaps
-xds-controller-dataplane-<replica> in the controller's namespace (--namespace).
-Needs: list configmaps in that namespace, list gateways (cluster-wide; without
-it the Gateways column stays empty).`,
+xds-controller-dataplane-<replica> in the controller's namespace (--namespace;
+default: the namespace of the pods labelled app.kubernetes.io/name=xds-controller,
+app.kubernetes.io/component=controller, as the Helm chart labels them, found in
+every namespace). Needs: list configmaps in that namespace, list gateways
+(cluster-wide; without it the Gateways column stays empty); without
+--namespace, list pods cluster-wide.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" && output != "yaml" {
@@ -34,7 +39,11 @@ it the Gateways column stays empty).`,
 			if err != nil {
 				return err
 			}
-			in, warnings, err := proxystatus.Collect(cmd.Context(), c, namespace)
+			ns, err := resolveControllerNamespace(cmd.Context(), c, namespace, "-n")
+			if err != nil {
+				return err
+			}
+			in, warnings, err := proxystatus.Collect(cmd.Context(), c, ns)
 			if err != nil {
 				return err
 			}
@@ -52,7 +61,17 @@ it the Gateways column stays empty).`,
 		},
 	}
 	kf.add(cmd.Flags())
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", defaultControllerNamespace(), "the controller's namespace (where the replicas publish their data-plane reports)")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "the controller's namespace, where the replicas publish their data-plane reports (default: the one of its pods, found by their labels)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
 	return cmd
+}
+
+// resolveControllerNamespace is the controller's namespace for an operator
+// command: flagValue when given, else the namespace of its pods
+// (proxystatus.FindControllerNamespace, whose errors name flagName).
+func resolveControllerNamespace(ctx context.Context, c client.Reader, flagValue, flagName string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	return proxystatus.FindControllerNamespace(ctx, c, flagName)
 }

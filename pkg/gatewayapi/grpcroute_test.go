@@ -190,8 +190,8 @@ func TestRouteOrigins(t *testing.T) {
 		for _, l := range gw.Listeners {
 			for _, rt := range l.HTTPRoutes {
 				o := rt.Origin
-				got = append(got, fmt.Sprintf("%s %d %d", RouteKey(o.Object), o.Rule, o.Match))
-				if want := routeMatchName(RouteKey(o.Object), o.Rule, o.Match); rt.Name != want {
+				got = append(got, fmt.Sprintf("%s %d %d", o.Object, o.Rule, o.Match))
+				if want := routeMatchName(o.Object, o.Rule, o.Match); rt.Name != want {
 					t.Errorf("IR route %s has origin %+v, whose name is %s", rt.Name, o, want)
 				}
 			}

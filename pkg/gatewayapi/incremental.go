@@ -220,7 +220,10 @@ func compareNN(a, b types.NamespacedName) int {
 // route object to translate, in the order of compareRouteKeys.
 func (c *Cache) reset(res *resources.Resources, opts Options, key string) []routeChange {
 	t := newTranslator(res, opts)
-	n := len(res.HTTPRoutes) + len(res.GRPCRoutes) + len(res.TLSRoutes) + len(res.TCPRoutes) + len(res.UDPRoutes)
+	n := 0
+	for _, k := range routeKindTable {
+		n += k.Kind.Len(res)
+	}
 	*c = Cache{
 		t: t, optsKey: key, routes: make(map[RouteKey]*routeMemo, n), deps: make(map[types.NamespacedName]*serviceDep, len(res.Services)),
 		routeStatus: make(map[RouteKey]*gwapiv1.RouteStatus, n), sliceWarnings: map[types.NamespacedName]string{}, warned: map[RouteKey]bool{},
@@ -232,21 +235,10 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 	c.classes = t.status.GatewayClasses
 	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
 	dirty := make([]routeChange, 0, n)
-	add := func(kind string) func(types.NamespacedName, any) {
-		return func(k types.NamespacedName, o any) {
-			dirty = append(dirty, routeChange{RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}, o, true})
-		}
+	for _, k := range routeKindTable {
+		k.each(res, &dirty)
 	}
-	eachObject(res.HTTPRoutes, asAny[*gwapiv1.HTTPRoute](add(KindHTTPRoute)))
-	eachObject(res.GRPCRoutes, asAny[*gwapiv1.GRPCRoute](add(KindGRPCRoute)))
-	eachObject(res.TLSRoutes, asAny[*gwapiv1.TLSRoute](add(KindTLSRoute)))
-	eachObject(res.TCPRoutes, asAny[*gwapiv1.TCPRoute](add(KindTCPRoute)))
-	eachObject(res.UDPRoutes, asAny[*gwapiv1.UDPRoute](add(KindUDPRoute)))
 	return dirty
-}
-
-func asAny[T any](f func(types.NamespacedName, any)) func(types.NamespacedName, T) {
-	return func(k types.NamespacedName, o T) { f(k, o) }
 }
 
 // update applies what changed from the last snapshot to res to the
@@ -264,20 +256,16 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 	}
 	var svcs []svcChange
 	var eps []sliceChange
-	route := func(kind string) func(types.NamespacedName, any, any) {
-		return func(k types.NamespacedName, _, o any) {
-			dirty = append(dirty, routeChange{RouteKey{Kind: kind, Namespace: k.Namespace, Name: k.Name}, o, true})
-		}
-	}
 	ok = diffSorted(c.res.Services, res.Services, func(k types.NamespacedName, o, n *corev1.Service) { svcs = append(svcs, svcChange{k, o, n}) }) &&
 		diffSorted(c.res.EndpointSlices, res.EndpointSlices, func(k types.NamespacedName, o, n *discoveryv1.EndpointSlice) {
 			eps = append(eps, sliceChange{k, o, n})
-		}) &&
-		diffSorted(c.res.HTTPRoutes, res.HTTPRoutes, asAny2[*gwapiv1.HTTPRoute](route(KindHTTPRoute))) &&
-		diffSorted(c.res.GRPCRoutes, res.GRPCRoutes, asAny2[*gwapiv1.GRPCRoute](route(KindGRPCRoute))) &&
-		diffSorted(c.res.TLSRoutes, res.TLSRoutes, asAny2[*gwapiv1.TLSRoute](route(KindTLSRoute))) &&
-		diffSorted(c.res.TCPRoutes, res.TCPRoutes, asAny2[*gwapiv1.TCPRoute](route(KindTCPRoute))) &&
-		diffSorted(c.res.UDPRoutes, res.UDPRoutes, asAny2[*gwapiv1.UDPRoute](route(KindUDPRoute)))
+		})
+	for _, rk := range routeKindTable {
+		if !ok {
+			break
+		}
+		ok = rk.diff(c.res, res, &dirty)
+	}
 	if !ok {
 		return nil, false
 	}
@@ -321,24 +309,6 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		}
 	}
 	return dirty, true
-}
-
-func asAny2[T any](f func(types.NamespacedName, any, any)) func(types.NamespacedName, T, T) {
-	return func(k types.NamespacedName, o, n T) {
-		var on, nn any
-		if !isNil(o) {
-			on = o
-		}
-		if !isNil(n) {
-			nn = n
-		}
-		f(k, on, nn)
-	}
-}
-
-func isNil[T any](v T) bool {
-	var zero T
-	return any(v) == any(zero)
 }
 
 // sliceService is the Service an EndpointSlice belongs to (its
@@ -452,14 +422,20 @@ func (c *Cache) translateRoutes(dirty []routeChange, full bool) {
 	}
 }
 
-// routeKinds in the order of a full translation.
-var kindOrder = map[string]int{KindHTTPRoute: 0, KindGRPCRoute: 1, KindTLSRoute: 2, KindTCPRoute: 3, KindUDPRoute: 4}
-
 // compareRouteKeys orders routes as a full translation reads them: by
-// kind (HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute), then
-// namespace/name.
+// kind (in the order of routeKindTable: HTTPRoute, GRPCRoute, TLSRoute,
+// TCPRoute, UDPRoute), then namespace/name.
 func compareRouteKeys(a, b RouteKey) int {
-	return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// kindOrder is the place of the route kind called kind in a full
+// translation.
+func kindOrder(kind string) int {
+	if k := RouteKindNamed(kind); k != nil {
+		return k.order
+	}
+	return len(routeKindTable)
 }
 
 // conflicts enqueues the routes of kinds other than k's whose hostnames

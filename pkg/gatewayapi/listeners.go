@@ -87,25 +87,14 @@ type listenerState struct {
 	held map[string][]heldHosts
 }
 
-// httpKinds are the route kinds HTTP and HTTPS listeners support. Both
-// accept HTTP/2 without an upgrade, as GRPCRoute requires: the HTTP
-// connection manager detects h2c with prior knowledge on HTTP listeners,
-// and HTTPS listeners offer h2 in ALPN (pkg/xdstranslator).
-var httpKinds = []gwapiv1.RouteGroupKind{
-	{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindHTTPRoute},
-	{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindGRPCRoute},
-}
-
 // protocolKinds are the route kinds each supported listener protocol
-// accepts (Gateway listener protocol; TLS listeners take TLSRoutes in both
-// tls modes).
-var protocolKinds = map[gwapiv1.ProtocolType][]gwapiv1.RouteGroupKind{
-	gwapiv1.HTTPProtocolType:  httpKinds,
-	gwapiv1.HTTPSProtocolType: httpKinds,
-	gwapiv1.TLSProtocolType:   {{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindTLSRoute}},
-	gwapiv1.TCPProtocolType:   {{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindTCPRoute}},
-	gwapiv1.UDPProtocolType:   {{Group: ptr(gwapiv1.Group(gwapiv1.GroupName)), Kind: KindUDPRoute}},
-}
+// accepts (Gateway listener protocol), as the route kinds' table says
+// (routekinds.go): HTTPRoute and GRPCRoute on HTTP and HTTPS, TLSRoute on
+// TLS (both tls modes), TCPRoute on TCP, UDPRoute on UDP. HTTP and HTTPS
+// listeners accept HTTP/2 without an upgrade, as GRPCRoute requires: the
+// HTTP connection manager detects h2c with prior knowledge on HTTP
+// listeners, and HTTPS listeners offer h2 in ALPN (pkg/xdstranslator).
+var protocolKinds = kindsOfProtocol()
 
 // newListener validates one spec listener: protocol (Gateway listener
 // protocol), port, allowedRoutes kinds and namespaces, and for HTTPS its TLS

@@ -23,8 +23,8 @@ import (
 )
 
 // KindListenerSet is the ListenerSet kind (group gateway.networking.k8s.io),
-// a parentRef kind routes may name.
-const KindListenerSet = "ListenerSet"
+// a parentRef kind routes may name: the registry's name.
+var KindListenerSet = resources.ListenerSetKind.Name()
 
 // listenerSetState is one ListenerSet whose parentRef names a Gateway of
 // ours.

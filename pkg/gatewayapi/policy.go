@@ -51,9 +51,9 @@ package gatewayapi
 //     spec.targetRefs []gwapiv1.LocalPolicyTargetReferenceWithSectionName
 //     and status gwapiv1.PolicyStatus; the CRD is generated from it); an
 //     upstream kind's types come with its module;
-//  2. a field of resources.Resources and one line of its registry
-//     (pkg/resources kinds.go), so that the file loader, the Kubernetes
-//     provider and the snapshot know it;
+//  2. a field of resources.Resources and its line of the registry (both
+//     in pkg/resources/resources.go), so that the file loader, the
+//     Kubernetes provider and the snapshot know it;
 //  3. one file here, named after the kind, holding its validation (a
 //     function filling a policyState: effect, notAccepted, refs), what it
 //     renders (policyKindSpec route or backend: a function that applies
@@ -61,7 +61,9 @@ package gatewayapi
 //     IR and its Envoy translation in pkg/ir and pkg/xdstranslator when
 //     the effect is new to them) and its registration
 //     (registerPolicyKind: the resources kind, accepted targets, accessors
-//     of targetRefs and status, the Secrets and ConfigMaps it reads).
+//     of targetRefs and status, the Secrets and ConfigMaps it reads);
+//  4. the chart's RBAC (charts/xds-controller/templates/_helpers.tpl):
+//     read the kind, patch its status.
 //
 // Nothing else: the index, precedence, conflicts, ancestors, status,
 // the status writer (pkg/status), the Kubernetes provider's watches, live
@@ -444,4 +446,10 @@ func (t *translator) routePolicies(r *routeState, l *listenerState, entries []*r
 		}
 	}
 	return entries
+}
+
+// isNil says whether v is its type's zero value (a nil pointer).
+func isNil[T any](v T) bool {
+	var zero T
+	return any(v) == any(zero)
 }

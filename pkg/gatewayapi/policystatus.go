@@ -13,24 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // PolicyKey names one policy object: its kind ("BackendTLSPolicy") and
-// namespace/name.
-type PolicyKey struct {
-	Kind      string
-	Namespace string
-	Name      string
-}
-
-// String is "<Kind> <namespace>/<name>".
-func (k PolicyKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
-
-// NamespacedName is the policy's namespace and name.
-func (k PolicyKey) NamespacedName() types.NamespacedName {
-	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
-}
+// namespace/name (the IR's ObjectKey, as RouteKey).
+type PolicyKey = ir.ObjectKey
 
 // PolicyKind is a registered policy kind as the status writer and the
 // providers use it.

@@ -72,22 +72,11 @@ type parentState struct {
 //     listener;
 //   - finishRoute: its status, and its rules added to the listeners' IR.
 
-// readRoute reads a route object of kind (KindHTTPRoute, ...): nil when
-// no parentRef names a Gateway of ours, else its routeState, attached.
+// readRoute reads a route object of kind (a route kind's name: RouteKinds)
+// with the kind's reader: nil when no parentRef names a Gateway of ours,
+// else its routeState, attached.
 func (t *translator) readRoute(kind string, obj any) *routeState {
-	var r *routeState
-	switch o := obj.(type) {
-	case *gwapiv1.HTTPRoute:
-		r = t.httpRoute(o)
-	case *gwapiv1.GRPCRoute:
-		r = t.grpcRoute(o)
-	case *gwapiv1.TLSRoute:
-		r = t.tlsRoute(o)
-	case *gwapiv1.TCPRoute:
-		r = t.tcpRoute(o)
-	case *gwapiv1.UDPRoute:
-		r = t.udpRoute(o)
-	}
+	r := RouteKindNamed(kind).read(t, obj)
 	if r != nil {
 		t.attachRoute(r)
 	}
@@ -134,7 +123,7 @@ func (t *translator) ourParents(r *routeState, refs []gwapiv1.ParentReference) [
 		}
 		ns := string(deref(ref.Namespace, gwapiv1.Namespace(r.key.Namespace)))
 		var p *parentState
-		switch deref(ref.Kind, "Gateway") {
+		switch string(deref(ref.Kind, "Gateway")) {
 		case "Gateway":
 			gs := t.gatewayIndex[nn(ns, string(ref.Name))]
 			if gs == nil {
@@ -537,7 +526,7 @@ func (l *listenerState) addRoutes(r *routeState) []*routeEntry {
 					*route = *ru.template
 				}
 				route.Name = routeMatchName(r.key, ru.index, j)
-				route.Origin = ir.Origin{Object: ir.ObjectKey(r.key), Rule: ru.index, Match: j}
+				route.Origin = ir.Origin{Object: r.key, Rule: ru.index, Match: j}
 				if l.gw.routeStats {
 					route.StatName = routeRuleName(r.key, ru.index)
 				}
@@ -568,13 +557,11 @@ func routeRuleName(k RouteKey, rule int) string {
 	return kindPrefix(k.Kind) + "/" + k.Namespace + "/" + k.Name + "/rule/" + strconv.Itoa(rule)
 }
 
-// kindPrefix is a route kind lower-cased, as route names start.
+// kindPrefix is a route kind lower-cased, as route names start (its
+// RouteKind prefix).
 func kindPrefix(kind string) string {
-	switch kind {
-	case KindHTTPRoute:
-		return "httproute"
-	case KindGRPCRoute:
-		return "grpcroute"
+	if k := RouteKindNamed(kind); k != nil {
+		return k.prefix
 	}
 	return strings.ToLower(kind)
 }

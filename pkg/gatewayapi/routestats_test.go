@@ -30,7 +30,7 @@ func TestRouteStatsOption(t *testing.T) {
 	for _, gw := range r.IR.Gateways {
 		for _, l := range gw.Listeners {
 			for _, rt := range l.HTTPRoutes {
-				key, rule := RouteKey(rt.Origin.Object), rt.Origin.Rule
+				key, rule := rt.Origin.Object, rt.Origin.Rule
 				want := ""
 				if gw.Name == "web" {
 					want = fmt.Sprintf("httproute/%s/%s/rule/%d", key.Namespace, key.Name, rule)

@@ -82,33 +82,11 @@ type Status struct {
 	Warnings []string
 }
 
-// Route kinds (Gateway API group gateway.networking.k8s.io).
-const (
-	KindHTTPRoute = "HTTPRoute"
-	KindGRPCRoute = "GRPCRoute"
-	KindTLSRoute  = "TLSRoute"
-	KindTCPRoute  = "TCPRoute"
-	KindUDPRoute  = "UDPRoute"
-	// KindIngress (networking.k8s.io/v1) is translated by pkg/ingress,
-	// which resolves its backends with Refs.
-	KindIngress = "Ingress"
-)
-
-// RouteKey names one route object: its kind (KindHTTPRoute, KindGRPCRoute)
-// and namespace/name.
-type RouteKey struct {
-	Kind      string
-	Namespace string
-	Name      string
-}
-
-// String is "<Kind> <namespace>/<name>".
-func (k RouteKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
-
-// NamespacedName is the route's namespace and name.
-func (k RouteKey) NamespacedName() types.NamespacedName {
-	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
-}
+// RouteKey names one route object: its kind (a route kind's name,
+// KindHTTPRoute...: RouteKinds; KindIngress for an Ingress) and
+// namespace/name. It is the IR's ObjectKey, which IR routes carry as their
+// Origin.
+type RouteKey = ir.ObjectKey
 
 // Translate computes the IR and the status for res from scratch (a run of
 // an empty Cache; Cache.Translate translates only what changed since its

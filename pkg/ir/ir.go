@@ -22,6 +22,8 @@ package ir
 
 import (
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // IR is everything one translation produced: the Gateways that the
@@ -214,11 +216,20 @@ type Origin struct {
 	Match int
 }
 
-// ObjectKey names an object: its kind ("HTTPRoute", "GRPCRoute",
-// "Ingress"), namespace and name. It has the fields of
-// gatewayapi.RouteKey, which converts to and from it.
+// ObjectKey names an object of the snapshot: its kind (the name in the
+// snapshot's registry, resources.Kinds: "HTTPRoute", "Ingress",
+// "BackendTLSPolicy"), namespace and name. gatewayapi.RouteKey and
+// gatewayapi.PolicyKey are this type.
 type ObjectKey struct {
 	Kind, Namespace, Name string
+}
+
+// String is "<Kind> <namespace>/<name>".
+func (k ObjectKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
+
+// NamespacedName is the object's namespace and name.
+func (k ObjectKey) NamespacedName() types.NamespacedName {
+	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 }
 
 // HTTPMatch is one HTTPRouteMatch: every condition must hold.

@@ -35,7 +35,7 @@ func render(objs map[gatewayapi.RouteKey]int64, holds map[gatewayapi.RouteKey]tr
 			continue
 		}
 		name := fmt.Sprintf("httproute/%s/%s/rule/0/match/0", k.Namespace, k.Name)
-		origins[name] = ir.Origin{Object: ir.ObjectKey(k)}
+		origins[name] = ir.Origin{Object: k}
 		vh.Routes = append(vh.Routes, &routev3.Route{
 			Name:  name,
 			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: fmt.Sprintf("/g%d", objs[k])}},
@@ -74,7 +74,7 @@ func (e *envoy) Verdict(scope, version, _ string) (bool, *xdsserver.Nack) {
 		for _, vh := range res.(*routev3.RouteConfiguration).VirtualHosts {
 			for _, rt := range vh.Routes {
 				o, _ := r.Origins.Of(rt.Name)
-				k := gatewayapi.RouteKey(o.Object)
+				k := o.Object
 				if g, bad := e.bad[k]; bad && rt.Match.GetPrefix() == fmt.Sprintf("/g%d", g) {
 					typ := cmpOr(e.typeURL, resource.RouteType)
 					return false, &xdsserver.Nack{Scope: scope, NodeID: "envoy-1", TypeURL: typ, Version: version, Detail: "invalid regex " + k.Namespace}

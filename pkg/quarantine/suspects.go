@@ -36,7 +36,7 @@ func Fingerprints(r *xdstranslator.Resources) map[gatewayapi.RouteKey]uint64 {
 				if !ok {
 					continue
 				}
-				key := gatewayapi.RouteKey(o.Object)
+				key := o.Object
 				b, err := enc.Marshal(rt)
 				if err != nil {
 					// Unreachable for a route that was published; it

@@ -5,14 +5,8 @@ import (
 	"reflect"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
 
 // Object is an object of the snapshot: a Kubernetes object with metadata
@@ -25,7 +19,8 @@ type Object interface {
 
 // Kind is one kind of object the snapshot holds: its name and API group,
 // an empty object of it, and its list in a Resources. The registry
-// (Kinds) is the one place a kind of the snapshot is listed: Resources.Add
+// (Kinds, registered in resources.go beside the lists) is the one place a
+// kind of the snapshot is listed: Resources.Add
 // and Sort, the file loader and the Kubernetes provider's watches and
 // index iterate it, so a new kind is a field of Resources and one line of
 // the registry.
@@ -115,32 +110,6 @@ func register[T Object](group, name string, list func(*Resources) *[]T) *TypedKi
 	registry = append(registry, k)
 	return k
 }
-
-// The kinds of the snapshot, in the order of Resources' fields.
-var (
-	GatewayClassKind     = register(gwapiv1.GroupName, "GatewayClass", func(r *Resources) *[]*gwapiv1.GatewayClass { return &r.GatewayClasses })
-	GatewayKind          = register(gwapiv1.GroupName, "Gateway", func(r *Resources) *[]*gwapiv1.Gateway { return &r.Gateways })
-	ListenerSetKind      = register(gwapiv1.GroupName, "ListenerSet", func(r *Resources) *[]*gwapiv1.ListenerSet { return &r.ListenerSets })
-	HTTPRouteKind        = register(gwapiv1.GroupName, "HTTPRoute", func(r *Resources) *[]*gwapiv1.HTTPRoute { return &r.HTTPRoutes })
-	GRPCRouteKind        = register(gwapiv1.GroupName, "GRPCRoute", func(r *Resources) *[]*gwapiv1.GRPCRoute { return &r.GRPCRoutes })
-	TLSRouteKind         = register(gwapiv1.GroupName, "TLSRoute", func(r *Resources) *[]*gwapiv1.TLSRoute { return &r.TLSRoutes })
-	TCPRouteKind         = register(gwapiv1.GroupName, "TCPRoute", func(r *Resources) *[]*gwapiv1.TCPRoute { return &r.TCPRoutes })
-	UDPRouteKind         = register(gwapiv1.GroupName, "UDPRoute", func(r *Resources) *[]*gwapiv1.UDPRoute { return &r.UDPRoutes })
-	ReferenceGrantKind   = register(gwapiv1.GroupName, "ReferenceGrant", func(r *Resources) *[]*gwapiv1.ReferenceGrant { return &r.ReferenceGrants })
-	BackendTLSPolicyKind = register(gwapiv1.GroupName, "BackendTLSPolicy", func(r *Resources) *[]*gwapiv1.BackendTLSPolicy {
-		return &r.BackendTLSPolicies
-	})
-	ServiceKind                = register("", "Service", func(r *Resources) *[]*corev1.Service { return &r.Services })
-	EndpointSliceKind          = register(discoveryv1.GroupName, "EndpointSlice", func(r *Resources) *[]*discoveryv1.EndpointSlice { return &r.EndpointSlices })
-	SecretKind                 = register("", "Secret", func(r *Resources) *[]*corev1.Secret { return &r.Secrets })
-	ConfigMapKind              = register("", "ConfigMap", func(r *Resources) *[]*corev1.ConfigMap { return &r.ConfigMaps })
-	NamespaceKind              = register("", "Namespace", func(r *Resources) *[]*corev1.Namespace { return &r.Namespaces })
-	IngressClassKind           = register(networkingv1.GroupName, "IngressClass", func(r *Resources) *[]*networkingv1.IngressClass { return &r.IngressClasses })
-	IngressKind                = register(networkingv1.GroupName, "Ingress", func(r *Resources) *[]*networkingv1.Ingress { return &r.Ingresses })
-	IngressClassParametersKind = register(v1alpha1.GroupVersion.Group, "IngressClassParameters", func(r *Resources) *[]*v1alpha1.IngressClassParameters {
-		return &r.IngressClassParameters
-	})
-)
 
 // Kinds returns every kind of the snapshot, in the order of Resources'
 // fields (a new slice).

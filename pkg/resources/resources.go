@@ -47,6 +47,33 @@ type Resources struct {
 	IngressClassParameters []*v1alpha1.IngressClassParameters
 }
 
+// The kinds of the snapshot (the registry, Kinds), in the order of
+// Resources' fields: a new kind is a field above and a line here.
+var (
+	GatewayClassKind     = register(gwapiv1.GroupName, "GatewayClass", func(r *Resources) *[]*gwapiv1.GatewayClass { return &r.GatewayClasses })
+	GatewayKind          = register(gwapiv1.GroupName, "Gateway", func(r *Resources) *[]*gwapiv1.Gateway { return &r.Gateways })
+	ListenerSetKind      = register(gwapiv1.GroupName, "ListenerSet", func(r *Resources) *[]*gwapiv1.ListenerSet { return &r.ListenerSets })
+	HTTPRouteKind        = register(gwapiv1.GroupName, "HTTPRoute", func(r *Resources) *[]*gwapiv1.HTTPRoute { return &r.HTTPRoutes })
+	GRPCRouteKind        = register(gwapiv1.GroupName, "GRPCRoute", func(r *Resources) *[]*gwapiv1.GRPCRoute { return &r.GRPCRoutes })
+	TLSRouteKind         = register(gwapiv1.GroupName, "TLSRoute", func(r *Resources) *[]*gwapiv1.TLSRoute { return &r.TLSRoutes })
+	TCPRouteKind         = register(gwapiv1.GroupName, "TCPRoute", func(r *Resources) *[]*gwapiv1.TCPRoute { return &r.TCPRoutes })
+	UDPRouteKind         = register(gwapiv1.GroupName, "UDPRoute", func(r *Resources) *[]*gwapiv1.UDPRoute { return &r.UDPRoutes })
+	ReferenceGrantKind   = register(gwapiv1.GroupName, "ReferenceGrant", func(r *Resources) *[]*gwapiv1.ReferenceGrant { return &r.ReferenceGrants })
+	BackendTLSPolicyKind = register(gwapiv1.GroupName, "BackendTLSPolicy", func(r *Resources) *[]*gwapiv1.BackendTLSPolicy {
+		return &r.BackendTLSPolicies
+	})
+	ServiceKind                = register("", "Service", func(r *Resources) *[]*corev1.Service { return &r.Services })
+	EndpointSliceKind          = register(discoveryv1.GroupName, "EndpointSlice", func(r *Resources) *[]*discoveryv1.EndpointSlice { return &r.EndpointSlices })
+	SecretKind                 = register("", "Secret", func(r *Resources) *[]*corev1.Secret { return &r.Secrets })
+	ConfigMapKind              = register("", "ConfigMap", func(r *Resources) *[]*corev1.ConfigMap { return &r.ConfigMaps })
+	NamespaceKind              = register("", "Namespace", func(r *Resources) *[]*corev1.Namespace { return &r.Namespaces })
+	IngressClassKind           = register(networkingv1.GroupName, "IngressClass", func(r *Resources) *[]*networkingv1.IngressClass { return &r.IngressClasses })
+	IngressKind                = register(networkingv1.GroupName, "Ingress", func(r *Resources) *[]*networkingv1.Ingress { return &r.Ingresses })
+	IngressClassParametersKind = register(v1alpha1.GroupVersion.Group, "IngressClassParameters", func(r *Resources) *[]*v1alpha1.IngressClassParameters {
+		return &r.IngressClassParameters
+	})
+)
+
 // Sort orders every list by namespace, then name.
 func (r *Resources) Sort() {
 	for _, k := range registry {

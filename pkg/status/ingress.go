@@ -24,12 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
-
-// KindIngress's status.loadBalancer is written by merge patch (ingress.go).
-const KindIngress Kind = gatewayapi.KindIngress
 
 // IngressLoadBalancer is the status.loadBalancer of an Ingress served
 // through svc, the Service of its class's Gateway (nil while it does not
@@ -80,7 +77,7 @@ func (w *Writer) UpdateIngresses(st map[types.NamespacedName]*ingress.Status) {
 	changed := w.updateGroup(&w.ingresses, func(desired map[Key]any) []Key {
 		keys := make([]Key, 0, len(st))
 		for nn, s := range st {
-			k := Key{Kind: KindIngress, Namespace: nn.Namespace, Name: nn.Name}
+			k := Key{Kind: resources.IngressKind.Name(), Namespace: nn.Namespace, Name: nn.Name}
 			desired[k] = s
 			keys = append(keys, k)
 		}

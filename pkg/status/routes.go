@@ -1,8 +1,9 @@
 package status
 
-// The route kinds whose status.parents the writer writes: HTTPRoute,
-// GRPCRoute, TLSRoute, TCPRoute and UDPRoute. A new route kind joins
-// newObject, routeParents and Routes.
+// The route kinds whose status.parents the writer writes: every kind of
+// the route kinds' table (gatewayapi.RouteKinds: HTTPRoute, GRPCRoute,
+// TLSRoute, TCPRoute, UDPRoute), through its status hook
+// (gatewayapi.RouteKind Parents). A new route kind needs nothing here.
 
 import (
 	"fmt"
@@ -17,22 +18,14 @@ import (
 )
 
 // newObject returns an empty object of a route kind or of a policy kind
-// (gatewayapi.PolicyKinds), or nil for another kind.
-func newObject(k Kind) client.Object {
-	if pk := gatewayapi.PolicyKindNamed(string(k)); pk != nil {
+// (gatewayapi.PolicyKinds; kind: the registry's name, Key Kind), or nil
+// for another kind.
+func newObject(kind string) client.Object {
+	if pk := gatewayapi.PolicyKindNamed(kind); pk != nil {
 		return pk.New()
 	}
-	switch k {
-	case KindHTTPRoute:
-		return &gwapiv1.HTTPRoute{}
-	case KindGRPCRoute:
-		return &gwapiv1.GRPCRoute{}
-	case KindTLSRoute:
-		return &gwapiv1.TLSRoute{}
-	case KindTCPRoute:
-		return &gwapiv1.TCPRoute{}
-	case KindUDPRoute:
-		return &gwapiv1.UDPRoute{}
+	if k := gatewayapi.RouteKindNamed(kind); k != nil {
+		return k.Kind.New()
 	}
 	return nil
 }
@@ -67,47 +60,28 @@ func policyAncestors(obj client.Object) *[]gwapiv1.PolicyAncestorStatus {
 }
 
 func routeParents(obj client.Object) *[]gwapiv1.RouteParentStatus {
-	switch r := obj.(type) {
-	case *gwapiv1.HTTPRoute:
-		return &r.Status.Parents
-	case *gwapiv1.GRPCRoute:
-		return &r.Status.Parents
-	case *gwapiv1.TLSRoute:
-		return &r.Status.Parents
-	case *gwapiv1.TCPRoute:
-		return &r.Status.Parents
-	case *gwapiv1.UDPRoute:
-		return &r.Status.Parents
+	if p := gatewayapi.RouteParents(obj); p != nil {
+		return p
 	}
 	panic(fmt.Sprintf("status: %T is not a route", obj))
 }
 
 // Routes returns every route of every kind in res, as objects and their
-// status.parents, by kind (HTTPRoute, GRPCRoute, TLSRoute, TCPRoute,
-// UDPRoute).
+// status.parents, by kind in the order of gatewayapi.RouteKinds.
 func Routes(res *resources.Resources) []RouteObject {
 	var out []RouteObject
-	for _, r := range res.HTTPRoutes {
-		out = append(out, RouteObject{Kind: KindHTTPRoute, Object: r, Parents: r.Status.Parents})
-	}
-	for _, r := range res.GRPCRoutes {
-		out = append(out, RouteObject{Kind: KindGRPCRoute, Object: r, Parents: r.Status.Parents})
-	}
-	for _, r := range res.TLSRoutes {
-		out = append(out, RouteObject{Kind: KindTLSRoute, Object: r, Parents: r.Status.Parents})
-	}
-	for _, r := range res.TCPRoutes {
-		out = append(out, RouteObject{Kind: KindTCPRoute, Object: r, Parents: r.Status.Parents})
-	}
-	for _, r := range res.UDPRoutes {
-		out = append(out, RouteObject{Kind: KindUDPRoute, Object: r, Parents: r.Status.Parents})
+	for _, k := range gatewayapi.RouteKinds() {
+		for _, o := range k.Kind.Objects(res) {
+			out = append(out, RouteObject{Kind: k.Kind.Name(), Object: o, Parents: *k.Parents(o)})
+		}
 	}
 	return out
 }
 
 // RouteObject is a route of any kind with its live status.parents.
 type RouteObject struct {
-	Kind    Kind
+	// Kind is the route kind's name (gatewayapi.RouteKey Kind).
+	Kind    string
 	Object  metav1.Object
 	Parents []gwapiv1.RouteParentStatus
 }
@@ -123,7 +97,7 @@ func WithStaleRoutes(st *gatewayapi.Status, routes []RouteObject, controller gwa
 	}
 	var stale []gatewayapi.RouteKey
 	for _, r := range routes {
-		k := gatewayapi.RouteKey{Kind: string(r.Kind), Namespace: r.Object.GetNamespace(), Name: r.Object.GetName()}
+		k := gatewayapi.RouteKey{Kind: r.Kind, Namespace: r.Object.GetNamespace(), Name: r.Object.GetName()}
 		if _, ok := known[k]; !ok && HasOwnParents(r.Parents, controller) {
 			stale = append(stale, k)
 		}
@@ -170,7 +144,7 @@ func parentsAsAncestors(ps []gwapiv1.RouteParentStatus) []gwapiv1.PolicyAncestor
 // PolicyObject is a policy of any registered kind with its live
 // status.ancestors.
 type PolicyObject struct {
-	Kind      Kind
+	Kind      string
 	Object    metav1.Object
 	Ancestors []gwapiv1.PolicyAncestorStatus
 }
@@ -181,7 +155,7 @@ func Policies(pk gatewayapi.PolicyKind, objs []resources.Object) []PolicyObject 
 	out := make([]PolicyObject, 0, len(objs))
 	for _, o := range objs {
 		if as := pk.Ancestors(o); as != nil {
-			out = append(out, PolicyObject{Kind: Kind(pk.Name()), Object: o, Ancestors: *as})
+			out = append(out, PolicyObject{Kind: pk.Name(), Object: o, Ancestors: *as})
 		}
 	}
 	return out
@@ -198,7 +172,7 @@ func WithStalePolicies(st *gatewayapi.Status, policies []PolicyObject, controlle
 		st.Policies = maps.Clone(st.Policies)
 	}
 	for _, p := range policies {
-		k := gatewayapi.PolicyKey{Kind: string(p.Kind), Namespace: p.Object.GetNamespace(), Name: p.Object.GetName()}
+		k := gatewayapi.PolicyKey{Kind: p.Kind, Namespace: p.Object.GetNamespace(), Name: p.Object.GetName()}
 		if _, ok := st.Policies[k]; !ok && HasOwnParents(ancestorsAsParents(p.Ancestors), controller) {
 			st.Policies[k] = &gwapiv1.PolicyStatus{}
 		}

@@ -11,6 +11,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // queued drains w's queue (the writer is not running) and returns what
@@ -45,11 +46,11 @@ func TestUpdateWithTheSameRoutesMap(t *testing.T) {
 	routes := map[gatewayapi.RouteKey]*gwapiv1.RouteStatus{r1: route(1), r2: route(1)}
 	g1 := types.NamespacedName{Namespace: "ns", Name: "g1"}
 	g2 := types.NamespacedName{Namespace: "ns", Name: "g2"}
-	kr1 := Key{Kind: KindHTTPRoute, Namespace: "ns", Name: "r1"}
-	kr2 := Key{Kind: KindHTTPRoute, Namespace: "ns", Name: "r2"}
-	kr3 := Key{Kind: KindHTTPRoute, Namespace: "ns", Name: "r3"}
-	kg1 := Key{Kind: KindGateway, Namespace: "ns", Name: "g1"}
-	kg2 := Key{Kind: KindGateway, Namespace: "ns", Name: "g2"}
+	kr1 := Key{Kind: gatewayapi.KindHTTPRoute, Namespace: "ns", Name: "r1"}
+	kr2 := Key{Kind: gatewayapi.KindHTTPRoute, Namespace: "ns", Name: "r2"}
+	kr3 := Key{Kind: gatewayapi.KindHTTPRoute, Namespace: "ns", Name: "r3"}
+	kg1 := Key{Kind: resources.GatewayKind.Name(), Namespace: "ns", Name: "g1"}
+	kg2 := Key{Kind: resources.GatewayKind.Name(), Namespace: "ns", Name: "g2"}
 
 	steps := []struct {
 		name string

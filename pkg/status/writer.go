@@ -14,7 +14,7 @@ package status
 //     send (a listener that was removed) are dropped by the apply.
 //   - Ingress (ingress.go): status.loadBalancer only, by merge patch; its
 //     desired status comes apart from the others' (UpdateIngresses).
-//   - Routes (HTTPRoute, GRPCRoute; routes.go): status.parents is
+//   - Routes (every route kind; routes.go): status.parents is
 //     `x-kubernetes-list-type: atomic` in the v1.6.3 CRDs (several controllers share one route, and the list is
 //     atomic only because parentRef cannot serve as a map key). An apply
 //     would replace the whole list, and so the entries of other controllers.
@@ -56,43 +56,40 @@ import (
 	"github.com/xds-controller/xds-controller/internal/memo"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // FieldManager is the field manager of every status write.
 const FieldManager = "xds-controller"
 
-// Kind is the kind of an object whose status the writer writes.
-type Kind string
-
-// Kinds.
-const (
-	KindGatewayClass Kind = "GatewayClass"
-	KindGateway      Kind = "Gateway"
-	// KindListenerSet's status is written like a Gateway's (server-side
-	// apply): it belongs to the controller of its parent Gateway.
-	KindListenerSet Kind = gatewayapi.KindListenerSet
-	KindHTTPRoute   Kind = gatewayapi.KindHTTPRoute
-	KindGRPCRoute   Kind = gatewayapi.KindGRPCRoute
-	KindTLSRoute    Kind = gatewayapi.KindTLSRoute
-	KindTCPRoute    Kind = gatewayapi.KindTCPRoute
-	KindUDPRoute    Kind = gatewayapi.KindUDPRoute
-	// The status.ancestors of every policy kind (gatewayapi.PolicyKinds;
-	// its Kind is the kind's name) are written like routes' parents
-	// (routes.go).
-)
+// Writes says whether the writer writes the status of the objects of kind
+// (a name of the snapshot's registry, resources.Kind Name): GatewayClass,
+// Gateway and ListenerSet (server-side apply), the route kinds
+// (gatewayapi.RouteKinds) and the policy kinds (gatewayapi.PolicyKinds:
+// their parents or ancestors, routes.go), Ingress (its load balancer,
+// ingress.go).
+func Writes(kind string) bool {
+	switch kind {
+	case resources.GatewayClassKind.Name(), resources.GatewayKind.Name(), resources.ListenerSetKind.Name(), resources.IngressKind.Name():
+		return true
+	}
+	return gatewayapi.RouteKindNamed(kind) != nil || gatewayapi.PolicyKindNamed(kind) != nil
+}
 
 // Key names one object.
 type Key struct {
-	Kind      Kind
+	// Kind is the object's kind, its name in the snapshot's registry
+	// (resources.Kind Name; for a route, gatewayapi.RouteKey Kind).
+	Kind      string
 	Namespace string
 	Name      string
 }
 
 func (k Key) String() string {
 	if k.Namespace == "" {
-		return string(k.Kind) + " " + k.Name
+		return k.Kind + " " + k.Name
 	}
-	return string(k.Kind) + " " + k.Namespace + "/" + k.Name
+	return k.Kind + " " + k.Namespace + "/" + k.Name
 }
 
 func (k Key) nn() types.NamespacedName {
@@ -241,7 +238,7 @@ func (w *Writer) Update(st *gatewayapi.Status) {
 // last Update's st.Routes (w.routesFrom), with routes, and returns the
 // keys whose status changed; a route gone is forgotten. w.mu is held.
 func (w *Writer) updateRoutes(routes map[gatewayapi.RouteKey]*gwapiv1.RouteStatus) []Key {
-	keyOf := func(k gatewayapi.RouteKey) Key { return Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name} }
+	keyOf := func(k gatewayapi.RouteKey) Key { return Key{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name} }
 	var changed []Key
 	for k, s := range routes {
 		key := keyOf(k)
@@ -316,16 +313,16 @@ func addOthers(desired map[Key]any, st *gatewayapi.Status) []Key {
 		keys = append(keys, k)
 	}
 	for name, s := range st.GatewayClasses {
-		add(Key{Kind: KindGatewayClass, Name: name}, s)
+		add(Key{Kind: resources.GatewayClassKind.Name(), Name: name}, s)
 	}
 	for nn, s := range st.Gateways {
-		add(Key{Kind: KindGateway, Namespace: nn.Namespace, Name: nn.Name}, s)
+		add(Key{Kind: resources.GatewayKind.Name(), Namespace: nn.Namespace, Name: nn.Name}, s)
 	}
 	for nn, s := range st.ListenerSets {
-		add(Key{Kind: KindListenerSet, Namespace: nn.Namespace, Name: nn.Name}, s)
+		add(Key{Kind: resources.ListenerSetKind.Name(), Namespace: nn.Namespace, Name: nn.Name}, s)
 	}
 	for k, s := range st.Policies {
-		add(Key{Kind: Kind(k.Kind), Namespace: k.Namespace, Name: k.Name}, s)
+		add(Key{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}, s)
 	}
 	return keys
 }
@@ -371,13 +368,13 @@ func sortKeys(keys []Key) {
 	})
 }
 
-func kindOrder(k Kind) int {
+func kindOrder(k string) int {
 	switch k {
-	case KindGatewayClass:
+	case resources.GatewayClassKind.Name():
 		return 0
-	case KindGateway:
+	case resources.GatewayKind.Name():
 		return 1
-	case KindListenerSet:
+	case resources.ListenerSetKind.Name():
 		return 2
 	default:
 		return 3
@@ -430,7 +427,7 @@ func (w *Writer) work(ctx context.Context) {
 			if apierrors.IsConflict(err) {
 				result = "conflict"
 			}
-			w.metrics.writes.WithLabelValues(string(k.Kind), result).Inc()
+			w.metrics.writes.WithLabelValues(k.Kind, result).Inc()
 			if apierrors.IsConflict(err) {
 				w.mu.Lock()
 				w.fresh[k] = true
@@ -464,15 +461,15 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 	}
 	var err error
 	switch writtenAs(k.Kind) {
-	case KindGatewayClass:
+	case resources.GatewayClassKind.Name():
 		err = w.gatewayClass(ctx, reader, k, d.(*gwapiv1.GatewayClassStatus))
-	case KindGateway:
+	case resources.GatewayKind.Name():
 		err = w.gateway(ctx, reader, k, d.(*gwapiv1.GatewayStatus))
-	case KindListenerSet:
+	case resources.ListenerSetKind.Name():
 		err = w.listenerSet(ctx, reader, k, d.(*gwapiv1.ListenerSetStatus))
 	case kindPolicy:
 		err = w.parents(ctx, reader, k, ancestorsAsParents(d.(*gwapiv1.PolicyStatus).Ancestors))
-	case KindIngress:
+	case resources.IngressKind.Name():
 		err = w.ingress(ctx, reader, k, d.(*ingress.Status))
 	default:
 		err = w.parents(ctx, reader, k, d.(*gwapiv1.RouteStatus).Parents)
@@ -489,12 +486,12 @@ func (w *Writer) process(ctx context.Context, k Key) error {
 }
 
 // kindPolicy stands for every policy kind in process (writtenAs).
-const kindPolicy Kind = "<policy>"
+const kindPolicy = "<policy>"
 
 // writtenAs is k, or kindPolicy for a policy kind (gatewayapi.PolicyKinds):
 // how process writes an object of kind k.
-func writtenAs(k Kind) Kind {
-	if gatewayapi.PolicyKindNamed(string(k)) != nil {
+func writtenAs(k string) string {
+	if gatewayapi.PolicyKindNamed(k) != nil {
 		return kindPolicy
 	}
 	return k
@@ -586,7 +583,7 @@ func (w *Writer) apply(ctx context.Context, k Key, live client.Object, target an
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{"status": st}}
 	u.SetAPIVersion(gwapiv1.GroupVersion.String())
-	u.SetKind(string(k.Kind))
+	u.SetKind(k.Kind)
 	u.SetName(k.Name)
 	u.SetNamespace(k.Namespace)
 	if err := w.beforeWrite(ctx); err != nil {
@@ -628,7 +625,7 @@ func (w *Writer) staleCache(k Key, hash, liveRV string) bool {
 }
 
 func (w *Writer) wrote(k Key, hash, rv string) {
-	w.metrics.writes.WithLabelValues(string(k.Kind), "written").Inc()
+	w.metrics.writes.WithLabelValues(k.Kind, "written").Inc()
 	w.mu.Lock()
 	w.written[k] = writtenState{hash: hash, resourceVersion: rv}
 	w.mu.Unlock()

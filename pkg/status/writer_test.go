@@ -134,10 +134,10 @@ func TestWriterStopsWhenLeadIsLostBeforeWrite(t *testing.T) {
 	// write: beforeWrite's check must refuse.
 	calls := 0
 	w := NewWriter(c, c, Options{Leading: func() bool { calls++; return calls == 1 }})
-	w.desired[Key{Kind: KindHTTPRoute, Namespace: "default", Name: "app"}] = &gwapiv1.RouteStatus{
+	w.desired[Key{Kind: gatewayapi.KindHTTPRoute, Namespace: "default", Name: "app"}] = &gwapiv1.RouteStatus{
 		Parents: []gwapiv1.RouteParentStatus{parent("web", ours, cond("Accepted", "True", "Accepted", 1, time.Time{}))},
 	}
-	if err := w.process(context.Background(), Key{Kind: KindHTTPRoute, Namespace: "default", Name: "app"}); err != nil {
+	if err := w.process(context.Background(), Key{Kind: gatewayapi.KindHTTPRoute, Namespace: "default", Name: "app"}); err != nil {
 		t.Fatal(err)
 	}
 	if w.Writes() != 0 {

@@ -36,7 +36,7 @@ type ruleRef struct {
 
 // refOf is what a problem in a route made for o takes down.
 func refOf(o ir.Origin) ruleRef {
-	ref := ruleRef{route: gatewayapi.RouteKey(o.Object), unit: unitOf(o)}
+	ref := ruleRef{route: o.Object, unit: unitOf(o)}
 	if ref.route.Kind == gatewayapi.KindIngress {
 		ref.label, ref.noun = ingress.PathName(o), "path"
 		ref.match = ref.label

@@ -27,7 +27,7 @@ func TestBlame(t *testing.T) {
 	// named and with its origin as pkg/gatewayapi makes them.
 	direct := func(obj string, j int, m ir.HTTPMatch) *ir.HTTPRoute {
 		return &ir.HTTPRoute{Name: fmt.Sprintf("httproute/default/%s/rule/0/match/%d", obj, j), Hostname: "*", Match: m,
-			DirectResponse: &ir.DirectResponse{StatusCode: 200}, Origin: ir.Origin{Object: ir.ObjectKey(httpRoute(obj)), Match: j}}
+			DirectResponse: &ir.DirectResponse{StatusCode: 200}, Origin: ir.Origin{Object: httpRoute(obj), Match: j}}
 	}
 	prefix := func(p string) ir.HTTPMatch {
 		return ir.HTTPMatch{Path: &ir.StringMatch{Type: ir.MatchPathPrefix, Value: p}}

@@ -99,7 +99,7 @@ func hold(res *resources.Resources, out *Result, holds Holds) {
 			touched := false
 			kept := make([]*ir.HTTPRoute, 0, len(l.HTTPRoutes))
 			for _, r := range l.HTTPRoutes {
-				if _, held := hs[gatewayapi.RouteKey(r.Origin.Object)]; held {
+				if _, held := hs[r.Origin.Object]; held {
 					touched = true
 					continue
 				}

@@ -1,7 +1,10 @@
 // Package chart tests the Helm chart in charts/xds-controller with Helm's
-// Go packages: lint (as `helm lint`) and render (as `helm template`), then
-// checks the rendered objects. It is its own Go module so that Helm's
-// dependencies stay out of the controller's module.
+// Go packages (Helm 4): lint (as `helm lint`) and render (as `helm
+// template`), then checks the rendered objects; the Gateway API CRDs'
+// installCRDs=auto against a simulated cluster (crdsauto_test.go); and the
+// README's `helm install` on API servers of its own (envtest, bare_test.go:
+// a bare one, one with another implementation's CRDs). It is its own Go
+// module so that Helm's dependencies stay out of the controller's module.
 package chart
 
 import (
@@ -12,12 +15,12 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/lint"
-	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -27,7 +30,13 @@ type object = map[string]any
 
 // kubeVersion is the cluster version the chart renders for (the local
 // cluster's minor).
-var kubeVersion = &chartutil.KubeVersion{Version: "v1.36.0", Major: "1", Minor: "36"}
+var kubeVersion = func() *common.KubeVersion {
+	v, err := common.ParseKubeVersion("v1.36.0")
+	if err != nil {
+		panic(err)
+	}
+	return v
+}()
 
 // render renders the chart like `helm template xds-controller chart -n
 // xds-system --include-crds --set ...` and returns the objects.
@@ -43,19 +52,10 @@ func render(t *testing.T, values map[string]any) []object {
 // renderFor is render for a cluster that also serves apiVersions (such as
 // monitoring.coreos.com/v1); it returns the rendering error.
 func renderFor(values map[string]any, apiVersions ...string) ([]object, error) {
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		return nil, err
-	}
-	install := action.NewInstall(&action.Configuration{})
-	install.DryRun = true
-	install.ClientOnly = true
-	install.ReleaseName = "xds-controller"
-	install.Namespace = "xds-system"
+	install := templateAction("xds-controller", "xds-system")
 	install.IncludeCRDs = true
-	install.KubeVersion = kubeVersion
 	install.APIVersions = apiVersions
-	rel, err := install.Run(ch, values)
+	rel, err := runTemplate(install, values)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +83,36 @@ func renderFor(values map[string]any, apiVersions ...string) ([]object, error) {
 		}
 	}
 	return objs, nil
+}
+
+// templateAction is Helm's install action set up as `helm template NAME
+// -n NAMESPACE --kube-version v1.36.0` does: a client-side dry run, which
+// never reaches a cluster.
+func templateAction(name, namespace string) *action.Install {
+	install := action.NewInstall(action.NewConfiguration())
+	install.DryRunStrategy = action.DryRunClient
+	install.ReleaseName, install.Namespace = name, namespace
+	install.KubeVersion = kubeVersion
+	return install
+}
+
+// runTemplate runs install on the chart with values and returns the
+// release it renders (a Helm 4 install returns the release behind an
+// interface: release.v1 for a chart of apiVersion v2).
+func runTemplate(install *action.Install, values map[string]any) (*release.Release, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := install.Run(ch, values)
+	if err != nil {
+		return nil, err
+	}
+	rel, ok := r.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("install returned a %T, not a release.v1", r)
+	}
+	return rel, nil
 }
 
 func get(o object, path ...string) any {
@@ -125,7 +155,7 @@ func TestLint(t *testing.T) {
 		{"mode": "Dedicated", "gatewayAPI": map[string]any{"installCRDs": true}},
 		{"gatewayAPI": map[string]any{"installCRDs": true, "channel": "experimental"}},
 	} {
-		linter := lint.AllWithKubeVersion(chartDir, vals, "xds-system", kubeVersion)
+		linter := lint.RunAll(chartDir, vals, "xds-system", lint.WithKubeVersion(kubeVersion))
 		for _, m := range linter.Messages {
 			if m.Severity >= support.WarningSev {
 				t.Errorf("lint %v: %s", vals, m)
@@ -174,6 +204,13 @@ func TestDefaults(t *testing.T) {
 		!slices.Contains(args, "--token-audience=xds-controller-identity") ||
 		!slices.Contains(args, "--agent-image=ghcr.io/xds-controller/xds-controller:dev") {
 		t.Errorf("args %v", args)
+	}
+	// The labels by which proxy-status and config-dump find the
+	// controller's namespace (pkg/proxystatus ControllerPodLabels).
+	for k, v := range map[string]string{"app.kubernetes.io/name": "xds-controller", "app.kubernetes.io/component": "controller"} {
+		if got := str(dep, "spec", "template", "metadata", "labels", k); got != v {
+			t.Errorf("controller pod label %s=%q, want %q", k, got, v)
+		}
 	}
 	if get(c, "securityContext", "readOnlyRootFilesystem") != true || get(dep, "spec", "template", "spec", "securityContext", "runAsNonRoot") != true {
 		t.Error("controller security context")
@@ -598,11 +635,7 @@ func TestModeAndEnvoyValues(t *testing.T) {
 		t.Error("parametersRef without GatewayParameters")
 	}
 	// A bad mode is refused.
-	ch, _ := loader.Load(chartDir)
-	install := action.NewInstall(&action.Configuration{})
-	install.DryRun, install.ClientOnly, install.ReleaseName, install.Namespace = true, true, "x", "x"
-	install.KubeVersion = kubeVersion
-	if _, err := install.Run(ch, map[string]any{"mode": "shared"}); err == nil || !strings.Contains(err.Error(), "Shared or Dedicated") {
+	if _, err := runTemplate(templateAction("x", "x"), map[string]any{"mode": "shared"}); err == nil || !strings.Contains(err.Error(), "Shared or Dedicated") {
 		t.Errorf("bad mode: %v", err)
 	}
 	// No GatewayClass when not asked.
@@ -623,34 +656,9 @@ func helmOwned(o object) bool {
 // the garbage collector then deletes the shared Envoy fleet it owns (the
 // e2e test found every `helm upgrade` replacing the shared fleet's pods).
 func TestGatewayClassNotAHookOnUpgrade(t *testing.T) {
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, installCRDs := range []bool{true, false} {
-		vals, err := chartutil.ToRenderValues(ch, map[string]any{"gatewayAPI": map[string]any{"installCRDs": installCRDs}},
-			chartutil.ReleaseOptions{Name: "xds-controller", Namespace: "xds-system", IsUpgrade: true},
-			&chartutil.Capabilities{KubeVersion: *kubeVersion, APIVersions: chartutil.DefaultVersionSet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := engine.Render(ch, vals)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var gc object
-		dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out["xds-controller/templates/gatewayclass.yaml"]), 4096)
-		for {
-			var o object
-			if err := dec.Decode(&o); err == io.EOF {
-				break
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if o != nil && o["kind"] == "GatewayClass" {
-				gc = o
-			}
-		}
+	for _, installCRDs := range []any{true, false, "auto"} {
+		objs, _ := renderOn(t, nil, map[string]any{"gatewayAPI": map[string]any{"installCRDs": installCRDs}}, true)
+		gc := find(objs, "GatewayClass", "xds-controller")
 		if gc == nil {
 			t.Fatalf("installCRDs=%v: no GatewayClass on upgrade", installCRDs)
 		}

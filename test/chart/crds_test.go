@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -133,14 +131,7 @@ func TestGatewayAPIChannelRefused(t *testing.T) {
 func TestReleaseFitsInASecret(t *testing.T) {
 	const maxSecret = 1 << 20
 	for _, ch := range []string{"standard", "experimental"} {
-		c, err := loader.Load(chartDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := action.NewInstall(&action.Configuration{})
-		in.DryRun, in.ClientOnly, in.KubeVersion = true, true, kubeVersion
-		in.ReleaseName, in.Namespace = "xds-controller", "xds-system"
-		rel, err := in.Run(c, map[string]any{"gatewayAPI": map[string]any{"installCRDs": true, "channel": ch}})
+		rel, err := runTemplate(templateAction("xds-controller", "xds-system"), map[string]any{"gatewayAPI": map[string]any{"installCRDs": true, "channel": ch}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,8 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -231,7 +233,7 @@ func (e *env) helmInstallValues(mode string, values map[string]any) {
 	in.ReleaseName = releaseName
 	in.Namespace = releaseNamespace
 	in.CreateNamespace = true
-	in.Wait = true
+	in.WaitStrategy = kube.StatusWatcherStrategy
 	in.Timeout = 3 * time.Minute
 	start := time.Now()
 	if _, err := in.Run(ch, values); err != nil {
@@ -281,7 +283,7 @@ func (e *env) helmUpgrade(mode string) {
 	}
 	up := action.NewUpgrade(e.helmConfig())
 	up.Namespace = releaseNamespace
-	up.Wait = true
+	up.WaitStrategy = kube.StatusWatcherStrategy
 	up.Timeout = 3 * time.Minute
 	start := time.Now()
 	if _, err := up.Run(releaseName, ch, chartValues(mode)); err != nil {
@@ -295,12 +297,14 @@ func (e *env) helmConfig() *action.Configuration {
 	ns := releaseNamespace
 	kc := e.kubeconfig
 	getter := &genericclioptions.ConfigFlags{KubeConfig: &kc, Namespace: &ns}
-	cfg := new(action.Configuration)
-	if err := cfg.Init(getter, releaseNamespace, "secret", func(format string, v ...any) {
-		if os.Getenv("E2E_HELM_DEBUG") != "" {
-			e.t.Logf("helm: "+format, v...)
-		}
-	}); err != nil {
+	// Helm's log in the test's output: warnings, and with E2E_HELM_DEBUG
+	// set its debug lines too.
+	level := slog.LevelWarn
+	if os.Getenv("E2E_HELM_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(e.t.Output(), &slog.HandlerOptions{Level: level})))
+	if err := cfg.Init(getter, releaseNamespace, "secret"); err != nil {
 		e.t.Fatal(err)
 	}
 	return cfg
@@ -320,7 +324,7 @@ func (e *env) cleanup() {
 	cfg := e.helmConfig()
 	if _, err := action.NewHistory(cfg).Run(releaseName); err == nil {
 		un := action.NewUninstall(cfg)
-		un.Wait = true
+		un.WaitStrategy = kube.StatusWatcherStrategy
 		un.Timeout = 2 * time.Minute
 		if _, err := un.Run(releaseName); err != nil {
 			e.t.Errorf("helm uninstall: %v", err)

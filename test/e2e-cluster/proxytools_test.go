@@ -13,7 +13,9 @@ import (
 
 // TestOperatorTools (issue 17) runs the operator commands, built from this
 // repository, against the local cluster with two controller replicas and
-// the NACK test hook on:
+// the NACK test hook on, as the README writes them: without the
+// controller's namespace (-n, --controller-namespace), which they find by
+// the labels of the chart's controller pods (issue 26);
 //   - after `kubectl apply -f examples/`, `proxy-status` lists every Envoy
 //     pod, each with every resource type it subscribed to SYNCED, its
 //     Gateways and an unexpired SVID;
@@ -103,10 +105,10 @@ func (e *env) operatorTools(mode string) {
 	if !served {
 		t.Errorf("no proxy serves Gateway %s: %+v", webGateway, status.Proxies)
 	}
-	t.Logf("xds-controller proxy-status:\n%s", e.mustCLI(cli, "proxy-status", "-n", releaseNamespace))
+	t.Logf("xds-controller proxy-status:\n%s", e.mustCLI(cli, "proxy-status"))
 
 	// 2. config-dump --type routes shows the applied routes, only routes.
-	routes := e.mustCLI(cli, "config-dump", "web", "-n", exampleNamespace, "--controller-namespace", releaseNamespace, "--type", "routes")
+	routes := e.mustCLI(cli, "config-dump", "web", "-n", exampleNamespace, "--type", "routes")
 	for _, want := range []string{"RoutesConfigDump", "foo.example.com", "bar.example.com", "httproute/" + exampleNamespace + "/"} {
 		if !strings.Contains(routes, want) {
 			t.Errorf("config-dump --type routes lacks %q:\n%s", want, routes)
@@ -119,7 +121,7 @@ func (e *env) operatorTools(mode string) {
 	}
 	t.Logf("config-dump web --type routes (%d lines), head:\n%s", strings.Count(routes, "\n"), head(routes, 40))
 	noDrift := func() error {
-		out, err := e.cli(cli, "config-dump", "web", "-n", exampleNamespace, "--controller-namespace", releaseNamespace, "--diff")
+		out, err := e.cli(cli, "config-dump", "web", "-n", exampleNamespace, "--diff")
 		if err != nil {
 			return err
 		}
@@ -150,16 +152,16 @@ func (e *env) operatorTools(mode string) {
 	e.eventually("route nack-me Accepted=False reason Rejected with Envoy's message", 2*time.Minute,
 		e.routeCondition(exampleNamespace, "nack-me", "Accepted", "False", "Rejected", "missing )"))
 	e.eventually("proxy-status: every Envoy SYNCED with the refused route held", 2*time.Minute, everySynced)
-	t.Logf("xds-controller proxy-status with the refused route held:\n%s", e.mustCLI(cli, "proxy-status", "-n", releaseNamespace))
+	t.Logf("xds-controller proxy-status with the refused route held:\n%s", e.mustCLI(cli, "proxy-status"))
 	// config-dump --diff translates the API server's objects itself and
 	// does not know the controller's holds: the held route is the one
 	// difference it shows (exit 1).
-	out, err := e.cli(cli, "config-dump", "web", "-n", exampleNamespace, "--controller-namespace", releaseNamespace, "--diff", "--type", "routes")
+	out, err := e.cli(cli, "config-dump", "web", "-n", exampleNamespace, "--diff", "--type", "routes")
 	if err == nil || !strings.Contains(out, "nack.example.com") || !strings.Contains(err.Error(), "differ") {
 		t.Errorf("config-dump --diff with the refused route held: want the held route as the difference and exit 1; got %v:\n%s", err, out)
 	}
 	t.Logf("config-dump web --diff --type routes with the refused route held (%v):\n%s", err, out)
-	if routes := e.mustCLI(cli, "config-dump", "web", "-n", exampleNamespace, "--controller-namespace", releaseNamespace, "--type", "routes"); strings.Contains(routes, "nack.example.com") {
+	if routes := e.mustCLI(cli, "config-dump", "web", "-n", exampleNamespace, "--type", "routes"); strings.Contains(routes, "nack.example.com") {
 		t.Errorf("config-dump --type routes: the held route reached Envoy:\n%s", routes)
 	}
 
@@ -203,7 +205,7 @@ func (e *env) mustCLI(bin string, args ...string) string {
 
 func (e *env) proxyStatus(bin string) (proxyStatus, error) {
 	var st proxyStatus
-	cmd := exec.Command(bin, "proxy-status", "-n", releaseNamespace, "-o", "json", "--kubeconfig", e.kubeconfig)
+	cmd := exec.Command(bin, "proxy-status", "-o", "json", "--kubeconfig", e.kubeconfig)
 	out, err := cmd.Output()
 	if err != nil {
 		return st, fmt.Errorf("proxy-status: %w", err)

@@ -7,55 +7,32 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/status"
 )
 
-// The kinds of the index: every kind ListResources lists.
-const (
-	ixGatewayClass           = "GatewayClass"
-	ixGateway                = "Gateway"
-	ixListenerSet            = "ListenerSet"
-	ixHTTPRoute              = "HTTPRoute"
-	ixGRPCRoute              = "GRPCRoute"
-	ixTLSRoute               = "TLSRoute"
-	ixTCPRoute               = "TCPRoute"
-	ixUDPRoute               = "UDPRoute"
-	ixReferenceGrant         = "ReferenceGrant"
-	ixBackendTLSPolicy       = "BackendTLSPolicy"
-	ixService                = "Service"
-	ixEndpointSlice          = "EndpointSlice"
-	ixNamespace              = "Namespace"
-	ixIngressClass           = "IngressClass"
-	ixIngress                = "Ingress"
-	ixIngressClassParameters = "IngressClassParameters"
-)
-
-// sameInput says, per kind, when a new version of an object is the same
-// input to the translation as the one the index holds: for the kinds whose
-// status this controller writes, a write of their status alone (sameSpec);
-// for a Namespace, the same labels (allowedRoutes selectors read nothing
-// else); for the other kinds, the same resourceVersion.
-var sameInput = map[string]func(a, b metav1.Object) bool{
-	ixGatewayClass: sameSpec, ixGateway: sameSpec, ixListenerSet: sameSpec, ixHTTPRoute: sameSpec, ixGRPCRoute: sameSpec,
-	ixTLSRoute: sameSpec, ixTCPRoute: sameSpec, ixUDPRoute: sameSpec,
-	ixNamespace: sameLabels,
-}
-
-// Every policy kind's status is ours to write: sameSpec.
-func init() {
-	for _, pk := range gatewayapi.PolicyKinds() {
-		sameInput[pk.Name()] = sameSpec
+// sameInput says, for a kind of the index, when a new version of an
+// object is the same input to the translation as the one the index holds:
+// for the kinds whose status this controller writes (status.Writes), a
+// write of their status alone (sameSpec), except Ingresses, compared by
+// resourceVersion like the kinds whose status we do not write
+// (sameVersion); for a Namespace, the same labels (allowedRoutes selectors
+// read nothing else).
+func sameInput(k resources.Kind) func(a, b metav1.Object) bool {
+	switch {
+	case k == resources.NamespaceKind:
+		return sameLabels
+	case k == resources.IngressKind:
+		return sameVersion
+	case status.Writes(k.Name()):
+		return sameSpec
 	}
+	return sameVersion
 }
 
 // objectIndex is the pipeline's copy of the informer caches: per kind, the
@@ -66,49 +43,53 @@ func init() {
 // The objects are the informers' own (read-only, like a List with
 // client.UnsafeDisableDeepCopy). An object that did not change is the
 // very object of the last snapshot: translate.Cache recognises unchanged
-// objects by identity. So is an object of statusWritten whose status
-// alone changed (sameInput): the translation reads none of their status,
-// and without this every run after one of our own status writes (a
-// Gateway's attachedRoutes, after any route came or went) would translate
-// again what depends on that object: for a Gateway, everything. The live
+// objects by identity. So is an object of a kind whose status we write
+// (status.Writes) whose status alone changed (sameInput): the translation
+// reads none of their status, and without this every run after one of our
+// own status writes (a Gateway's attachedRoutes, after any route came or
+// went) would translate again what depends on that object: for a Gateway,
+// everything. The live
 // status of routes and policies, which the pipeline needs to
 // remove stale entries of ours, is kept beside (liveStatus).
 //
 // Safe for concurrent use: handlers run on the informers' goroutines.
 type objectIndex struct {
-	mu      sync.Mutex
-	pending map[string]map[types.NamespacedName]metav1.Object // nil value: deleted
+	mu sync.Mutex
+	// pending and kinds are by kind name (resources.Kind Name).
+	pending map[string]map[types.NamespacedName]resources.Object // nil value: deleted
 	kinds   map[string]*kindIndex
 }
 
 // kindIndex is one kind's objects.
 type kindIndex struct {
-	objs []metav1.Object // sorted by namespace/name, one per key
+	objs []resources.Object // sorted by namespace/name, one per key
 	// live are the newest objects where objs keeps an older one (a status
 	// write), by key.
-	live map[types.NamespacedName]metav1.Object
+	live map[types.NamespacedName]resources.Object
 }
 
 func newObjectIndex() *objectIndex {
-	return &objectIndex{pending: map[string]map[types.NamespacedName]metav1.Object{}, kinds: map[string]*kindIndex{}}
+	return &objectIndex{pending: map[string]map[types.NamespacedName]resources.Object{}, kinds: map[string]*kindIndex{}}
 }
 
-// handler records kind's adds, updates and deletes. A Namespace arrives as
-// metadata (PartialObjectMetadata) and is kept as a corev1.Namespace.
-func (x *objectIndex) handler(kind string) toolscache.ResourceEventHandler {
+// handler records the adds, updates and deletes of kind's objects. A
+// Namespace arrives as metadata (PartialObjectMetadata) and is kept as a
+// corev1.Namespace.
+func (x *objectIndex) handler(k resources.Kind) toolscache.ResourceEventHandler {
+	kind := k.Name()
 	set := func(obj any, deleted bool) {
 		o := objectOf(obj)
 		if o == nil {
 			return
 		}
-		if pm, ok := o.(*metav1.PartialObjectMetadata); ok && kind == ixNamespace {
+		if pm, ok := o.(*metav1.PartialObjectMetadata); ok && k == resources.NamespaceKind {
 			o = &corev1.Namespace{ObjectMeta: pm.ObjectMeta}
 		}
 		k := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 		x.mu.Lock()
 		defer x.mu.Unlock()
 		if x.pending[kind] == nil {
-			x.pending[kind] = map[types.NamespacedName]metav1.Object{}
+			x.pending[kind] = map[types.NamespacedName]resources.Object{}
 		}
 		if deleted {
 			x.pending[kind][k] = nil
@@ -124,43 +105,28 @@ func (x *objectIndex) handler(kind string) toolscache.ResourceEventHandler {
 }
 
 // snapshot applies the changes recorded since the last call and returns
-// the objects of every kind, sorted (Secrets and ConfigMaps are not
-// indexed). The lists are new slices; the objects of a kind without
-// changes are the last snapshot's.
+// the objects of every kind of the registry (resources.Kinds) the index
+// holds, sorted (Secrets and ConfigMaps are not indexed). The lists are
+// new slices; the objects of a kind without changes are the last
+// snapshot's.
 func (x *objectIndex) snapshot() *resources.Resources {
 	x.mu.Lock()
 	pending := x.pending
-	x.pending = map[string]map[types.NamespacedName]metav1.Object{}
+	x.pending = map[string]map[types.NamespacedName]resources.Object{}
 	x.mu.Unlock()
-	for kind, changes := range pending {
-		k := x.kinds[kind]
-		if k == nil {
-			k = &kindIndex{live: map[types.NamespacedName]metav1.Object{}}
-			x.kinds[kind] = k
+	res := &resources.Resources{}
+	for _, kind := range resources.Kinds() {
+		k := x.kinds[kind.Name()]
+		if changes := pending[kind.Name()]; changes != nil {
+			if k == nil {
+				k = &kindIndex{live: map[types.NamespacedName]resources.Object{}}
+				x.kinds[kind.Name()] = k
+			}
+			k.apply(changes, sameInput(kind))
 		}
-		same := sameInput[kind]
-		if same == nil {
-			same = sameVersion
+		if k != nil && len(k.objs) > 0 {
+			kind.SetObjects(res, k.objs)
 		}
-		k.apply(changes, same)
-	}
-	res := &resources.Resources{
-		GatewayClasses:         typed[*gwapiv1.GatewayClass](x.kinds[ixGatewayClass]),
-		Gateways:               typed[*gwapiv1.Gateway](x.kinds[ixGateway]),
-		ListenerSets:           typed[*gwapiv1.ListenerSet](x.kinds[ixListenerSet]),
-		HTTPRoutes:             typed[*gwapiv1.HTTPRoute](x.kinds[ixHTTPRoute]),
-		GRPCRoutes:             typed[*gwapiv1.GRPCRoute](x.kinds[ixGRPCRoute]),
-		TLSRoutes:              typed[*gwapiv1.TLSRoute](x.kinds[ixTLSRoute]),
-		TCPRoutes:              typed[*gwapiv1.TCPRoute](x.kinds[ixTCPRoute]),
-		UDPRoutes:              typed[*gwapiv1.UDPRoute](x.kinds[ixUDPRoute]),
-		ReferenceGrants:        typed[*gwapiv1.ReferenceGrant](x.kinds[ixReferenceGrant]),
-		BackendTLSPolicies:     typed[*gwapiv1.BackendTLSPolicy](x.kinds[ixBackendTLSPolicy]),
-		Services:               typed[*corev1.Service](x.kinds[ixService]),
-		EndpointSlices:         typed[*discoveryv1.EndpointSlice](x.kinds[ixEndpointSlice]),
-		Namespaces:             typed[*corev1.Namespace](x.kinds[ixNamespace]),
-		IngressClasses:         typed[*networkingv1.IngressClass](x.kinds[ixIngressClass]),
-		Ingresses:              typed[*networkingv1.Ingress](x.kinds[ixIngress]),
-		IngressClassParameters: typed[*v1alpha1.IngressClassParameters](x.kinds[ixIngressClassParameters]),
 	}
 	return res
 }
@@ -171,14 +137,14 @@ func (x *objectIndex) snapshot() *resources.Resources {
 // next snapshot. The pipeline calls it after publishing: with our status
 // on every route, it looks up every route.
 func (x *objectIndex) liveStatus(res *resources.Resources) liveStatus {
+	routes := &resources.Resources{}
+	for _, k := range gatewayapi.RouteKinds() {
+		if k.Kind.Len(res) > 0 {
+			k.Kind.SetObjects(routes, withLive(k.Kind.Objects(res), x.kinds[k.Kind.Name()]))
+		}
+	}
 	return liveStatus{
-		routes: status.Routes(&resources.Resources{
-			HTTPRoutes: withLive(res.HTTPRoutes, x.kinds[ixHTTPRoute]),
-			GRPCRoutes: withLive(res.GRPCRoutes, x.kinds[ixGRPCRoute]),
-			TLSRoutes:  withLive(res.TLSRoutes, x.kinds[ixTLSRoute]),
-			TCPRoutes:  withLive(res.TCPRoutes, x.kinds[ixTCPRoute]),
-			UDPRoutes:  withLive(res.UDPRoutes, x.kinds[ixUDPRoute]),
-		}),
+		routes:   status.Routes(routes),
 		policies: x.livePolicies(res),
 	}
 }
@@ -197,13 +163,13 @@ func (x *objectIndex) livePolicies(res *resources.Resources) []status.PolicyObje
 // an object whose new version is the same input (same, of the same UID)
 // and recording the newer one in live. objs becomes a new slice when
 // anything changed (the last snapshot's lists are never modified).
-func (k *kindIndex) apply(changes map[types.NamespacedName]metav1.Object, same func(a, b metav1.Object) bool) {
-	keyOf := func(o metav1.Object) types.NamespacedName {
+func (k *kindIndex) apply(changes map[types.NamespacedName]resources.Object, same func(a, b metav1.Object) bool) {
+	keyOf := func(o resources.Object) types.NamespacedName {
 		return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
 	// kept is the object the index holds for key after the change from
 	// old (nil: none) to n (nil: deleted).
-	kept := func(key types.NamespacedName, old, n metav1.Object) metav1.Object {
+	kept := func(key types.NamespacedName, old, n resources.Object) resources.Object {
 		delete(k.live, key)
 		if n != nil && old != nil && old.GetUID() == n.GetUID() && same(old, n) {
 			if old != n {
@@ -216,7 +182,7 @@ func (k *kindIndex) apply(changes map[types.NamespacedName]metav1.Object, same f
 	// Many changes (the informers' initial adds): rebuild and sort once,
 	// rather than inserting one by one.
 	if len(changes) > 64 && len(changes) > len(k.objs)/8 {
-		byKey := make(map[types.NamespacedName]metav1.Object, len(k.objs)+len(changes))
+		byKey := make(map[types.NamespacedName]resources.Object, len(k.objs)+len(changes))
 		for _, o := range k.objs {
 			byKey[keyOf(o)] = o
 		}
@@ -227,13 +193,13 @@ func (k *kindIndex) apply(changes map[types.NamespacedName]metav1.Object, same f
 				delete(byKey, key)
 			}
 		}
-		k.objs = slices.SortedFunc(maps.Values(byKey), func(a, b metav1.Object) int { return compareNN(keyOf(a), keyOf(b)) })
+		k.objs = slices.SortedFunc(maps.Values(byKey), func(a, b resources.Object) int { return compareNN(keyOf(a), keyOf(b)) })
 		return
 	}
 	objs := slices.Clone(k.objs)
 	for key, n := range changes {
-		i, found := slices.BinarySearchFunc(objs, key, func(o metav1.Object, key types.NamespacedName) int { return compareNN(keyOf(o), key) })
-		var old metav1.Object
+		i, found := slices.BinarySearchFunc(objs, key, func(o resources.Object, key types.NamespacedName) int { return compareNN(keyOf(o), key) })
+		var old resources.Object
 		if found {
 			old = objs[i]
 		}
@@ -248,19 +214,6 @@ func (k *kindIndex) apply(changes map[types.NamespacedName]metav1.Object, same f
 		}
 	}
 	k.objs = objs
-}
-
-// typed returns k's objects as a list of T (nil for an empty or missing
-// kind).
-func typed[T metav1.Object](k *kindIndex) []T {
-	if k == nil || len(k.objs) == 0 {
-		return nil
-	}
-	out := make([]T, len(k.objs))
-	for i, o := range k.objs {
-		out[i] = o.(T)
-	}
-	return out
 }
 
 // withLive returns list (k's objects, typed) with the newest object of

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // TestObjectIndexFollowsEvents: after random adds, updates (of spec, of
@@ -22,7 +24,7 @@ import (
 func TestObjectIndexFollowsEvents(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := newObjectIndex()
-	routes, svcs := x.handler(ixHTTPRoute), x.handler(ixService)
+	routes, svcs := x.handler(resources.HTTPRouteKind), x.handler(resources.ServiceKind)
 	liveRoutes := map[types.NamespacedName]*gwapiv1.HTTPRoute{}
 	liveSvcs := map[types.NamespacedName]*corev1.Service{}
 	rv := 0
@@ -75,8 +77,8 @@ func TestObjectIndexFollowsEvents(t *testing.T) {
 		if burst || rng.IntN(7) != 0 && step != 2999 {
 			continue
 		}
-		before := x.kinds[ixHTTPRoute]
-		var prev []metav1.Object
+		before := x.kinds[resources.HTTPRouteKind.Name()]
+		var prev []resources.Object
 		if before != nil {
 			prev = slices.Clone(before.objs)
 		}
@@ -87,7 +89,7 @@ func TestObjectIndexFollowsEvents(t *testing.T) {
 				return true
 			}
 			// An older object of the same spec, kept from the last snapshot.
-			return slices.Contains(prev, metav1.Object(got)) && got.UID == want.UID && got.Generation == want.Generation
+			return slices.Contains(prev, resources.Object(got)) && got.UID == want.UID && got.Generation == want.Generation
 		})
 		checkSorted(t, res.Services, liveSvcs, func(got, want *corev1.Service) bool { return got == want })
 		for _, ro := range live.routes {
@@ -135,7 +137,7 @@ func TestObjectIndexIgnoresOurStatusWrites(t *testing.T) {
 		return g
 	}
 	x := newObjectIndex()
-	gws, svcs, nss := x.handler(ixGateway), x.handler(ixService), x.handler(ixNamespace)
+	gws, svcs, nss := x.handler(resources.GatewayKind), x.handler(resources.ServiceKind), x.handler(resources.NamespaceKind)
 	first := gw("1", nil)
 	gws.OnAdd(first, false)
 	svcs.OnAdd(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "s", UID: "u2", ResourceVersion: "1"}}, false)
@@ -166,7 +168,7 @@ func TestObjectIndexIgnoresOurStatusWrites(t *testing.T) {
 		"UID":               func(g *gwapiv1.Gateway) { g.UID = "u9" },
 	} {
 		x := newObjectIndex()
-		h := x.handler(ixGateway)
+		h := x.handler(resources.GatewayKind)
 		h.OnAdd(gw("1", nil), false)
 		x.snapshot()
 		h.OnUpdate(nil, gw("2", edit))

@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
@@ -56,14 +57,20 @@ func (m *pipelineMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.runs, m.objects, m.resources, m.published, m.triggers}
 }
 
+// objectKinds are the kinds the objects gauge counts: Gateways, every
+// route kind (gatewayapi.RouteKinds), Services and EndpointSlices.
+func objectKinds() []resources.Kind {
+	out := []resources.Kind{resources.GatewayKind}
+	for _, k := range gatewayapi.RouteKinds() {
+		out = append(out, k.Kind)
+	}
+	return append(out, resources.ServiceKind, resources.EndpointSliceKind)
+}
+
 // observe records the sizes of one run's input and output.
 func (m *pipelineMetrics) observe(res *resources.Resources, x map[string]*xdstranslator.Resources) {
-	for kind, n := range map[string]int{
-		"Gateway": len(res.Gateways), "HTTPRoute": len(res.HTTPRoutes), "GRPCRoute": len(res.GRPCRoutes),
-		"TLSRoute": len(res.TLSRoutes), "TCPRoute": len(res.TCPRoutes), "UDPRoute": len(res.UDPRoutes),
-		"Service": len(res.Services), "EndpointSlice": len(res.EndpointSlices),
-	} {
-		m.objects.WithLabelValues(kind).Set(float64(n))
+	for _, k := range objectKinds() {
+		m.objects.WithLabelValues(k.Name()).Set(float64(k.Len(res)))
 	}
 	m.resources.Reset() // scopes that vanished go
 	for scope, r := range x {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/status"
 	"github.com/xds-controller/xds-controller/pkg/xdsserver"
@@ -108,7 +109,7 @@ func TestTriggersCountedByKind(t *testing.T) {
 	edited.Generation = 2
 	ns := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{"a": "b"}}}
 
-	owned := p.ownedHandler(status.KindHTTPRoute)
+	owned := p.ownedHandler(gatewayapi.KindHTTPRoute)
 	owned.OnAdd(route, false)
 	owned.OnUpdate(route, statusOnly)
 	owned.OnUpdate(statusOnly, edited)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/ir"
@@ -197,52 +194,47 @@ func (p *pipeline) watch(ctx context.Context) error {
 	type watch struct {
 		obj     client.Object
 		handler toolscache.ResourceEventHandler
+		// optional: the kind's CRD may be missing (optionalKind).
+		optional bool
 	}
 	// Each kind of the snapshot is recorded by the object index before
 	// its handler may trigger a run, in one handler: the informer calls
 	// the handlers of one registration in order, others concurrently.
-	indexed := func(kind string, h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
-		return both(p.objects.handler(kind), h)
+	indexed := func(k resources.Kind, h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+		return both(p.objects.handler(k), h)
 	}
-	watches := []watch{
-		{&gwapiv1.GatewayClass{}, indexed(ixGatewayClass, p.ownedHandler(status.KindGatewayClass))},
-		{&gwapiv1.Gateway{}, indexed(ixGateway, p.ownedHandler(status.KindGateway))},
-		{&gwapiv1.ListenerSet{}, indexed(ixListenerSet, p.ownedHandler(status.KindListenerSet))},
-		{&gwapiv1.HTTPRoute{}, indexed(ixHTTPRoute, p.ownedHandler(status.KindHTTPRoute))},
-		{&gwapiv1.GRPCRoute{}, indexed(ixGRPCRoute, p.ownedHandler(status.KindGRPCRoute))},
-		{&gwapiv1.TLSRoute{}, indexed(ixTLSRoute, p.ownedHandler(status.KindTLSRoute))},
-		{&gwapiv1.TCPRoute{}, indexed(ixTCPRoute, p.ownedHandler(status.KindTCPRoute))},
-		{&gwapiv1.UDPRoute{}, indexed(ixUDPRoute, p.ownedHandler(status.KindUDPRoute))},
-		{&networkingv1.Ingress{}, indexed(ixIngress, p.ownedHandler(status.KindIngress))},
-		{&networkingv1.IngressClass{}, indexed(ixIngressClass, p.anyHandler("IngressClass"))},
-		{&v1alpha1.IngressClassParameters{}, indexed(ixIngressClassParameters, p.anyHandler("IngressClassParameters"))},
-		{&gwapiv1.ReferenceGrant{}, indexed(ixReferenceGrant, p.anyHandler("ReferenceGrant"))},
-		{&corev1.Service{}, indexed(ixService, p.anyHandler("Service"))},
-		{&discoveryv1.EndpointSlice{}, indexed(ixEndpointSlice, p.anyHandler("EndpointSlice"))},
-		{metadataOf("Namespace"), indexed(ixNamespace, p.namespaceHandler())},
-		{metadataOf("Secret"), p.referencedHandler("Secret", func() map[types.NamespacedName]bool { return p.secretRefs })},
-		{metadataOf("ConfigMap"), p.referencedHandler("ConfigMap", func() map[types.NamespacedName]bool { return p.configMapRefs })},
-	}
-	// Every policy kind, whose status.ancestors we write.
-	for _, pk := range gatewayapi.PolicyKinds() {
-		watches = append(watches, watch{pk.New(), indexed(pk.Name(), p.ownedHandler(status.Kind(pk.Name())))})
+	// Every kind of the snapshot's registry: Secrets and ConfigMaps as
+	// metadata, their referenced objects read apart (refCache);
+	// Namespaces as metadata (labels are all the translation reads); the
+	// other kinds whole, with ownedHandler for those whose status we write.
+	var watches []watch
+	for _, k := range resources.Kinds() {
+		name := k.Name()
+		switch k {
+		case resources.SecretKind:
+			watches = append(watches, watch{obj: metadataOf(name), handler: p.referencedHandler(name, func() map[types.NamespacedName]bool { return p.secretRefs })})
+		case resources.ConfigMapKind:
+			watches = append(watches, watch{obj: metadataOf(name), handler: p.referencedHandler(name, func() map[types.NamespacedName]bool { return p.configMapRefs })})
+		case resources.NamespaceKind:
+			watches = append(watches, watch{obj: metadataOf(name), handler: indexed(k, p.namespaceHandler())})
+		default:
+			h := p.anyHandler(name)
+			if status.Writes(name) {
+				h = p.ownedHandler(name)
+			}
+			watches = append(watches, watch{obj: k.New(), handler: indexed(k, h), optional: optionalKind(k)})
+		}
 	}
 	for _, obj := range p.cfg.Hooks.Watches {
-		watches = append(watches, watch{obj, p.anyHandler(kindOf(obj))})
+		watches = append(watches, watch{obj: obj, handler: p.anyHandler(kindOf(obj))})
 	}
 	for _, obj := range p.cfg.Hooks.InfraWatches {
-		watches = append(watches, watch{obj, p.infraHandler()})
-	}
-	optional := func(obj client.Object) bool {
-		// Our newer CRDs may be missing after a `helm upgrade`, which does
-		// not install new CRDs: then their kind is not watched.
-		_, ok := obj.(*v1alpha1.IngressClassParameters)
-		return ok
+		watches = append(watches, watch{obj: obj, handler: p.infraHandler()})
 	}
 	var synced []toolscache.InformerSynced
 	for _, w := range watches {
 		inf, err := p.cache.GetInformer(ctx, w.obj)
-		if err != nil && optional(w.obj) && meta.IsNoMatchError(err) {
+		if err != nil && w.optional && meta.IsNoMatchError(err) {
 			p.log.Warn("a CRD of ours is not installed, so its objects are not read; install the chart's crds/ (helm upgrade does not)", "kind", fmt.Sprintf("%T", w.obj), "error", err)
 			continue
 		}
@@ -272,11 +264,11 @@ func both(a, b toolscache.ResourceEventHandler) toolscache.ResourceEventHandler 
 	}
 }
 
-func objectOf(obj any) metav1.Object {
+func objectOf(obj any) resources.Object {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	o, _ := obj.(metav1.Object)
+	o, _ := obj.(resources.Object)
 	return o
 }
 
@@ -321,13 +313,14 @@ func (p *pipeline) infraHandler() toolscache.ResourceEventHandler {
 // leaves the generation alone is a status (or metadata) change: it does not
 // change the translation, so it only asks the status writer to compare that
 // object again (which puts back our status if someone else changed it).
-func (p *pipeline) ownedHandler(kind status.Kind) toolscache.ResourceEventHandler {
+// kind is the registry's name of the objects' kind (status.Key Kind).
+func (p *pipeline) ownedHandler(kind string) toolscache.ResourceEventHandler {
 	enqueue := func(o metav1.Object) {
 		p.writer.Enqueue(status.Key{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			p.trigger(string(kind))
+			p.trigger(kind)
 			// A re-created object may get the very status its predecessor
 			// had, which the writer would not queue as a change.
 			if o := objectOf(obj); o != nil {
@@ -338,12 +331,12 @@ func (p *pipeline) ownedHandler(kind status.Kind) toolscache.ResourceEventHandle
 			o, n := objectOf(oldObj), objectOf(newObj)
 			if o == nil || n == nil || o.GetGeneration() != n.GetGeneration() ||
 				!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) {
-				p.trigger(string(kind))
+				p.trigger(kind)
 				return
 			}
 			enqueue(n)
 		},
-		DeleteFunc: func(any) { p.trigger(string(kind)) },
+		DeleteFunc: func(any) { p.trigger(kind) },
 	}
 }
 
@@ -351,14 +344,14 @@ func (p *pipeline) ownedHandler(kind status.Kind) toolscache.ResourceEventHandle
 // changes its labels (listener allowedRoutes selectors read them).
 func (p *pipeline) namespaceHandler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { p.trigger("Namespace") },
+		AddFunc: func(any) { p.trigger(resources.NamespaceKind.Name()) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := objectOf(oldObj), objectOf(newObj)
 			if o == nil || n == nil || !equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) {
-				p.trigger("Namespace")
+				p.trigger(resources.NamespaceKind.Name())
 			}
 		},
-		DeleteFunc: func(any) { p.trigger("Namespace") },
+		DeleteFunc: func(any) { p.trigger(resources.NamespaceKind.Name()) },
 	}
 }
 
@@ -476,7 +469,11 @@ func (p *pipeline) run(ctx context.Context) {
 	p.runs.Add(1)
 	p.synced.Store(true)
 	ok = true
-	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "httpRoutes", len(res.HTTPRoutes), "grpcRoutes", len(res.GRPCRoutes), "l4Routes", len(res.TLSRoutes)+len(res.TCPRoutes)+len(res.UDPRoutes), "scopes", len(out.XDS))
+	routes := 0
+	for _, k := range gatewayapi.RouteKinds() {
+		routes += k.Kind.Len(res)
+	}
+	p.log.Debug("pipeline run", "took", time.Since(start), "gateways", len(res.Gateways), "routes", routes, "scopes", len(out.XDS))
 }
 
 // refresh hands the verdicts of the data plane to the quarantine (a

@@ -3,16 +3,16 @@ package kubernetes
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,140 +78,89 @@ func watchedOnly(cfg *Config, refs []types.NamespacedName) []types.NamespacedNam
 	return slices.DeleteFunc(refs, func(r types.NamespacedName) bool { return !cfg.Watches(r.Namespace) })
 }
 
-// ListResources lists, from r, every object kind the translation reads
-// except Secrets and ConfigMaps (which only their references bring in:
-// ReferencedSecrets, ReferencedConfigMaps): GatewayClasses, Gateways,
-// ListenerSets, the route kinds, ReferenceGrants, Services, EndpointSlices,
-// Namespaces (metadata only), BackendTLSPolicies, IngressClasses,
-// Ingresses and IngressClassParameters (none when its CRD is not
-// installed). opts apply to every
+// ListResources lists, from r, every kind of the snapshot's registry
+// (resources.Kinds) except Secrets and ConfigMaps (which only their
+// references bring in: ReferencedSecrets, ReferencedConfigMaps):
+// Namespaces as metadata, the other kinds whole; a kind of ours whose CRD
+// is not installed has no objects (optionalKind). opts apply to every
 // List. The result is not sorted. `xds-controller config-dump --diff`
-// lists the API server with it; the pipeline's object index (index.go)
-// holds the same kinds, fed by the informers: a kind added here must be
-// added there (and to the pipeline's watches), so that both translate the
-// same kinds.
+// lists the API server with it; the pipeline's object index (index.go),
+// fed by the informers of the same kinds (pipeline watch), holds what it
+// lists.
 func ListResources(ctx context.Context, r client.Reader, opts ...client.ListOption) (*resources.Resources, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
 	res := &resources.Resources{}
-
-	var gcs gwapiv1.GatewayClassList
-	if err := r.List(ctx, &gcs, opts...); err != nil {
-		return nil, err
-	}
-	for i := range gcs.Items {
-		res.GatewayClasses = append(res.GatewayClasses, &gcs.Items[i])
-	}
-	var gws gwapiv1.GatewayList
-	if err := r.List(ctx, &gws, opts...); err != nil {
-		return nil, err
-	}
-	for i := range gws.Items {
-		res.Gateways = append(res.Gateways, &gws.Items[i])
-	}
-	var lss gwapiv1.ListenerSetList
-	if err := r.List(ctx, &lss, opts...); err != nil {
-		return nil, err
-	}
-	for i := range lss.Items {
-		res.ListenerSets = append(res.ListenerSets, &lss.Items[i])
-	}
-	var hrs gwapiv1.HTTPRouteList
-	if err := r.List(ctx, &hrs, opts...); err != nil {
-		return nil, err
-	}
-	for i := range hrs.Items {
-		res.HTTPRoutes = append(res.HTTPRoutes, &hrs.Items[i])
-	}
-	var grs gwapiv1.GRPCRouteList
-	if err := r.List(ctx, &grs, opts...); err != nil {
-		return nil, err
-	}
-	for i := range grs.Items {
-		res.GRPCRoutes = append(res.GRPCRoutes, &grs.Items[i])
-	}
-	var tlss gwapiv1.TLSRouteList
-	if err := r.List(ctx, &tlss, opts...); err != nil {
-		return nil, err
-	}
-	for i := range tlss.Items {
-		res.TLSRoutes = append(res.TLSRoutes, &tlss.Items[i])
-	}
-	var tcps gwapiv1.TCPRouteList
-	if err := r.List(ctx, &tcps, opts...); err != nil {
-		return nil, err
-	}
-	for i := range tcps.Items {
-		res.TCPRoutes = append(res.TCPRoutes, &tcps.Items[i])
-	}
-	var udps gwapiv1.UDPRouteList
-	if err := r.List(ctx, &udps, opts...); err != nil {
-		return nil, err
-	}
-	for i := range udps.Items {
-		res.UDPRoutes = append(res.UDPRoutes, &udps.Items[i])
-	}
-	var rgs gwapiv1.ReferenceGrantList
-	if err := r.List(ctx, &rgs, opts...); err != nil {
-		return nil, err
-	}
-	for i := range rgs.Items {
-		res.ReferenceGrants = append(res.ReferenceGrants, &rgs.Items[i])
-	}
-	var svcs corev1.ServiceList
-	if err := r.List(ctx, &svcs, opts...); err != nil {
-		return nil, err
-	}
-	for i := range svcs.Items {
-		res.Services = append(res.Services, &svcs.Items[i])
-	}
-	var eps discoveryv1.EndpointSliceList
-	if err := r.List(ctx, &eps, opts...); err != nil {
-		return nil, err
-	}
-	for i := range eps.Items {
-		res.EndpointSlices = append(res.EndpointSlices, &eps.Items[i])
-	}
-	nsList := metadataListOf("Namespace")
-	if err := r.List(ctx, nsList, opts...); err != nil {
-		return nil, err
-	}
-	for i := range nsList.Items {
-		res.Namespaces = append(res.Namespaces, &corev1.Namespace{ObjectMeta: nsList.Items[i].ObjectMeta})
-	}
-
-	var pols gwapiv1.BackendTLSPolicyList
-	if err := r.List(ctx, &pols, opts...); err != nil {
-		return nil, err
-	}
-	for i := range pols.Items {
-		res.BackendTLSPolicies = append(res.BackendTLSPolicies, &pols.Items[i])
-	}
-
-	var ics networkingv1.IngressClassList
-	if err := r.List(ctx, &ics, opts...); err != nil {
-		return nil, err
-	}
-	for i := range ics.Items {
-		res.IngressClasses = append(res.IngressClasses, &ics.Items[i])
-	}
-	var ings networkingv1.IngressList
-	if err := r.List(ctx, &ings, opts...); err != nil {
-		return nil, err
-	}
-	for i := range ings.Items {
-		res.Ingresses = append(res.Ingresses, &ings.Items[i])
-	}
-	// Our IngressClassParameters CRD may be missing (`helm upgrade` does
-	// not install new CRDs): then no class has parameters, which the
-	// classes that reference some report, and everything else is served.
-	var icps v1alpha1.IngressClassParametersList
-	if err := r.List(ctx, &icps, opts...); err != nil && !meta.IsNoMatchError(err) {
-		return nil, err
-	}
-	for i := range icps.Items {
-		res.IngressClassParameters = append(res.IngressClassParameters, &icps.Items[i])
+	for _, k := range resources.Kinds() {
+		var objs []resources.Object
+		switch k {
+		case resources.SecretKind, resources.ConfigMapKind:
+			continue
+		case resources.NamespaceKind:
+			list := metadataListOf(k.Name())
+			if err := r.List(ctx, list, opts...); err != nil {
+				return nil, err
+			}
+			for i := range list.Items {
+				objs = append(objs, &corev1.Namespace{ObjectMeta: list.Items[i].ObjectMeta})
+			}
+		default:
+			list, err := newList(scheme, k)
+			if err != nil {
+				return nil, err
+			}
+			if err := r.List(ctx, list, opts...); err != nil {
+				if optionalKind(k) && meta.IsNoMatchError(err) {
+					continue
+				}
+				return nil, err
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				return nil, err
+			}
+			for _, o := range items {
+				objs = append(objs, o.(resources.Object))
+			}
+		}
+		if len(objs) > 0 {
+			k.SetObjects(res, objs)
+		}
 	}
 	return res, nil
 }
+
+// newList returns an empty list of k's objects, of the type scheme
+// registers for k's kind and group ("<Kind>List").
+func newList(scheme *runtime.Scheme, k resources.Kind) (client.ObjectList, error) {
+	gvks, _, err := scheme.ObjectKinds(k.New())
+	if err != nil {
+		return nil, err
+	}
+	for _, gvk := range gvks {
+		if gvk.Group != k.Group() || gvk.Kind != k.Name() {
+			continue
+		}
+		gvk.Kind += "List"
+		o, err := scheme.New(gvk)
+		if err != nil {
+			return nil, err
+		}
+		if list, ok := o.(client.ObjectList); ok {
+			return list, nil
+		}
+	}
+	return nil, fmt.Errorf("no list type of %s in the scheme", k.Name())
+}
+
+// optionalKind says whether the CRD of k may be missing: our own CRDs
+// (group of api/v1alpha1), which a `helm upgrade` does not install when
+// they are new. Such a kind is then not watched and has no objects; the
+// translation reports what needed them (an IngressClass whose parameters
+// are missing).
+func optionalKind(k resources.Kind) bool { return k.Group() == v1alpha1.GroupVersion.Group }
 
 // ReferencedSecrets are the Secrets that Gateways of our classes reference
 // in their TLS listeners' certificateRefs and their spec.tls.backend

@@ -60,6 +60,10 @@ func installChart(t *testing.T, dir, mode, channel string) {
 		prepareGatewayAPICRDs(t, kc, dir, fmt.Sprint(gw["channel"]))
 	}
 	getter := &genericclioptions.ConfigFlags{KubeConfig: &kc, Namespace: &ns}
+	// Helm 4 applies server-side, as field manager "helm" like its CLI
+	// and the cluster e2e (by default a Go program's binary name, which
+	// differs between the two runners and made their installs conflict).
+	kube.ManagedFieldsManager = "helm"
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(helmLog(t)))
 	if err := cfg.Init(getter, releaseNamespace, "secret"); err != nil {
 		t.Fatal(err)
@@ -70,6 +74,7 @@ func installChart(t *testing.T, dir, mode, channel string) {
 		up.Namespace = releaseNamespace
 		up.WaitStrategy = kube.StatusWatcherStrategy
 		up.Timeout = 3 * time.Minute
+		up.ForceConflicts = true // the release owns what the chart renders, whoever applied it last
 		if _, err := up.Run(releaseName, ch, vals); err != nil {
 			t.Fatalf("helm upgrade (mode %s): %v", mode, err)
 		}
@@ -80,6 +85,7 @@ func installChart(t *testing.T, dir, mode, channel string) {
 		in.CreateNamespace = true
 		in.WaitStrategy = kube.StatusWatcherStrategy
 		in.Timeout = 3 * time.Minute
+		in.ForceConflicts = true // the release owns what the chart renders, whoever applied it last
 		if _, err := in.Run(ch, vals); err != nil {
 			t.Fatalf("helm install (mode %s): %v", mode, err)
 		}

@@ -235,6 +235,7 @@ func (e *env) helmInstallValues(mode string, values map[string]any) {
 	in.CreateNamespace = true
 	in.WaitStrategy = kube.StatusWatcherStrategy
 	in.Timeout = 3 * time.Minute
+	in.ForceConflicts = true // the release owns what the chart renders, whoever applied it last
 	start := time.Now()
 	if _, err := in.Run(ch, values); err != nil {
 		e.dumpState()
@@ -285,6 +286,7 @@ func (e *env) helmUpgrade(mode string) {
 	up.Namespace = releaseNamespace
 	up.WaitStrategy = kube.StatusWatcherStrategy
 	up.Timeout = 3 * time.Minute
+	up.ForceConflicts = true
 	start := time.Now()
 	if _, err := up.Run(releaseName, ch, chartValues(mode)); err != nil {
 		e.dumpState()
@@ -303,6 +305,11 @@ func (e *env) helmConfig() *action.Configuration {
 	if os.Getenv("E2E_HELM_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
+	// Helm 4 applies server-side, as field manager "helm" like its CLI
+	// (by default a Go program's binary name: e2e-cluster.test here,
+	// conformance.test in the conformance runner, whose installs of the
+	// same chart then conflicted with this one's).
+	kube.ManagedFieldsManager = "helm"
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(e.t.Output(), &slog.HandlerOptions{Level: level})))
 	if err := cfg.Init(getter, releaseNamespace, "secret"); err != nil {
 		e.t.Fatal(err)

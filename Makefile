@@ -57,7 +57,7 @@ FUZZTIME ?= 2m
 fuzz: ## fuzz translate + pre-validation (FuzzTranslate: YAML, FuzzHTTPRouteFields: typed values) and the RE2 check (FuzzProgramSize), FUZZTIME each (default 2m)
 	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
 	$(GO) test ./pkg/translate -run '^$$' -fuzz '^FuzzHTTPRouteFields$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
-	$(GO) test ./internal/re2 -run '^$$' -fuzz '^FuzzProgramSize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
+	$(GO) test ./pkg/re2 -run '^$$' -fuzz '^FuzzProgramSize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 2
 
 generate: ## regenerate deep-copy code
 	$(CONTROLLER_GEN) object paths=./pkg/ir/...

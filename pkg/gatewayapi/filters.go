@@ -6,8 +6,8 @@ import (
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/xds-controller/xds-controller/internal/re2"
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/re2"
 )
 
 // filters translates a rule's filters (HTTPRouteRule filters, or a

@@ -42,7 +42,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/xds-controller/xds-controller/internal/memo"
+	"github.com/xds-controller/xds-controller/pkg/memo"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 

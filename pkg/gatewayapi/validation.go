@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/xds-controller/xds-controller/internal/re2"
+	"github.com/xds-controller/xds-controller/pkg/re2"
 )
 
 // This file holds the value rules the translator enforces on user input.

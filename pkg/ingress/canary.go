@@ -17,9 +17,9 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"github.com/xds-controller/xds-controller/internal/re2"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/re2"
 )
 
 // canary is what a canary Ingress asks for.

@@ -12,9 +12,9 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"github.com/xds-controller/xds-controller/internal/re2"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/re2"
 )
 
 // pathMatch is one path of an Ingress rule as served.

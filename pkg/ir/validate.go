@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/xds-controller/xds-controller/internal/re2"
+	"github.com/xds-controller/xds-controller/pkg/re2"
 )
 
 var errNotDurationString = errors.New("ir: duration must be a quoted Go duration string such as \"1.5s\"")

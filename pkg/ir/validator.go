@@ -1,7 +1,7 @@
 package ir
 
 import (
-	"github.com/xds-controller/xds-controller/internal/memo"
+	"github.com/xds-controller/xds-controller/pkg/memo"
 )
 
 // Validator validates IRs one after the other (Validator.Validate),

@@ -53,9 +53,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/xds-controller/xds-controller/internal/memo"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
+	"github.com/xds-controller/xds-controller/pkg/memo"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 

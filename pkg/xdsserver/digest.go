@@ -27,7 +27,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/xds-controller/xds-controller/internal/memo"
+	"github.com/xds-controller/xds-controller/pkg/memo"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 
-	"github.com/xds-controller/xds-controller/internal/memo"
+	"github.com/xds-controller/xds-controller/pkg/memo"
 )
 
 // Per-type caches. go-control-plane's snapshot cache answers every delta

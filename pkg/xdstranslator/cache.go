@@ -28,8 +28,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
-	"github.com/xds-controller/xds-controller/internal/memo"
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/memo"
 )
 
 // Cache carries rendered Envoy resources from one translation to the next

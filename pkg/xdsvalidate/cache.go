@@ -16,7 +16,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 
-	"github.com/xds-controller/xds-controller/internal/memo"
+	"github.com/xds-controller/xds-controller/pkg/memo"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 

@@ -27,9 +27,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xds-controller/xds-controller/internal/memo"
-	"github.com/xds-controller/xds-controller/internal/re2"
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/memo"
+	"github.com/xds-controller/xds-controller/pkg/re2"
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 

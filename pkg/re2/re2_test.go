@@ -156,7 +156,7 @@ func TestAgainstEnvoy(t *testing.T) {
 	}
 }
 
-// TestCorpusAgainstEnvoy checks internal/re2 against Envoy on
+// TestCorpusAgainstEnvoy checks pkg/re2 against Envoy on
 // testdata/corpus.txt (one JSON string a line: random expressions of a
 // small grammar and what FuzzProgramSize found interesting in two runs of
 // 3 minutes): the same verdict on every one, and the same program size
@@ -188,7 +188,7 @@ func TestCorpusAgainstEnvoy(t *testing.T) {
 	}
 	sizes, err := envoySizes(t, envoy, accepted)
 	if err != nil {
-		t.Fatalf("Envoy refuses an expression internal/re2 accepts: %v", err)
+		t.Fatalf("Envoy refuses an expression pkg/re2 accepts: %v", err)
 	}
 	exact := 0
 	for _, e := range accepted {

@@ -102,10 +102,13 @@ type RouteKey = ir.ObjectKey
 //     certificate a Gateway presents to TLS backends (spec.tls.backend);
 //   - listenersets.go: the ListenerSets those Gateways admit, whose
 //     listeners join the Gateway's, and their status;
+//   - routekinds.go: the table of route kinds (each kind's reader, status
+//     hook, listener protocols, order);
 //   - routes.go: routes of every kind attached to those Gateways
 //     (parentRefs, listeners, hostnames, kinds sharing a hostname) and
 //     their status;
-//   - httproute.go, grpcroute.go: what each kind's rules are; rules.go,
+//   - httproute.go, grpcroute.go, l4routes.go: what each kind's rules
+//     are; rules.go,
 //     filters.go, backends.go: the rule machinery they share (filters,
 //     backendRefs, ReferenceGrants);
 //   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
@@ -115,7 +118,8 @@ type RouteKey = ir.ObjectKey
 //   - policy.go, policystatus.go: policy attachment (GEP-713) for every
 //     policy kind, and their status; backendtls.go: BackendTLSPolicy;
 //   - incremental.go: what a Cache keeps from one run to the next;
-//     assemble.go: the IR and status of a run;
+//     assemble.go: the IR and status of a run; refs.go: the Cache's
+//     indexes as pkg/ingress resolves references through them (Cache.Refs);
 //   - translator.go: the translator, which holds one run's snapshot,
 //     indexes and the state of every Gateway and listener.
 func Translate(res *resources.Resources, opts Options) *Result {

@@ -37,6 +37,9 @@ type Kind interface {
 	Len(r *Resources) int
 	// Objects returns the kind's list in r as a new slice.
 	Objects(r *Resources) []Object
+	// Get returns the object namespace/name of the kind's list in r, which
+	// must be sorted (Resources.Sort): the first of several with that name.
+	Get(r *Resources, namespace, name string) (Object, bool)
 	// SetObjects replaces the kind's list in r with objs, in their order.
 	// It panics when an object is of another type (a programming error).
 	SetObjects(r *Resources, objs []Object)
@@ -77,6 +80,18 @@ func (k *TypedKind[T]) Objects(r *Resources) []Object {
 		out[i] = o
 	}
 	return out
+}
+
+// Get implements Kind.
+func (k *TypedKind[T]) Get(r *Resources, namespace, name string) (Object, bool) {
+	l := *k.list(r)
+	i, ok := slices.BinarySearchFunc(l, [2]string{namespace, name}, func(o T, key [2]string) int {
+		return cmp.Or(cmp.Compare(o.GetNamespace(), key[0]), cmp.Compare(o.GetName(), key[1]))
+	})
+	if !ok {
+		return nil, false
+	}
+	return l[i], true
 }
 
 // SetObjects implements Kind.

@@ -44,6 +44,12 @@ func TestRegistryCoversResources(t *testing.T) {
 		if objs := k.Objects(&r); objs[0] != a || objs[1] != b {
 			t.Errorf("%s: Sort left %s, %s", k.Name(), objs[0].GetName(), objs[1].GetName())
 		}
+		if o, ok := k.Get(&r, "ns", "b"); !ok || o != b {
+			t.Errorf("%s: Get(ns/b) = %v, %v; want the object b", k.Name(), o, ok)
+		}
+		if o, ok := k.Get(&r, "ns", "c"); ok {
+			t.Errorf("%s: Get(ns/c) found %s", k.Name(), o.GetName())
+		}
 		k.SetObjects(&r, []Object{b})
 		if objs := k.Objects(&r); len(objs) != 1 || objs[0] != b {
 			t.Errorf("%s: SetObjects did not replace the list", k.Name())

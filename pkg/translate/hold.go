@@ -152,31 +152,19 @@ func hold(res *resources.Resources, out *Result, holds Holds) {
 	}
 }
 
-// Generation returns the metadata.generation of the route object key in
-// res (sorted), and whether res has it: an HTTPRoute, a GRPCRoute or an
-// Ingress (Kind gatewayapi.KindIngress).
+// Generation returns the metadata.generation of the object key in res
+// (sorted), and whether res has it; key.Kind is a kind of the snapshot's
+// registry (resources.KindNamed: a route kind, Ingress).
 func Generation(res *resources.Resources, key gatewayapi.RouteKey) (int64, bool) {
-	switch key.Kind {
-	case gatewayapi.KindHTTPRoute:
-		return generationIn(res.HTTPRoutes, key)
-	case gatewayapi.KindGRPCRoute:
-		return generationIn(res.GRPCRoutes, key)
-	case gatewayapi.KindIngress:
-		return generationIn(res.Ingresses, key)
+	k := resources.KindNamed(key.Kind)
+	if k == nil {
+		return 0, false
 	}
-	return 0, false
-}
-
-// generationIn looks key up in list, sorted by namespace then name
-// (resources.Resources.Sort).
-func generationIn[T metav1.Object](list []T, key gatewayapi.RouteKey) (int64, bool) {
-	i, ok := slices.BinarySearchFunc(list, key, func(o T, k gatewayapi.RouteKey) int {
-		return cmp.Or(cmp.Compare(o.GetNamespace(), k.Namespace), cmp.Compare(o.GetName(), k.Name))
-	})
+	o, ok := k.Get(res, key.Namespace, key.Name)
 	if !ok {
 		return 0, false
 	}
-	return list[i].GetGeneration(), true
+	return o.GetGeneration(), true
 }
 
 func compareRouteKeys(a, b gatewayapi.RouteKey) int {

@@ -7,6 +7,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
 
 // Object is an object of the snapshot: a Kubernetes object with metadata
@@ -135,6 +140,19 @@ func KindNamed(name string) Kind {
 	for _, k := range registry {
 		if k.Name() == name {
 			return k
+		}
+	}
+	return nil
+}
+
+// AddToScheme registers in s the API groups of every kind of the snapshot
+// (client-go's built-in groups, the Gateway API's v1 and v1beta1, ours),
+// so that a provider can decode and watch every kind of the registry.
+// It returns the first registration error.
+func AddToScheme(s *runtime.Scheme) error {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwapiv1.Install, gwapiv1beta1.Install, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return err
 		}
 	}
 	return nil

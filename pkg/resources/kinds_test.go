@@ -3,6 +3,8 @@ package resources
 import (
 	"reflect"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // TestRegistryCoversResources: every list of Resources is one kind of the
@@ -53,6 +55,16 @@ func TestRegistryCoversResources(t *testing.T) {
 		k.SetObjects(&r, []Object{b})
 		if objs := k.Objects(&r); len(objs) != 1 || objs[0] != b {
 			t.Errorf("%s: SetObjects did not replace the list", k.Name())
+		}
+	}
+	s := runtime.NewScheme()
+	if err := AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range Kinds() {
+		gvks, _, err := s.ObjectKinds(k.New())
+		if err != nil || len(gvks) == 0 || gvks[0].Kind != k.Name() || gvks[0].Group != k.Group() {
+			t.Errorf("%s: the scheme knows it as %v (%v), want group %q", k.Name(), gvks, err, k.Group())
 		}
 	}
 	if KindNamed("NoSuchKind") != nil {

@@ -23,11 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
-	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
@@ -47,10 +45,8 @@ func (e *LoadError) Unwrap() error { return e.Err }
 
 var decoder = func() runtime.Decoder {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwapiv1.Install, gwapiv1beta1.Install, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
+	if err := resources.AddToScheme(s); err != nil {
+		panic(err)
 	}
 	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }()

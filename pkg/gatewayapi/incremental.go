@@ -159,7 +159,7 @@ func sameGatewayInputs(a, b *resources.Resources) bool {
 // (same pointers, same order).
 func samePolicies(a, b *resources.Resources) bool {
 	for _, k := range policyKinds {
-		if !slices.Equal(k.objects(a), k.objects(b)) {
+		if !k.same(a, b) {
 			return false
 		}
 	}

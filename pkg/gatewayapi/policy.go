@@ -169,9 +169,12 @@ type policyKindSpec[T resources.Object] struct {
 
 // policyKind is a registered policy kind, its spec made untyped.
 type policyKind struct {
-	name         string
-	newObject    func() resources.Object
-	objects      func(*resources.Resources) []resources.Object
+	name      string
+	newObject func() resources.Object
+	objects   func(*resources.Resources) []resources.Object
+	// same says whether two snapshots hold the same objects of the kind
+	// (same pointers, same order), without copying their lists.
+	same         func(a, b *resources.Resources) bool
 	targets      []targetKind
 	targetRefs   func(resources.Object) []gwapiv1.LocalPolicyTargetReferenceWithSectionName
 	status       func(resources.Object) *gwapiv1.PolicyStatus // nil for an object of another kind
@@ -201,6 +204,9 @@ func registerPolicyKind[T resources.Object](src policySource[T], spec policyKind
 				}
 			}
 			return out
+		},
+		same: func(a, b *resources.Resources) bool {
+			return slices.EqualFunc(src.List(a), src.List(b), func(x, y T) bool { return any(x) == any(y) })
 		},
 		targets: spec.targets,
 		targetRefs: func(o resources.Object) []gwapiv1.LocalPolicyTargetReferenceWithSectionName {

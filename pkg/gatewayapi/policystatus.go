@@ -7,7 +7,6 @@ package gatewayapi
 // providers see it (PolicyKind).
 
 import (
-	"cmp"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -105,9 +104,7 @@ func (t *translator) policyStatus() map[PolicyKey]*gwapiv1.PolicyStatus {
 		if len(gws) == 0 {
 			continue
 		}
-		slices.SortFunc(gws, func(a, b types.NamespacedName) int {
-			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-		})
+		slices.SortFunc(gws, compareNN)
 		gen := st.obj.GetGeneration()
 		out := &gwapiv1.PolicyStatus{Ancestors: []gwapiv1.PolicyAncestorStatus{}}
 		for _, g := range gws {

@@ -12,10 +12,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/kube"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -83,10 +85,19 @@ func apiServer(t *testing.T) (string, dynamic.Interface) {
 
 // readmeInstall runs what the README's first screen says, with Helm 4's
 // install action set up as its CLI sets it up (helm's cli.EnvSettings: its
-// client getter and discovery cache; no --wait: hooks only):
-// `helm install xds-controller charts/xds-controller -n xds-system
-// --create-namespace`, against kubeconfig, with caches of the test's own.
-func readmeInstall(t *testing.T, kubeconfig string) *release.Release {
+// client getter and discovery cache): `helm install xds-controller
+// charts/xds-controller -n xds-system --create-namespace --wait`, against
+// kubeconfig, with caches of the test's own. --wait is what makes the
+// install on a bare cluster deterministic: Helm 4 then waits until the
+// release's objects are ready, the Gateway API CRDs Established among them,
+// before it runs the post-install hook that creates the GatewayClass;
+// without it the hook raced the CRDs (the API server did not serve
+// GatewayClass yet: "ensure CRDs are installed first", about one run in
+// five on a loaded machine). The envtest API server runs no controllers,
+// so the test plays Kubernetes' Deployment controller for the controller's
+// Deployment (installed with replicas 0: nothing to schedule) while Helm
+// waits (deploymentController); everything else is the README's.
+func readmeInstall(t *testing.T, kubeconfig string, dyn dynamic.Interface) *release.Release {
 	t.Helper()
 	t.Setenv("KUBECONFIG", kubeconfig)
 	t.Setenv("KUBECACHEDIR", t.TempDir())
@@ -106,12 +117,51 @@ func readmeInstall(t *testing.T, kubeconfig string) *release.Release {
 	}
 	in := action.NewInstall(cfg)
 	in.ReleaseName, in.Namespace, in.CreateNamespace = "xds-controller", ns, true
-	in.WaitStrategy = "hookOnly"
-	r, err := in.Run(ch, nil)
+	in.WaitStrategy = kube.StatusWatcherStrategy // --wait
+	in.Timeout = 2 * time.Minute
+	stop := deploymentController(t, dyn, ns, "xds-controller")
+	defer stop()
+	r, err := in.Run(ch, map[string]any{"replicas": 0})
 	if err != nil {
-		t.Fatalf("helm install xds-controller charts/xds-controller -n xds-system --create-namespace: %v", err)
+		t.Fatalf("helm install xds-controller charts/xds-controller -n xds-system --create-namespace --wait: %v", err)
 	}
 	return r.(*release.Release)
+}
+
+// deploymentController writes, until stop is called, the status that
+// Kubernetes' Deployment controller gives Deployment ns/name once its
+// replicas are available (observedGeneration, Available, Progressing with
+// reason NewReplicaSetAvailable), so that Helm's --wait sees it ready on an
+// API server without controllers. It only writes status, once per
+// generation.
+func deploymentController(t *testing.T, dyn dynamic.Interface, ns, name string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var written int64
+		for ctx.Err() == nil {
+			d, err := dyn.Resource(deploymentGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && d.GetGeneration() != written {
+				now := time.Now().UTC().Format(time.RFC3339)
+				cond := func(typ, reason string) map[string]any {
+					return map[string]any{"type": typ, "status": "True", "reason": reason, "lastUpdateTime": now, "lastTransitionTime": now}
+				}
+				d.Object["status"] = map[string]any{
+					"observedGeneration": d.GetGeneration(),
+					"conditions":         []any{cond("Available", "MinimumReplicasAvailable"), cond("Progressing", "NewReplicaSetAvailable")},
+				}
+				if _, err := dyn.Resource(deploymentGVR).Namespace(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err == nil {
+					written = d.GetGeneration()
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // gatewayAPICRDsOn lists the Gateway API CRDs on the API server, name ->
@@ -141,7 +191,7 @@ func TestREADMEInstallOnABareAPIServer(t *testing.T) {
 	if n := len(gatewayAPICRDsOn(t, dyn)); n != 0 {
 		t.Fatalf("the API server has %d Gateway API CRDs before the install", n)
 	}
-	rel := readmeInstall(t, kubeconfig)
+	rel := readmeInstall(t, kubeconfig, dyn)
 	t.Logf("NOTES:\n%s", rel.Info.Notes)
 	crds := gatewayAPICRDsOn(t, dyn)
 	var std []string
@@ -206,7 +256,7 @@ func TestREADMEInstallBesideAnotherImplementation(t *testing.T) {
 	if len(before) != len(standardCRDs) {
 		t.Fatalf("%d CRDs created, want %d", len(before), len(standardCRDs))
 	}
-	rel := readmeInstall(t, kubeconfig)
+	rel := readmeInstall(t, kubeconfig, dyn)
 	after := gatewayAPICRDsOn(t, dyn)
 	for n, crd := range before {
 		a := after[n]

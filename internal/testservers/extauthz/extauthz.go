@@ -119,6 +119,14 @@ func (s *Server) On(m Match, d Decision) {
 	s.rules = append(s.rules, rule{m, d})
 }
 
+// Reset drops every rule: later checks are allowed until On adds rules
+// again. The record of checks is kept.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules = nil
+}
+
 // Checks returns a copy of the checks seen so far, oldest first.
 func (s *Server) Checks() []Check {
 	s.mu.Lock()

@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -22,7 +23,7 @@ func StartHTTP(t testing.TB, pathPrefix string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{}
+	hs := &http.Server{ErrorLog: log.New(io.Discard, "", 0)}
 	s := newServer(lis.Addr().String(), func() { _ = hs.Close() })
 	hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -33,7 +34,9 @@ func StartHTTP(t testing.TB, pathPrefix string) *Server {
 		}
 		d, ok := s.decide(r.Context(), c)
 		if !ok {
-			return
+			// The client gave up or the server stops: abort the
+			// connection rather than answer (an empty 200 would allow).
+			panic(http.ErrAbortHandler)
 		}
 		for k, v := range d.Headers {
 			w.Header().Set(k, v)

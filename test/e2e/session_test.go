@@ -1,0 +1,320 @@
+package e2e
+
+// HTTPRoute rule sessionPersistence (GEP-1619, experimental) through the
+// real controller and Envoy: two replicas of one Service on loopback
+// (127.0.0.1 and 127.0.0.2, one port), a rule with a cookie, one with a
+// permanent cookie, one with a header and one without.
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sessionRequests is how many requests each step of the tests sends.
+const sessionRequests = 20
+
+// replica is one endpoint of the Service sticky: an HTTP server on addr
+// that answers its name.
+type replica struct {
+	name, addr string
+	srv        *http.Server
+	done       chan struct{}
+}
+
+// startReplicas starts two replicas, "one" on 127.0.0.1 and "two" on
+// 127.0.0.2, on one free port (an EndpointSlice has one port for all its
+// endpoints), and returns them and the port.
+func startReplicas(t *testing.T) ([2]*replica, int) {
+	t.Helper()
+	for range 50 {
+		port := freePort(t)
+		l1, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port))
+		if err != nil {
+			l1.Close()
+			continue
+		}
+		var rs [2]*replica
+		for i, l := range []net.Listener{l1, l2} {
+			r := &replica{name: []string{"one", "two"}[i], addr: l.Addr().(*net.TCPAddr).IP.String(), done: make(chan struct{})}
+			r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				fmt.Fprint(w, r.name)
+			}), ReadHeaderTimeout: 5 * time.Second}
+			go func() { _ = r.srv.Serve(l); close(r.done) }()
+			t.Cleanup(r.stop)
+			rs[i] = r
+		}
+		return rs, port
+	}
+	t.Fatal("no port free on both 127.0.0.1 and 127.0.0.2")
+	return [2]*replica{}, 0
+}
+
+// stop closes the replica's listener and connections; a stopped replica
+// refuses connections.
+func (r *replica) stop() {
+	_ = r.srv.Close()
+	<-r.done
+}
+
+// sessionRoutesYAML: the HTTPRoute sticky for sticky.example.com, whose
+// rules all go to the Service sticky: /cookie with a session cookie named
+// sticky, /permanent with a permanent cookie (Max-Age one hour) of a
+// generated name, /header with the header x-session, /none without
+// session persistence; and /forged-target, for the Service outsider.
+const sessionRoutesYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: sticky, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [sticky.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /cookie}}]
+    sessionPersistence: {type: Cookie, cookie: {name: sticky}}
+    backendRefs: [{name: sticky, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /permanent}}]
+    sessionPersistence: {absoluteTimeout: 1h, cookie: {lifetimeType: Permanent}}
+    backendRefs: [{name: sticky, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /header}}]
+    sessionPersistence: {type: Header, header: {name: x-session}}
+    backendRefs: [{name: sticky, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /none}}]
+    backendRefs: [{name: sticky, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /outsider}}]
+    backendRefs: [{name: outsider, port: 80}]
+`
+
+// sessionFixture serves sessionRoutesYAML with the Service sticky on the
+// addresses of rs (at port) and outsider on its own server; renderSticky
+// rewrites the Service's EndpointSlice with only the replicas given.
+type sessionFixture struct {
+	*fixture
+	rs           [2]*replica
+	port         int
+	outsider     int
+	renderSticky func(rs ...*replica)
+}
+
+func startSession(t *testing.T) *sessionFixture {
+	rs, port := startReplicas(t)
+	s := &sessionFixture{rs: rs, port: port, outsider: portOf(backend(t, "outsider"))}
+	s.fixture = startWith(t, func(f *fixture) {
+		s.renderSticky = func(live ...*replica) {
+			addrs := make([]string, 0, len(live))
+			for _, r := range live {
+				addrs = append(addrs, r.addr)
+			}
+			render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
+				"GatewayPort": f.gwPort,
+				"Backends": []gatewayBackend{
+					{Name: "sticky", Port: port, Addresses: addrs},
+					{Name: "outsider", Port: s.outsider},
+				},
+			})
+		}
+		s.renderSticky(rs[0], rs[1])
+		render(t, filepath.Join(f.dir, "routes.yaml"), sessionRoutesYAML, nil)
+	})
+	took := poll(t, "sticky.example.com served", func() error {
+		if r := s.send(s.gwPort, "sticky.example.com", "/none"); r.status != 200 || (r.body != "one" && r.body != "two") {
+			return fmt.Errorf("%d %q", r.status, r.body)
+		}
+		return nil
+	})
+	t.Logf("sticky route answered after %s", took.Round(time.Millisecond))
+	return s
+}
+
+// spread sends sessionRequests requests for path with the headers given
+// and counts the answers by body, those other than 200 as "status <n>".
+func (s *sessionFixture) spread(path string, headers ...string) map[string]int {
+	got := map[string]int{}
+	for range sessionRequests {
+		r := s.send(s.gwPort, "sticky.example.com", path, headers...)
+		if r.status != 200 {
+			got[fmt.Sprintf("status %d", r.status)]++
+			continue
+		}
+		got[r.body]++
+	}
+	return got
+}
+
+// replicaNamed is the replica whose name is body.
+func (s *sessionFixture) replicaNamed(t *testing.T, body string) (pinned, other *replica) {
+	t.Helper()
+	switch body {
+	case s.rs[0].name:
+		return s.rs[0], s.rs[1]
+	case s.rs[1].name:
+		return s.rs[1], s.rs[0]
+	}
+	t.Fatalf("answer %q is no replica's", body)
+	return nil, nil
+}
+
+// sessionCookie is the Set-Cookie of r named name, and its value.
+func sessionCookie(t *testing.T, r reply, name string) (setCookie, value string) {
+	t.Helper()
+	for _, sc := range r.header.Values("Set-Cookie") {
+		if c, err := http.ParseSetCookie(sc); err == nil && c.Name == name {
+			return sc, c.Value
+		}
+	}
+	t.Fatalf("no Set-Cookie %s in %v", name, r.header)
+	return "", ""
+}
+
+// TestSessionPersistenceCookie shows a rule's cookie sessionPersistence:
+// the first answer sets the cookie (Path=/, HttpOnly, SameSite=Strict, no
+// Max-Age or Expires: a session cookie), and every request that carries
+// it reaches the replica that set it, while requests without it, or on a
+// rule without sessionPersistence, reach both replicas. When that replica
+// is gone (stopped, and out of the Service's EndpointSlice, as Kubernetes
+// does for a pod that stops), the request with the cookie reaches the
+// other one and its answer sets a new cookie, which then sticks to it. A
+// permanent cookie has Max-Age, the absoluteTimeout. A forged cookie that
+// names an endpoint of another Service reaches no one but the rule's own
+// replicas.
+func TestSessionPersistenceCookie(t *testing.T) {
+	s := startSession(t)
+
+	if got := s.spread("/none"); got["one"] == 0 || got["two"] == 0 {
+		t.Fatalf("without sessionPersistence: %v, want both replicas", got)
+	} else {
+		t.Logf("without sessionPersistence: %v", got)
+	}
+	if got := s.spread("/cookie"); got["one"] == 0 || got["two"] == 0 {
+		t.Fatalf("sessionPersistence, requests without the cookie: %v, want both replicas", got)
+	} else {
+		t.Logf("sessionPersistence, requests without the cookie: %v", got)
+	}
+
+	first := s.send(s.gwPort, "sticky.example.com", "/cookie")
+	set, value := sessionCookie(t, first, "sticky")
+	t.Logf("first answer %q: Set-Cookie: %s", first.body, set)
+	for _, want := range []string{"Path=/", "HttpOnly", "SameSite=Strict"} {
+		if !strings.Contains(set, want) {
+			t.Errorf("Set-Cookie %q lacks %s", set, want)
+		}
+	}
+	if strings.Contains(set, "Max-Age") || strings.Contains(set, "Expires") {
+		t.Errorf("session cookie %q has Max-Age or Expires", set)
+	}
+	pinned, other := s.replicaNamed(t, first.body)
+	if got := s.spread("/cookie", "Cookie", "sticky="+value); got[pinned.name] != sessionRequests {
+		t.Fatalf("with the cookie: %v, want all %d on %s", got, sessionRequests, pinned.name)
+	}
+	t.Logf("with the cookie: all %d on %s", sessionRequests, pinned.name)
+
+	// The cookie's value is the base64 of Envoy's cookie message, whose
+	// field 1 is the endpoint's "address:port": a client can write one.
+	// Naming the other replica, it reaches that replica: a client picks
+	// its replica among the rule's endpoints. Naming the outsider
+	// Service's endpoint, which is no host of the sticky cluster, it is
+	// load balanced as if it had none: a cookie never reaches an endpoint
+	// outside the backend the route chose.
+	forge := func(addr string) string {
+		return "sticky=" + base64.StdEncoding.EncodeToString(append([]byte{0x0a, byte(len(addr))}, addr...))
+	}
+	if got := s.spread("/cookie", "Cookie", forge(fmt.Sprintf("%s:%d", other.addr, s.port))); got[other.name] != sessionRequests {
+		t.Fatalf("forged cookie naming replica %s: %v, want all on it", other.name, got)
+	} else {
+		t.Logf("forged cookie naming replica %s: %v", other.name, got)
+	}
+	if got := s.spread("/cookie", "Cookie", forge(fmt.Sprintf("127.0.0.1:%d", s.outsider))); got["outsider"] != 0 || got["one"] == 0 || got["two"] == 0 {
+		t.Fatalf("forged cookie naming the outsider: %v, want both replicas and never the outsider", got)
+	} else {
+		t.Logf("forged cookie naming the outsider: %v", got)
+	}
+
+	perm := s.send(s.gwPort, "sticky.example.com", "/permanent")
+	if !regexp.MustCompile(`^session-[0-9a-f]{16}=`).MatchString(perm.header.Get("Set-Cookie")) ||
+		!strings.Contains(perm.header.Get("Set-Cookie"), "Max-Age=3600") {
+		t.Errorf("permanent cookie: Set-Cookie %q, want a generated name and Max-Age=3600", perm.header.Get("Set-Cookie"))
+	} else {
+		t.Logf("permanent cookie: Set-Cookie: %s", perm.header.Get("Set-Cookie"))
+	}
+
+	// The pinned replica stops, and leaves the EndpointSlice.
+	pinned.stop()
+	s.renderSticky(other)
+	poll(t, "the stopped replica out of the cluster", func() error {
+		if got := s.spread("/none"); got[other.name] != sessionRequests {
+			return fmt.Errorf("%v", got)
+		}
+		return nil
+	})
+	moved := s.send(s.gwPort, "sticky.example.com", "/cookie", "Cookie", "sticky="+value)
+	if moved.status != 200 || moved.body != other.name {
+		t.Fatalf("with the cookie of the stopped replica: %d %q, want %s", moved.status, moved.body, other.name)
+	}
+	set2, value2 := sessionCookie(t, moved, "sticky")
+	if value2 == value {
+		t.Fatalf("the answer of the other replica kept the old cookie %q", set2)
+	}
+	t.Logf("with the cookie of the stopped replica: %s, new Set-Cookie: %s", moved.body, set2)
+	if got := s.spread("/cookie", "Cookie", "sticky="+value2); got[other.name] != sessionRequests {
+		t.Fatalf("with the new cookie: %v, want all on %s", got, other.name)
+	}
+
+	s.waitOutput("sticky status", 0, regexp.MustCompile(regexp.QuoteMeta(
+		"HTTPRoute default/sticky -> default/gw: Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)")), l4Deadline)
+}
+
+// TestSessionPersistenceHeader is TestSessionPersistenceCookie for a
+// header: the first answer carries the header x-session, and every
+// request that carries it back reaches the same replica, until that
+// replica is gone: then the other one answers, with a new x-session.
+func TestSessionPersistenceHeader(t *testing.T) {
+	s := startSession(t)
+
+	if got := s.spread("/header"); got["one"] == 0 || got["two"] == 0 {
+		t.Fatalf("requests without the header: %v, want both replicas", got)
+	}
+	first := s.send(s.gwPort, "sticky.example.com", "/header")
+	session := first.header.Get("x-session")
+	if session == "" {
+		t.Fatalf("first answer %q has no x-session header: %v", first.body, first.header)
+	}
+	t.Logf("first answer %q: x-session: %s", first.body, session)
+	pinned, other := s.replicaNamed(t, first.body)
+	if got := s.spread("/header", "x-session", session); got[pinned.name] != sessionRequests {
+		t.Fatalf("with the header: %v, want all %d on %s", got, sessionRequests, pinned.name)
+	}
+	t.Logf("with the header: all %d on %s", sessionRequests, pinned.name)
+	if got := s.spread("/none", "x-session", session); got["one"] == 0 || got["two"] == 0 {
+		t.Fatalf("the header on the rule without sessionPersistence: %v, want both replicas", got)
+	}
+
+	pinned.stop()
+	s.renderSticky(other)
+	poll(t, "the stopped replica out of the cluster", func() error {
+		if got := s.spread("/none"); got[other.name] != sessionRequests {
+			return fmt.Errorf("%v", got)
+		}
+		return nil
+	})
+	moved := s.send(s.gwPort, "sticky.example.com", "/header", "x-session", session)
+	if moved.status != 200 || moved.body != other.name {
+		t.Fatalf("with the header of the stopped replica: %d %q, want %s", moved.status, moved.body, other.name)
+	}
+	session2 := moved.header.Get("x-session")
+	if session2 == "" || session2 == session {
+		t.Fatalf("the other replica's answer has x-session %q, want a new one", session2)
+	}
+	t.Logf("with the header of the stopped replica: %s, new x-session: %s", moved.body, session2)
+	if got := s.spread("/header", "x-session", session2); got[other.name] != sessionRequests {
+		t.Fatalf("with the new header: %v, want all on %s", got, other.name)
+	}
+}

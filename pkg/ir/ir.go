@@ -415,6 +415,10 @@ type SessionPersistence struct {
 	// Nil: a session cookie (no Expires, no Max-Age) that never expires
 	// at the proxy.
 	CookieMaxAge *Duration `json:"cookieMaxAge,omitempty"`
+	// Secure gives the cookie the Secure attribute (browsers send it back
+	// over HTTPS only): set for the routes of HTTPS listeners, whose
+	// clients all speak HTTPS.
+	Secure bool `json:"secure,omitempty"`
 }
 
 // DirectResponse is an answer Envoy gives itself.

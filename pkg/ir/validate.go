@@ -388,8 +388,8 @@ func (v *validator) session(p string, s *SessionPersistence) {
 			v.add(p, fmt.Sprintf("session cookie Max-Age %s is not a whole number of seconds of at least 1s", d.Duration))
 		}
 	case SessionHeader:
-		if s.CookiePath != "" || s.CookieMaxAge != nil {
-			v.add(p, "a session header has no cookie path or Max-Age")
+		if s.CookiePath != "" || s.CookieMaxAge != nil || s.Secure {
+			v.add(p, "a session header has no cookie path, Max-Age or Secure")
 		}
 	default:
 		v.add(p, fmt.Sprintf("session persistence type %q is unknown", s.Type))

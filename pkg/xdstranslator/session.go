@@ -24,10 +24,11 @@ const (
 // statefulSession is a route's StatefulSessionPerRoute for sp:
 //   - Cookie: CookieBasedSessionState with the cookie's name and path, its
 //     ttl the Max-Age of a permanent cookie (none, 0s, for a session
-//     cookie: Envoy then sets neither Max-Age nor Expires), and SameSite
-//     Strict (GEP-1619 "Secure, HttpOnly, SameSite": Envoy adds HttpOnly
-//     itself; Secure is left out, as the same route may serve plain
-//     HTTP, where a Secure cookie is never sent back). Envoy reads and
+//     cookie: Envoy then sets neither Max-Age nor Expires), SameSite
+//     Strict, and Secure for the routes of HTTPS listeners (GEP-1619
+//     "Secure, HttpOnly, SameSite": Envoy adds HttpOnly itself; a plain
+//     HTTP listener's cookie is not Secure, as its clients would never
+//     send it back). Envoy reads and
 //     sets the cookie only for requests whose path is under the cookie's
 //     path.
 //   - Header: HeaderBasedSessionState with the header's name; Envoy adds
@@ -53,6 +54,9 @@ func statefulSession(sp *ir.SessionPersistence) *statefulsessionv3.StatefulSessi
 			Path:       sp.CookiePath,
 			Ttl:        durationpb.New(0),
 			Attributes: []*httpv3.CookieAttribute{{Name: "SameSite", Value: "Strict"}},
+		}
+		if sp.Secure {
+			c.Attributes = append(c.Attributes, &httpv3.CookieAttribute{Name: "Secure"})
 		}
 		if sp.CookieMaxAge != nil {
 			c.Ttl = durationpb.New(sp.CookieMaxAge.Duration)

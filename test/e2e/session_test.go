@@ -6,6 +6,8 @@ package e2e
 // permanent cookie, one with a header and one without.
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -71,8 +73,17 @@ func (r *replica) stop() {
 // rules all go to the Service sticky: /cookie with a session cookie named
 // sticky, /permanent with a permanent cookie (Max-Age one hour) of a
 // generated name, /header with the header x-session, /none without
-// session persistence; and /forged-target, for the Service outsider.
-const sessionRoutesYAML = `apiVersion: gateway.networking.k8s.io/v1
+// session persistence; and /outsider, for the Service outsider. With the
+// HTTPS listener's Secret sticky-cert (.Cert, .Key: base64 PEM).
+const sessionRoutesYAML = `apiVersion: v1
+kind: Secret
+metadata: {name: sticky-cert, namespace: default}
+type: kubernetes.io/tls
+data:
+  tls.crt: {{.Cert}}
+  tls.key: {{.Key}}
+---
+apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: sticky, namespace: default}
 spec:
@@ -99,6 +110,10 @@ spec:
 // rewrites the Service's EndpointSlice with only the replicas given.
 type sessionFixture struct {
 	*fixture
+	// https is the port of the HTTPS listener (a certificate for
+	// sticky.example.com of the CA roots), where the route is too.
+	https        int
+	roots        *x509.CertPool
 	rs           [2]*replica
 	port         int
 	outsider     int
@@ -107,7 +122,10 @@ type sessionFixture struct {
 
 func startSession(t *testing.T) *sessionFixture {
 	rs, port := startReplicas(t)
-	s := &sessionFixture{rs: rs, port: port, outsider: portOf(backend(t, "outsider"))}
+	ca := newCA(t, "e2e session CA")
+	cert := ca.issue(t, "sticky.example.com")
+	s := &sessionFixture{rs: rs, port: port, outsider: portOf(backend(t, "outsider")), https: freePort(t), roots: x509.NewCertPool()}
+	s.roots.AddCert(ca.cert)
 	s.fixture = startWith(t, func(f *fixture) {
 		s.renderSticky = func(live ...*replica) {
 			addrs := make([]string, 0, len(live))
@@ -116,6 +134,7 @@ func startSession(t *testing.T) *sessionFixture {
 			}
 			render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
 				"GatewayPort": f.gwPort,
+				"Listeners":   []string{fmt.Sprintf("{name: https, protocol: HTTPS, port: %d, tls: {certificateRefs: [{name: sticky-cert}]}}", s.https)},
 				"Backends": []gatewayBackend{
 					{Name: "sticky", Port: port, Addresses: addrs},
 					{Name: "outsider", Port: s.outsider},
@@ -123,7 +142,8 @@ func startSession(t *testing.T) *sessionFixture {
 			})
 		}
 		s.renderSticky(rs[0], rs[1])
-		render(t, filepath.Join(f.dir, "routes.yaml"), sessionRoutesYAML, nil)
+		render(t, filepath.Join(f.dir, "routes.yaml"), sessionRoutesYAML, map[string]string{
+			"Cert": base64.StdEncoding.EncodeToString(cert.certPEM), "Key": base64.StdEncoding.EncodeToString(cert.keyPEM)})
 	})
 	took := poll(t, "sticky.example.com served", func() error {
 		if r := s.send(s.gwPort, "sticky.example.com", "/none"); r.status != 200 || (r.body != "one" && r.body != "two") {
@@ -179,7 +199,8 @@ func sessionCookie(t *testing.T, r reply, name string) (setCookie, value string)
 // the first answer sets the cookie (Path=/, HttpOnly, SameSite=Strict, no
 // Max-Age or Expires: a session cookie), and every request that carries
 // it reaches the replica that set it, while requests without it, or on a
-// rule without sessionPersistence, reach both replicas. When that replica
+// rule without sessionPersistence (with the cookie or not), reach both
+// replicas. On the HTTPS listener the cookie is Secure too. When that replica
 // is gone (stopped, and out of the Service's EndpointSlice, as Kubernetes
 // does for a pod that stops), the request with the cookie reaches the
 // other one and its answer sets a new cookie, which then sticks to it. A
@@ -237,6 +258,30 @@ func TestSessionPersistenceCookie(t *testing.T) {
 	} else {
 		t.Logf("forged cookie naming the outsider: %v", got)
 	}
+
+	if got := s.spread("/none", "Cookie", "sticky="+value); got["one"] == 0 || got["two"] == 0 {
+		t.Fatalf("the cookie on the rule without sessionPersistence: %v, want both replicas", got)
+	}
+
+	// On the HTTPS listener the cookie is Secure as well.
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: s.roots, ServerName: "sticky.example.com"}}}
+	defer client.CloseIdleConnections()
+	poll(t, "the HTTPS listener", func() error {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/cookie", s.https), nil)
+		req.Host = "sticky.example.com"
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		set := resp.Header.Get("Set-Cookie")
+		if resp.StatusCode != 200 || !strings.HasPrefix(set, "sticky=") || !strings.Contains(set, "; Secure") || !strings.Contains(set, "SameSite=Strict") {
+			return fmt.Errorf("%d, Set-Cookie %q, want sticky=...; SameSite=Strict; Secure", resp.StatusCode, set)
+		}
+		t.Logf("over HTTPS: Set-Cookie: %s", set)
+		return nil
+	})
 
 	perm := s.send(s.gwPort, "sticky.example.com", "/permanent")
 	if !regexp.MustCompile(`^session-[0-9a-f]{16}=`).MatchString(perm.header.Get("Set-Cookie")) ||

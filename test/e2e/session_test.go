@@ -72,7 +72,7 @@ func (r *replica) stop() {
 // sessionRoutesYAML: the HTTPRoute sticky for sticky.example.com, whose
 // rules all go to the Service sticky: /cookie with a session cookie named
 // sticky, /permanent with a permanent cookie (Max-Age one hour) of a
-// generated name, /header with the header x-session, /none without
+// generated name, /expiring with a permanent cookie brief of one second, /header with the header x-session, /none without
 // session persistence; and /outsider, for the Service outsider. With the
 // HTTPS listener's Secret sticky-cert (.Cert, .Key: base64 PEM).
 const sessionRoutesYAML = `apiVersion: v1
@@ -95,6 +95,9 @@ spec:
     backendRefs: [{name: sticky, port: 80}]
   - matches: [{path: {type: PathPrefix, value: /permanent}}]
     sessionPersistence: {absoluteTimeout: 1h, cookie: {lifetimeType: Permanent}}
+    backendRefs: [{name: sticky, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /expiring}}]
+    sessionPersistence: {absoluteTimeout: 1s, cookie: {name: brief, lifetimeType: Permanent}}
     backendRefs: [{name: sticky, port: 80}]
   - matches: [{path: {type: PathPrefix, value: /header}}]
     sessionPersistence: {type: Header, header: {name: x-session}}
@@ -200,7 +203,9 @@ func sessionCookie(t *testing.T, r reply, name string) (setCookie, value string)
 // Max-Age or Expires: a session cookie), and every request that carries
 // it reaches the replica that set it, while requests without it, or on a
 // rule without sessionPersistence (with the cookie or not), reach both
-// replicas. On the HTTPS listener the cookie is Secure too. When that replica
+// replicas. On the HTTPS listener the cookie is Secure too. A permanent
+// cookie's absoluteTimeout is its Max-Age, and Envoy renews it once it has
+// expired. When that replica
 // is gone (stopped, and out of the Service's EndpointSlice, as Kubernetes
 // does for a pod that stops), the request with the cookie reaches the
 // other one and its answer sets a new cookie, which then sticks to it. A
@@ -289,6 +294,22 @@ func TestSessionPersistenceCookie(t *testing.T) {
 		t.Errorf("permanent cookie: Set-Cookie %q, want a generated name and Max-Age=3600", perm.header.Get("Set-Cookie"))
 	} else {
 		t.Logf("permanent cookie: Set-Cookie: %s", perm.header.Get("Set-Cookie"))
+	}
+
+	// A permanent cookie expires at the proxy too: within its second, an
+	// answer to a request that carries it sets no cookie (the endpoint is
+	// the cookie's); after it, the answer sets a new one, whichever
+	// endpoint served it.
+	brief := s.send(s.gwPort, "sticky.example.com", "/expiring")
+	_, briefValue := sessionCookie(t, brief, "brief")
+	if r := s.send(s.gwPort, "sticky.example.com", "/expiring", "Cookie", "brief="+briefValue); r.body != brief.body || r.header.Get("Set-Cookie") != "" {
+		t.Errorf("within absoluteTimeout: %q, Set-Cookie %q; want %q and none", r.body, r.header.Get("Set-Cookie"), brief.body)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	if r := s.send(s.gwPort, "sticky.example.com", "/expiring", "Cookie", "brief="+briefValue); r.status != 200 || !strings.HasPrefix(r.header.Get("Set-Cookie"), "brief=") {
+		t.Errorf("after absoluteTimeout: %d, Set-Cookie %q; want a new cookie", r.status, r.header.Get("Set-Cookie"))
+	} else {
+		t.Logf("after absoluteTimeout: the cookie is renewed: %s", r.header.Get("Set-Cookie"))
 	}
 
 	// The pinned replica stops, and leaves the EndpointSlice.

@@ -2,8 +2,8 @@ package e2e
 
 // HTTPRoute rule sessionPersistence (GEP-1619, experimental) through the
 // real controller and Envoy: two replicas of one Service on loopback
-// (127.0.0.1 and 127.0.0.2, one port), a rule with a cookie, one with a
-// permanent cookie, one with a header and one without.
+// (127.0.0.1 and 127.0.0.2, one port), HTTPRoute rules with a cookie, a
+// permanent cookie, a header and none; a GRPCRoute rule with a header.
 
 import (
 	"crypto/tls"
@@ -17,23 +17,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
 )
 
 // sessionRequests is how many requests each step of the tests sends.
 const sessionRequests = 20
 
-// replica is one endpoint of the Service sticky: an HTTP server on addr
-// that answers its name.
+// replica is one endpoint of a Service of the test: a server on addr
+// that answers its name (an HTTP body, or a gRPC answer's x-backend).
 type replica struct {
 	name, addr string
-	srv        *http.Server
-	done       chan struct{}
+	stop       func()
 }
 
-// startReplicas starts two replicas, "one" on 127.0.0.1 and "two" on
-// 127.0.0.2, on one free port (an EndpointSlice has one port for all its
-// endpoints), and returns them and the port.
-func startReplicas(t *testing.T) ([2]*replica, int) {
+// twoListeners returns listeners on 127.0.0.1 and 127.0.0.2 with one free
+// port (an EndpointSlice has one port for all its endpoints) and the port.
+func twoListeners(t *testing.T) ([2]net.Listener, int) {
 	t.Helper()
 	for range 50 {
 		port := freePort(t)
@@ -46,27 +48,29 @@ func startReplicas(t *testing.T) ([2]*replica, int) {
 			l1.Close()
 			continue
 		}
-		var rs [2]*replica
-		for i, l := range []net.Listener{l1, l2} {
-			r := &replica{name: []string{"one", "two"}[i], addr: l.Addr().(*net.TCPAddr).IP.String(), done: make(chan struct{})}
-			r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-				fmt.Fprint(w, r.name)
-			}), ReadHeaderTimeout: 5 * time.Second}
-			go func() { _ = r.srv.Serve(l); close(r.done) }()
-			t.Cleanup(r.stop)
-			rs[i] = r
-		}
-		return rs, port
+		return [2]net.Listener{l1, l2}, port
 	}
 	t.Fatal("no port free on both 127.0.0.1 and 127.0.0.2")
-	return [2]*replica{}, 0
+	return [2]net.Listener{}, 0
 }
 
-// stop closes the replica's listener and connections; a stopped replica
-// refuses connections.
-func (r *replica) stop() {
-	_ = r.srv.Close()
-	<-r.done
+// startReplicas starts two HTTP replicas, "one" on 127.0.0.1 and "two" on
+// 127.0.0.2, on one port, and returns them and the port. A stopped
+// replica refuses connections.
+func startReplicas(t *testing.T) ([2]*replica, int) {
+	ls, port := twoListeners(t)
+	var rs [2]*replica
+	for i, l := range ls {
+		name := []string{"one", "two"}[i]
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			fmt.Fprint(w, name)
+		}), ReadHeaderTimeout: 5 * time.Second}
+		done := make(chan struct{})
+		go func() { _ = srv.Serve(l); close(done) }()
+		rs[i] = &replica{name: name, addr: l.Addr().(*net.TCPAddr).IP.String(), stop: func() { _ = srv.Close(); <-done }}
+		t.Cleanup(rs[i].stop)
+	}
+	return rs, port
 }
 
 // sessionRoutesYAML: the HTTPRoute sticky for sticky.example.com, whose
@@ -382,5 +386,90 @@ func TestSessionPersistenceHeader(t *testing.T) {
 	t.Logf("with the header of the stopped replica: %s, new x-session: %s", moved.body, session2)
 	if got := s.spread("/header", "x-session", session2); got[other.name] != sessionRequests {
 		t.Fatalf("with the new header: %v, want all on %s", got, other.name)
+	}
+}
+
+// grpcSessionRoutesYAML: the GRPCRoute grpc-sticky for grpc.example.com,
+// UnaryCall with the session header x-grpc-session and EmptyCall without,
+// both to the Service grpc-sticky.
+const grpcSessionRoutesYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc-sticky, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [grpc.example.com]
+  rules:
+  - matches: [{method: {service: grpc.testing.TestService, method: UnaryCall}}]
+    sessionPersistence: {type: Header, header: {name: x-grpc-session}}
+    backendRefs: [{name: grpc-sticky, port: 80}]
+  - matches: [{method: {service: grpc.testing.TestService, method: EmptyCall}}]
+    backendRefs: [{name: grpc-sticky, port: 80}]
+`
+
+// TestSessionPersistenceGRPC shows a GRPCRoute rule's header
+// sessionPersistence with two grpc-go replicas of one Service: the first
+// answer's response metadata carries x-grpc-session, and every call that
+// sends it back reaches the same replica, while calls without it, or of
+// the rule without sessionPersistence, reach both.
+func TestSessionPersistenceGRPC(t *testing.T) {
+	ls, port := twoListeners(t)
+	for i, l := range ls {
+		s := grpc.NewServer()
+		testpb.RegisterTestServiceServer(s, &grpcBackend{name: []string{"one", "two"}[i]})
+		go func() { _ = s.Serve(l) }()
+		t.Cleanup(s.Stop)
+	}
+	f := startWith(t, func(f *fixture) {
+		render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
+			"GatewayPort": f.gwPort,
+			"Backends":    []gatewayBackend{{Name: "grpc-sticky", Port: port, AppProtocol: "kubernetes.io/h2c", Addresses: []string{"127.0.0.1", "127.0.0.2"}}},
+		})
+		render(t, filepath.Join(f.dir, "routes.yaml"), grpcSessionRoutesYAML, nil)
+	})
+	conn := dialGateway(t, f.gwPort, "grpc.example.com")
+	const unary, empty = "/grpc.testing.TestService/UnaryCall", "/grpc.testing.TestService/EmptyCall"
+	took := poll(t, "grpc.example.com served", func() error {
+		if r := grpcCall(conn, unary, &testpb.SimpleRequest{}, &testpb.SimpleResponse{}); r.code != codes.OK {
+			return fmt.Errorf("%s", r)
+		}
+		return nil
+	})
+	t.Logf("GRPCRoute answered after %s", took.Round(time.Millisecond))
+
+	// spread makes sessionRequests calls of method with the metadata kv
+	// and counts the answers by x-backend.
+	spread := func(method string, kv ...string) map[string]int {
+		got := map[string]int{}
+		for range sessionRequests {
+			var r grpcResult
+			if method == unary {
+				r = grpcCall(conn, method, &testpb.SimpleRequest{}, &testpb.SimpleResponse{}, kv...)
+			} else {
+				r = grpcCall(conn, method, &testpb.Empty{}, &testpb.Empty{}, kv...)
+			}
+			if r.code != codes.OK {
+				got[r.code.String()]++
+				continue
+			}
+			got[strings.Join(r.header.Get("x-backend"), ",")]++
+		}
+		return got
+	}
+	if got := spread(unary); got["one"] == 0 || got["two"] == 0 {
+		t.Fatalf("calls without x-grpc-session: %v, want both replicas", got)
+	}
+	first := grpcCall(conn, unary, &testpb.SimpleRequest{}, &testpb.SimpleResponse{})
+	session := first.header.Get("x-grpc-session")
+	if first.code != codes.OK || len(session) != 1 {
+		t.Fatalf("first call: %s, x-grpc-session %q; want one value", first, session)
+	}
+	pinned := first.header.Get("x-backend")[0]
+	t.Logf("first call answered by %s: x-grpc-session: %s", pinned, session[0])
+	if got := spread(unary, "x-grpc-session", session[0]); got[pinned] != sessionRequests {
+		t.Fatalf("with x-grpc-session: %v, want all %d on %s", got, sessionRequests, pinned)
+	}
+	t.Logf("with x-grpc-session: all %d on %s", sessionRequests, pinned)
+	if got := spread(empty, "x-grpc-session", session[0]); got["one"] == 0 || got["two"] == 0 {
+		t.Fatalf("x-grpc-session on the rule without sessionPersistence: %v, want both replicas", got)
 	}
 }

@@ -60,8 +60,8 @@ func (u *filterUse) add(o filterUse) {
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (RBAC first, then CORS, then stateful
-// session; the router last), Envoy's stdout access log when log is set, and the limits on its
-// clients of edge (applyEdge).
+// session; the router last), Envoy's stdout access log when log is set,
+// and the limits on its clients of edge (applyEdge).
 func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	if use.rbac {

@@ -205,17 +205,16 @@ func sessionCookie(t *testing.T, r reply, name string) (setCookie, value string)
 // TestSessionPersistenceCookie shows a rule's cookie sessionPersistence:
 // the first answer sets the cookie (Path=/, HttpOnly, SameSite=Strict, no
 // Max-Age or Expires: a session cookie), and every request that carries
-// it reaches the replica that set it, while requests without it, or on a
-// rule without sessionPersistence (with the cookie or not), reach both
-// replicas. On the HTTPS listener the cookie is Secure too. A permanent
-// cookie's absoluteTimeout is its Max-Age, and Envoy renews it once it has
-// expired. When that replica
-// is gone (stopped, and out of the Service's EndpointSlice, as Kubernetes
-// does for a pod that stops), the request with the cookie reaches the
-// other one and its answer sets a new cookie, which then sticks to it. A
-// permanent cookie has Max-Age, the absoluteTimeout. A forged cookie that
-// names an endpoint of another Service reaches no one but the rule's own
-// replicas.
+// it, alone or among other cookies, reaches the replica that set it, while
+// requests without it, or on a rule without sessionPersistence (with the
+// cookie or not), reach both replicas. On the HTTPS listener the cookie is
+// Secure too. A permanent cookie's absoluteTimeout is its Max-Age, and
+// Envoy renews the cookie once it has expired. A cookie a client writes
+// reaches the replica it names, but never an endpoint of another Service.
+// When the pinned replica is gone (stopped, and out of the Service's
+// EndpointSlice, as Kubernetes does for a pod that stops), the request
+// with the cookie reaches the other one and its answer sets a new cookie,
+// which then sticks to it.
 func TestSessionPersistenceCookie(t *testing.T) {
 	s := startSession(t)
 
@@ -246,6 +245,11 @@ func TestSessionPersistenceCookie(t *testing.T) {
 		t.Fatalf("with the cookie: %v, want all %d on %s", got, sessionRequests, pinned.name)
 	}
 	t.Logf("with the cookie: all %d on %s", sessionRequests, pinned.name)
+	// Among the application's own cookies (GEP-1619: "MUST be able to
+	// handle multiple cookies").
+	if got := s.spread("/cookie", "Cookie", "app=1; sticky="+value+"; theme=dark"); got[pinned.name] != sessionRequests {
+		t.Fatalf("with the cookie among others: %v, want all %d on %s", got, sessionRequests, pinned.name)
+	}
 
 	// The cookie's value is the base64 of Envoy's cookie message, whose
 	// field 1 is the endpoint's "address:port": a client can write one.

@@ -320,8 +320,12 @@ func TestSessionPersistenceCookie(t *testing.T) {
 		t.Logf("after absoluteTimeout: the cookie is renewed: %s", r.header.Get("Set-Cookie"))
 	}
 
-	// The pinned replica stops, and leaves the EndpointSlice.
+	// The pinned replica stops, and leaves the EndpointSlice. Until it
+	// has left, Envoy still sends the session's requests to it (no
+	// health checking: what it answers then is logged, not asserted).
 	pinned.stop()
+	listed := s.send(s.gwPort, "sticky.example.com", "/cookie", "Cookie", "sticky="+value)
+	t.Logf("with the cookie of the stopped replica, still listed: %d %q", listed.status, listed.body)
 	s.renderSticky(other)
 	poll(t, "the stopped replica out of the cluster", func() error {
 		if got := s.spread("/none"); got[other.name] != sessionRequests {

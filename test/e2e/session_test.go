@@ -75,7 +75,8 @@ func startReplicas(t *testing.T) ([2]*replica, int) {
 
 // sessionRoutesYAML: the HTTPRoute sticky for sticky.example.com, whose
 // rules all go to the Service sticky: /cookie with a session cookie named
-// sticky, /permanent with a permanent cookie (Max-Age one hour) of a
+// sticky, /retried the same with a retry (attempts only: connection
+// errors), /permanent with a permanent cookie (Max-Age one hour) of a
 // generated name, /expiring with a permanent cookie brief of one second, /header with the header x-session, /none without
 // session persistence; and /outsider, for the Service outsider. With the
 // HTTPS listener's Secret sticky-cert (.Cert, .Key: base64 PEM).
@@ -96,6 +97,10 @@ spec:
   rules:
   - matches: [{path: {type: PathPrefix, value: /cookie}}]
     sessionPersistence: {type: Cookie, cookie: {name: sticky}}
+    backendRefs: [{name: sticky, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /retried}}]
+    sessionPersistence: {type: Cookie, cookie: {name: sticky}}
+    retry: {attempts: 2}
     backendRefs: [{name: sticky, port: 80}]
   - matches: [{path: {type: PathPrefix, value: /permanent}}]
     sessionPersistence: {absoluteTimeout: 1h, cookie: {lifetimeType: Permanent}}
@@ -211,10 +216,11 @@ func sessionCookie(t *testing.T, r reply, name string) (setCookie, value string)
 // Secure too. A permanent cookie's absoluteTimeout is its Max-Age, and
 // Envoy renews the cookie once it has expired. A cookie a client writes
 // reaches the replica it names, but never an endpoint of another Service.
-// When the pinned replica is gone (stopped, and out of the Service's
-// EndpointSlice, as Kubernetes does for a pod that stops), the request
-// with the cookie reaches the other one and its answer sets a new cookie,
-// which then sticks to it.
+// When the pinned replica has stopped, a rule with retry retries on the
+// other one at once; when it is gone (out of the Service's EndpointSlice
+// too, as Kubernetes does for a pod that stops), the request with the
+// cookie reaches the other one on any rule and its answer sets a new
+// cookie, which then sticks to it.
 func TestSessionPersistenceCookie(t *testing.T) {
 	s := startSession(t)
 
@@ -322,10 +328,17 @@ func TestSessionPersistenceCookie(t *testing.T) {
 
 	// The pinned replica stops, and leaves the EndpointSlice. Until it
 	// has left, Envoy still sends the session's requests to it (no
-	// health checking: what it answers then is logged, not asserted).
+	// health checking: what it answers then is logged, not asserted); a
+	// rule with retry retries the refused connection on the other
+	// replica, whose answer sets a new cookie.
 	pinned.stop()
 	listed := s.send(s.gwPort, "sticky.example.com", "/cookie", "Cookie", "sticky="+value)
 	t.Logf("with the cookie of the stopped replica, still listed: %d %q", listed.status, listed.body)
+	if r := s.send(s.gwPort, "sticky.example.com", "/retried", "Cookie", "sticky="+value); r.status != 200 || r.body != other.name || !strings.HasPrefix(r.header.Get("Set-Cookie"), "sticky=") {
+		t.Errorf("with retry, the cookie of the stopped replica, still listed: %d %q, Set-Cookie %q; want %s and a new cookie", r.status, r.body, r.header.Get("Set-Cookie"), other.name)
+	} else {
+		t.Logf("with retry, the cookie of the stopped replica, still listed: %s, Set-Cookie: %s", r.body, r.header.Get("Set-Cookie"))
+	}
 	s.renderSticky(other)
 	poll(t, "the stopped replica out of the cluster", func() error {
 		if got := s.spread("/none"); got[other.name] != sessionRequests {

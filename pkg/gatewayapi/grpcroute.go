@@ -82,8 +82,12 @@ func (rc *ruleContext) translateGRPCRule(rule *gwapiv1.GRPCRouteRule) *ruleIR {
 		refs = append(refs, gwapiv1.HTTPBackendRef{BackendRef: b.BackendRef, Filters: httpFilters(b.Filters)})
 	}
 	backends := rc.backendRefs(refs)
+	session := rc.sessionPersistence(rule.SessionPersistence)
 	r.template = &ir.HTTPRoute{GRPC: true}
 	rc.forward(r.template, filters, extRef, backends)
+	if r.template.Backends != nil {
+		r.template.SessionPersistence = session
+	}
 	return r
 }
 

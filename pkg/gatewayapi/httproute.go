@@ -75,6 +75,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 	rc.hoistBackendPath(&filters, backends)
 	timeouts := rc.timeouts(rule.Timeouts)
 	retry := rc.retry(rule.Retry)
+	session := rc.sessionPersistence(rule.SessionPersistence)
 
 	tpl := &ir.HTTPRoute{}
 	r.template = tpl
@@ -84,7 +85,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 	}
 	rc.forward(tpl, filters, extRef, backends)
 	if tpl.Backends != nil {
-		tpl.Timeouts, tpl.Retry = timeouts, retry
+		tpl.Timeouts, tpl.Retry, tpl.SessionPersistence = timeouts, retry, session
 	}
 	return r
 }

@@ -525,6 +525,13 @@ func (l *listenerState) addRoutes(r *routeState) []*routeEntry {
 					route = new(ir.HTTPRoute)
 					*route = *ru.template
 				}
+				if sp := route.SessionPersistence; sp != nil && sp.Type == ir.SessionCookie && l.protocol == ir.ProtocolHTTPS {
+					// An HTTPS listener's clients get a Secure cookie
+					// (GEP-1619 "Secure, HttpOnly, SameSite").
+					secure := *sp
+					secure.Secure = true
+					route.SessionPersistence = &secure
+				}
 				route.Name = routeMatchName(r.key, ru.index, j)
 				route.Origin = ir.Origin{Object: r.key, Rule: ru.index, Match: j}
 				if l.gw.routeStats {

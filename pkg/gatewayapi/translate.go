@@ -110,7 +110,8 @@ type RouteKey = ir.ObjectKey
 //   - httproute.go, grpcroute.go, l4routes.go: what each kind's rules
 //     are; rules.go,
 //     filters.go, backends.go: the rule machinery they share (filters,
-//     backendRefs, ReferenceGrants);
+//     backendRefs, ReferenceGrants); session.go: HTTPRoute and GRPCRoute
+//     rules' sessionPersistence;
 //   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
 //     Envoy's constraints every user-supplied value must meet, since in
 //     standalone mode no API server checked them;

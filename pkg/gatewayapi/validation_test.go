@@ -214,6 +214,47 @@ func TestInvalidRuleValues(t *testing.T) {
 		{name: "retry backoff", rule: func(r *gwapiv1.HTTPRouteRule) {
 			r.Retry = &gwapiv1.HTTPRouteRetry{Backoff: ptr(gwapiv1.Duration("1d"))}
 		}, want: "retry.backoff"},
+		// sessionPersistence (SessionPersistence CEL rules, CookieName,
+		// HeaderName, Duration; what Envoy cannot do).
+		{name: "session timeout with session cookie", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{AbsoluteTimeout: ptr(gwapiv1.Duration("10m"))}
+		}, want: "absoluteTimeout with cookie lifetimeType Session is not supported"},
+		{name: "session timeout with header", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Type: ptr(gwapiv1.HeaderBasedSessionPersistence), AbsoluteTimeout: ptr(gwapiv1.Duration("10m")), Header: &gwapiv1.HeaderConfig{Name: "x-s"}}
+		}, want: "absoluteTimeout is not supported with type Header"},
+		{name: "session permanent without timeout", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Cookie: &gwapiv1.CookieConfig{LifetimeType: ptr(gwapiv1.PermanentCookieLifetimeType)}}
+		}, want: "absoluteTimeout is required"},
+		{name: "session timeout below a second", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{AbsoluteTimeout: ptr(gwapiv1.Duration("999ms")), Cookie: &gwapiv1.CookieConfig{LifetimeType: ptr(gwapiv1.PermanentCookieLifetimeType)}}
+		}, want: "whole number of seconds"},
+		{name: "session timeout not a duration", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{AbsoluteTimeout: ptr(gwapiv1.Duration("1d")), Cookie: &gwapiv1.CookieConfig{LifetimeType: ptr(gwapiv1.PermanentCookieLifetimeType)}}
+		}, want: "GEP-2257"},
+		{name: "session cookie name", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Cookie: &gwapiv1.CookieConfig{Name: ptr(gwapiv1.CookieName("a=b; Domain=evil"))}}
+		}, want: "cookie name"},
+		{name: "session cookie path", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Cookie: &gwapiv1.CookieConfig{Path: ptr("/a; Domain=evil")}}
+		}, want: "cookie path"},
+		{name: "session cookie path relative", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Cookie: &gwapiv1.CookieConfig{Path: ptr("a")}}
+		}, want: "does not start with"},
+		{name: "session lifetime type", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Cookie: &gwapiv1.CookieConfig{LifetimeType: ptr(gwapiv1.CookieLifetimeType("Forever"))}}
+		}, want: "lifetimeType"},
+		{name: "session header name", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Type: ptr(gwapiv1.HeaderBasedSessionPersistence), Header: &gwapiv1.HeaderConfig{Name: "a b"}}
+		}, want: "header name"},
+		{name: "session header missing", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Type: ptr(gwapiv1.HeaderBasedSessionPersistence)}
+		}, want: "header is required"},
+		{name: "session header with cookie type", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Header: &gwapiv1.HeaderConfig{Name: "x-s"}}
+		}, want: "header must not be set with type Cookie"},
+		{name: "session type", rule: func(r *gwapiv1.HTTPRouteRule) {
+			r.SessionPersistence = &gwapiv1.SessionPersistence{Type: ptr(gwapiv1.SessionPersistenceType("IP"))}
+		}, want: "type \"IP\""},
 		// backendRefs (weight range, port range, Namespace, maxItems).
 		{name: "weight negative", rule: func(r *gwapiv1.HTTPRouteRule) { r.BackendRefs[0].Weight = ptr(int32(-1)) }, want: "weight -1"},
 		{name: "weight too large", rule: func(r *gwapiv1.HTTPRouteRule) { r.BackendRefs[0].Weight = ptr(int32(1000001)) }, want: "weight 1000001"},

@@ -178,6 +178,11 @@ type HTTPRoute struct {
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
 	// Retry is the rule's retry policy (HTTPRoute rule retry, GEP-1731).
 	Retry *Retry `json:"retry,omitempty"`
+	// SessionPersistence, when set, pins a client to the endpoint that
+	// served it, within the backend the route picks (HTTPRouteRule and
+	// GRPCRouteRule sessionPersistence, GEP-1619). Only a route with
+	// Backends has it.
+	SessionPersistence *SessionPersistence `json:"sessionPersistence,omitempty"`
 	// GRPC marks a route of a GRPCRoute: it matches only gRPC requests
 	// (content-type application/grpc), has no route timeout but the
 	// deadline the client sends (grpc-timeout), and answers the share of
@@ -380,6 +385,40 @@ type Retry struct {
 	Codes []uint32 `json:"codes,omitempty"`
 	// Backoff is the base interval between tries.
 	Backoff *Duration `json:"backoff,omitempty"`
+}
+
+// SessionPersistenceType is how a client carries its session: a cookie
+// or a header (Gateway API SessionPersistenceType).
+type SessionPersistenceType string
+
+// Session persistence types.
+const (
+	SessionCookie SessionPersistenceType = "Cookie"
+	SessionHeader SessionPersistenceType = "Header"
+)
+
+// SessionPersistence is a rule's session persistence (GEP-1619): the
+// first answer names the endpoint that served it in a cookie or header,
+// and later requests that carry it go to that endpoint while it is one of
+// the chosen backend's endpoints; else the load balancer picks another,
+// and the answer names the new one. It never changes which backend of
+// the rule's weighted backends is picked.
+type SessionPersistence struct {
+	Type SessionPersistenceType `json:"type"`
+	// Name is the cookie's or the header's name: an RFC 7230 token.
+	Name string `json:"name"`
+	// CookiePath is the cookie's Path attribute ("/" by default); empty
+	// for a header.
+	CookiePath string `json:"cookiePath,omitempty"`
+	// CookieMaxAge, when set, makes the cookie permanent: its Max-Age, in
+	// whole seconds (at least one), and the session's absolute timeout.
+	// Nil: a session cookie (no Expires, no Max-Age) that never expires
+	// at the proxy.
+	CookieMaxAge *Duration `json:"cookieMaxAge,omitempty"`
+	// Secure gives the cookie the Secure attribute (browsers send it back
+	// over HTTPS only): set for the routes of HTTPS listeners, whose
+	// clients all speak HTTPS.
+	Secure bool `json:"secure,omitempty"`
 }
 
 // DirectResponse is an answer Envoy gives itself.

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/xds-controller/xds-controller/pkg/re2"
 )
@@ -271,6 +272,12 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 			}
 		}
 	}
+	if r.SessionPersistence != nil {
+		if r.Backends == nil {
+			v.add(p, "session persistence needs backends")
+		}
+		v.session(p, r.SessionPersistence)
+	}
 	for _, m := range r.Filters.Mirrors {
 		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
 			v.add(p, "a mirror needs a backend and a percent within 0-100")
@@ -360,6 +367,47 @@ func re2Syntax(e string) string {
 		return "is not a valid RE2 regular expression: " + err.Error()
 	}
 	return ""
+}
+
+// session checks a route's session persistence: a name that is an RFC
+// 7230 token (a cookie name or a header name, in Set-Cookie or a header
+// line as it is), a cookie path that starts with "/" without control
+// characters or ";" (RFC 6265 path-value), a Max-Age of whole seconds
+// (Envoy's cookie ttl counts seconds; 0 would make a session cookie), and
+// neither for a header.
+func (v *validator) session(p string, s *SessionPersistence) {
+	if !isToken(s.Name) {
+		v.add(p, fmt.Sprintf("session persistence name %q is not an RFC 7230 token", s.Name))
+	}
+	switch s.Type {
+	case SessionCookie:
+		if !strings.HasPrefix(s.CookiePath, "/") || strings.ContainsFunc(s.CookiePath, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ';' }) {
+			v.add(p, fmt.Sprintf("session cookie path %q does not start with / or has a control character or ;", s.CookiePath))
+		}
+		if d := s.CookieMaxAge; d != nil && (d.Duration < time.Second || d.Duration%time.Second != 0) {
+			v.add(p, fmt.Sprintf("session cookie Max-Age %s is not a whole number of seconds of at least 1s", d.Duration))
+		}
+	case SessionHeader:
+		if s.CookiePath != "" || s.CookieMaxAge != nil || s.Secure {
+			v.add(p, "a session header has no cookie path, Max-Age or Secure")
+		}
+	default:
+		v.add(p, fmt.Sprintf("session persistence type %q is unknown", s.Type))
+	}
+}
+
+// isToken says whether s is an RFC 7230 token: 1 or more of the
+// characters tchar.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r > 0x7e || r <= 0x20 || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // headers checks that a header modifier leaves Host and the

@@ -101,6 +101,23 @@ func TestValidateRejects(t *testing.T) {
 			r2.Backends = &BackendGroup{Backends: []*Backend{b}}
 			l.HTTPRoutes = append(l.HTTPRoutes, &r2)
 		}, "two different definitions"},
+		{"session cookie name", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].SessionPersistence = &SessionPersistence{Type: SessionCookie, Name: "a=b", CookiePath: "/"}
+		}, "not an RFC 7230 token"},
+		{"session cookie path", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].SessionPersistence = &SessionPersistence{Type: SessionCookie, Name: "s", CookiePath: "/a;Domain=x"}
+		}, "session cookie path"},
+		{"session cookie Max-Age", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].SessionPersistence = &SessionPersistence{Type: SessionCookie, Name: "s", CookiePath: "/", CookieMaxAge: NewDuration(1500 * time.Millisecond)}
+		}, "whole number of seconds"},
+		{"session header with a path", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].SessionPersistence = &SessionPersistence{Type: SessionHeader, Name: "x-s", CookiePath: "/"}
+		}, "no cookie path"},
+		{"session without backends", func(x *IR) {
+			r := x.Gateways[0].Listeners[0].HTTPRoutes[0]
+			r.Backends, r.DirectResponse = nil, &DirectResponse{StatusCode: 500}
+			r.SessionPersistence = &SessionPersistence{Type: SessionHeader, Name: "x-s"}
+		}, "session persistence needs backends"},
 		{"TCP and HTTP on one port", func(x *IR) {
 			g := x.Gateways[0]
 			g.Listeners = append(g.Listeners, &Listener{Name: "default/gw/tcp", Protocol: ProtocolTCP, Address: "0.0.0.0", Port: 8080})

@@ -11,7 +11,9 @@ package xdstranslator
 //
 // The order rule: filters that refuse a request run first (access
 // control: RBAC answers 403 before any other filter works for the
-// client), then those that answer or change it (CORS), and the router,
+// client), then those that answer or change it (CORS), then those that
+// only steer the request to an upstream host (stateful session: a
+// request CORS answers itself gets no session cookie), and the router,
 // Envoy's terminal filter, always last.
 
 import (
@@ -20,6 +22,7 @@ import (
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	statefulsessionv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/stateful_session/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -35,6 +38,10 @@ const (
 	// filterCORS is Envoy's CORS filter: it applies a route's CORS policy
 	// (corsPolicy), preflight requests included.
 	filterCORS = "envoy.filters.http.cors"
+	// filterStatefulSession is Envoy's stateful session filter: it sends a
+	// route's requests to the upstream host their session cookie or
+	// header names (session.go).
+	filterStatefulSession = "envoy.filters.http.stateful_session"
 	// filterRouter forwards the request as its route says.
 	filterRouter = "envoy.filters.http.router"
 )
@@ -42,18 +49,19 @@ const (
 // filterUse says which optional HTTP filters the routes of a filter chain
 // use; only those join its HTTP connection manager.
 type filterUse struct {
-	cors, rbac bool
+	cors, rbac, session bool
 }
 
 func (u *filterUse) add(o filterUse) {
 	u.cors = u.cors || o.cors
 	u.rbac = u.rbac || o.rbac
+	u.session = u.session || o.session
 }
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
-// optional filters its routes use (RBAC first, then CORS; the router
-// last), Envoy's stdout access log when log is set, and the limits on its
-// clients of edge (applyEdge).
+// optional filters its routes use (RBAC first, then CORS, then stateful
+// session; the router last), Envoy's stdout access log when log is set,
+// and the limits on its clients of edge (applyEdge).
 func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	if use.rbac {
@@ -67,6 +75,14 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		filters = append(filters, &hcmv3.HttpFilter{
 			Name:       filterCORS,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
+		})
+	}
+	if use.session {
+		// No session state: routes without a per-route one have no
+		// session persistence.
+		filters = append(filters, &hcmv3.HttpFilter{
+			Name:       filterStatefulSession,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&statefulsessionv3.StatefulSession{})},
 		})
 	}
 	filters = append(filters, &hcmv3.HttpFilter{

@@ -216,6 +216,13 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 			out.TypedPerFilterConfig = map[string]*anypb.Any{filterCORS: toAny(corsPolicy(f.CORS))}
 			use.cors = true
 		}
+		if sp := r.SessionPersistence; sp != nil {
+			if out.TypedPerFilterConfig == nil {
+				out.TypedPerFilterConfig = map[string]*anypb.Any{}
+			}
+			out.TypedPerFilterConfig[filterStatefulSession] = toAny(statefulSession(sp))
+			use.session = true
+		}
 	default:
 		return nil, use, nil, fmt.Errorf("the route has no action")
 	}

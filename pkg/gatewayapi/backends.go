@@ -15,6 +15,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // maxWeight is the largest backendRef weight the Gateway API allows.
@@ -95,11 +96,20 @@ func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend,
 	case rc.l4 != "":
 		b.Protocol = rc.l4
 		b.Name += "/" + strings.ToLower(string(rc.l4))
-	case rc.http2 && b.Protocol == ir.AppProtocolHTTP1:
+	case rc.http2:
+		asHTTP2(b)
+	}
+	return b, p
+}
+
+// asHTTP2 makes b, a resolved HTTP backend, speak HTTP/2 (a GRPCRoute's,
+// an OTLP/gRPC collector): a port that says HTTP/1.1 speaks h2c, in a
+// cluster of its own, "<name>/h2c".
+func asHTTP2(b *ir.Backend) {
+	if b.Protocol == ir.AppProtocolHTTP1 {
 		b.Protocol = ir.AppProtocolH2C
 		b.Name += "/h2c"
 	}
-	return b, p
 }
 
 // backendFilters applies HTTPBackendRef filters to b, the backend of
@@ -160,7 +170,9 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 // to a Service port and its endpoints (serviceBackend). Only core Services
 // are supported (else InvalidKind); a Service in another namespace needs a
 // ReferenceGrant from routes of key's kind in key's namespace (else
-// RefNotPermitted).
+// RefNotPermitted). A policy's reference (telemetry.go) is resolved the
+// same way, r standing for the policy: its key only (its kind, of the
+// group the registry names, and namespace/name), no parents.
 func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
 	key := r.key
 	routeNS := key.Namespace
@@ -171,7 +183,11 @@ func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectRefe
 	if group != "" || kind != "Service" {
 		return nil, &problem{string(gwapiv1.RouteReasonInvalidKind), fmt.Sprintf("%s %s is not a core Service", groupKind(group, kind), name)}
 	}
-	if ns != routeNS && !t.grantAllows(gwapiv1.GroupName, key.Kind, routeNS, "", "Service", ns, string(ref.Name)) {
+	fromGroup := gwapiv1.GroupName
+	if k := resources.KindNamed(key.Kind); k != nil {
+		fromGroup = k.Group()
+	}
+	if ns != routeNS && !t.grantAllows(fromGroup, key.Kind, routeNS, "", "Service", ns, string(ref.Name)) {
 		return nil, &problem{string(gwapiv1.RouteReasonRefNotPermitted),
 			fmt.Sprintf("Service %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", name, ns, key.Kind, routeNS)}
 	}

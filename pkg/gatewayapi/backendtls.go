@@ -21,7 +21,8 @@ import (
 
 // backendTLSPolicyKind registers BackendTLSPolicy (policy.go): it
 // targets Services and their ports, and renders the TLS of the backends of
-// HTTPRoutes, GRPCRoutes, TLSRoutes and Ingresses (serviceBackend); the
+// HTTPRoutes, GRPCRoutes, TLSRoutes and Ingresses (serviceBackend), and of
+// XTelemetryPolicy collectors (telemetry.go); the
 // effect of a policy is the *ir.BackendTLS Envoy verifies.
 var backendTLSPolicyKind = registerPolicyKind(resources.BackendTLSPolicyKind, policyKindSpec[*gwapiv1.BackendTLSPolicy]{
 	targets: []targetKind{targetService},
@@ -32,7 +33,7 @@ var backendTLSPolicyKind = registerPolicyKind(resources.BackendTLSPolicyKind, po
 	validate:      (*translator).backendTLSPolicy,
 	resolvedRefs:  true,
 	references:    backendTLSReferences,
-	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress},
+	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress, KindXTelemetryPolicy},
 	backend:       backendTLS,
 })
 

@@ -282,6 +282,9 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		}
 	}
 	for _, ch := range svcs {
+		if t.policyServices[ch.k] {
+			return nil, false // read by a policy: Gateway-level
+		}
 		if ch.new == nil {
 			delete(t.services, ch.k)
 		} else {
@@ -290,6 +293,11 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		readers(ch.k)
 	}
 	for _, ch := range eps {
+		for _, es := range []*discoveryv1.EndpointSlice{ch.old, ch.new} {
+			if svc, ok := sliceService(es); ok && t.policyServices[svc] {
+				return nil, false
+			}
+		}
 		delete(c.sliceWarnings, ch.k)
 		if svc, ok := sliceService(ch.old); ok {
 			t.slices[svc] = slices.DeleteFunc(slices.Clone(t.slices[svc]), func(es *discoveryv1.EndpointSlice) bool { return es == ch.old })

@@ -165,6 +165,9 @@ type policyKindSpec[T resources.Object] struct {
 	// one IR route of it, a shallow copy of the rule's template: it may set
 	// its fields, never modify what they point to.
 	route func(st *policyState, r *ir.HTTPRoute)
+	// listener applies the effective policy of a listener (listenerTargets)
+	// to its IR listener l, new at every translation.
+	listener func(st *policyState, ls *listenerState, l *ir.Listener)
 }
 
 // policyKind is a registered policy kind, its spec made untyped.
@@ -185,6 +188,7 @@ type policyKind struct {
 	backendRoutes []string
 	backend       func(*policyState, string, *ir.Backend) *ir.Backend
 	route         func(*policyState, *ir.HTTPRoute)
+	listener      func(*policyState, *listenerState, *ir.Listener)
 }
 
 // policyKinds are the registered kinds, in the order of registration.
@@ -223,6 +227,7 @@ func registerPolicyKind[T resources.Object](src policySource[T], spec policyKind
 		backendRoutes: spec.backendRoutes,
 		backend:       spec.backend,
 		route:         spec.route,
+		listener:      spec.listener,
 		references: func(o resources.Object) ([]types.NamespacedName, []types.NamespacedName) {
 			if spec.references == nil {
 				return nil, nil
@@ -246,6 +251,9 @@ type policyState struct {
 	notAccepted *problem
 	// refs is ResolvedRefs=False (kinds with resolvedRefs).
 	refs *problem
+	// acceptedMsg, when set, is the message of Accepted=True: what of the
+	// policy Envoy does not do as written.
+	acceptedMsg string
 	// ancestors are the Gateways of ours the policy reaches, each with
 	// the number of times it does: from its targets at readPolicies, and
 	// from the routes read (routeMemo ancestors).
@@ -341,6 +349,12 @@ func routeTargets(r *routeState, rule string, l *listenerState) []policyTarget {
 		out = append(out, policyTarget{rk, r.key.Namespace, r.key.Name, rule})
 	}
 	out = append(out, policyTarget{rk, r.key.Namespace, r.key.Name, ""})
+	return listenerTargets(out, l)
+}
+
+// listenerTargets appends to out the attachment points of listener l,
+// most specific first: the listener, its ListenerSet, the Gateway.
+func listenerTargets(out []policyTarget, l *listenerState) []policyTarget {
 	if s := l.set; s != nil {
 		out = append(out, policyTarget{targetListenerSet, s.nn.Namespace, s.nn.Name, l.name}, policyTarget{targetListenerSet, s.nn.Namespace, s.nn.Name, ""})
 	} else {
@@ -452,6 +466,26 @@ func (t *translator) routePolicies(r *routeState, l *listenerState, entries []*r
 		}
 	}
 	return entries
+}
+
+// listenerPolicies applies to il, the IR listener of ls, the effective
+// policy of every kind that renders listeners.
+func (t *translator) listenerPolicies(ls *listenerState, il *ir.Listener) {
+	if len(t.policyByTarget) == 0 {
+		return
+	}
+	var targets []policyTarget
+	for _, k := range policyKinds {
+		if k.listener == nil {
+			continue
+		}
+		if targets == nil {
+			targets = listenerTargets(make([]policyTarget, 0, 3), ls)
+		}
+		if st := t.effectivePolicy(k, targets); st != nil {
+			k.listener(st, ls, il)
+		}
+	}
 }
 
 // isNil says whether v is its type's zero value (a nil pointer).

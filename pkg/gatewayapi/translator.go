@@ -43,6 +43,10 @@ type translator struct {
 	// oldest (the one that applies) first.
 	policies       []*policyState
 	policyByTarget map[policyKey][]*policyState
+	// policyServices are the Services policies read (telemetry.go: the
+	// collector), found or not: a change to one of them, or to its
+	// EndpointSlices, translates everything again (Cache.update).
+	policyServices map[types.NamespacedName]bool
 
 	status *Status
 	// allGateways are every Gateway of the snapshot, ours or not, and
@@ -72,6 +76,7 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		grants:         map[string][]*gwapiv1.ReferenceGrant{},
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		policyByTarget: map[policyKey][]*policyState{},
+		policyServices: map[types.NamespacedName]bool{},
 		allGateways:    map[types.NamespacedName]*gwapiv1.Gateway{},
 		allClasses:     map[string]bool{},
 		status: &Status{

@@ -101,6 +101,10 @@ type Listener struct {
 	// takes the defaults. Listeners that share an address and port get the
 	// strictest of their values, field by field.
 	Edge *HTTPEdge `json:"edge,omitempty"`
+	// Tracing, on an HTTP or HTTPS listener, traces its requests; nil
+	// traces nothing. Listeners that share an address and port are one
+	// Gateway's and trace alike.
+	Tracing *Tracing `json:"tracing,omitempty"`
 	// L4Routes are the routes attached to a TLS, TCP or UDP listener,
 	// oldest first. A TCP or UDP listener has at most one; a TLS listener
 	// picks one by SNI, the first that claims a name.

@@ -157,6 +157,9 @@ func (v *validator) listener(p string, l *Listener) {
 			v.certificate(p, c)
 		}
 	}
+	if l.Tracing != nil {
+		v.tracing(p, l)
+	}
 	if len(l.HTTPRoutes) > 0 && l.Protocol != ProtocolHTTP && l.Protocol != ProtocolHTTPS {
 		v.add(p, "HTTP routes attach only to HTTP and HTTPS listeners")
 	}

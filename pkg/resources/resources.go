@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
@@ -45,6 +46,9 @@ type Resources struct {
 	IngressClasses         []*networkingv1.IngressClass
 	Ingresses              []*networkingv1.Ingress
 	IngressClassParameters []*v1alpha1.IngressClassParameters
+	// XTelemetryPolicies (experimental channel) trace the requests of the
+	// Gateways they target to an OTLP collector.
+	XTelemetryPolicies []*gwapixv1alpha1.XTelemetryPolicy
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -71,6 +75,9 @@ var (
 	IngressKind                = register(networkingv1.GroupName, "Ingress", func(r *Resources) *[]*networkingv1.Ingress { return &r.Ingresses })
 	IngressClassParametersKind = register(v1alpha1.GroupVersion.Group, "IngressClassParameters", func(r *Resources) *[]*v1alpha1.IngressClassParameters {
 		return &r.IngressClassParameters
+	})
+	XTelemetryPolicyKind = register(gwapixv1alpha1.GroupName, "XTelemetryPolicy", func(r *Resources) *[]*gwapixv1alpha1.XTelemetryPolicy {
+		return &r.XTelemetryPolicies
 	})
 )
 

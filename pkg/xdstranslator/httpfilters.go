@@ -61,8 +61,9 @@ func (u *filterUse) add(o filterUse) {
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (RBAC first, then CORS, then stateful
 // session; the router last), Envoy's stdout access log when log is set,
-// and the limits on its clients of edge (applyEdge).
-func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge) *listenerv3.Filter {
+// the limits on its clients of edge (applyEdge), and the tracing of tr
+// (tracing.go; nil traces nothing).
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	if use.rbac {
 		// No rules: routes without a per-route policy let everyone in.
@@ -107,6 +108,7 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 	}
 	applyEdge(h, edge)
+	h.Tracing = s.tracing(tr)
 	if log {
 		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
 	}

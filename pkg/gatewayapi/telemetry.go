@@ -314,11 +314,13 @@ func (t *translator) telemetryPolicy(p *gwapixv1alpha1.XTelemetryPolicy, st *pol
 	switch {
 	case prob != nil:
 		st.refs = &problem{prob.reason, "tracing.provider.backendRef: " + prob.msg}
-		return
 	case b.Invalid:
 		// A BackendTLSPolicy on the port that cannot be honoured: never
 		// export in plaintext. Its own status says why.
-		st.refs = &problem{string(gwapiv1.RouteReasonBackendNotFound), "tracing.provider.backendRef: the collector's BackendTLSPolicy cannot be honoured; spans are not exported"}
+		st.refs = &problem{string(gwapiv1.RouteReasonBackendNotFound), "tracing.provider.backendRef: the collector's BackendTLSPolicy cannot be honoured"}
+	}
+	if st.refs != nil {
+		st.acceptedMsg = "policy is accepted; its collector does not resolve (ResolvedRefs), so nothing is traced"
 		return
 	}
 	asHTTP2(b)

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -25,7 +26,9 @@ import (
 // convention attributes, and an export header; Gateway half (port
 // HalfPort) samples 50% by trace id whatever the traceparent says
 // (parentBasedSampling Disabled) and names its spans "sampled request";
-// Gateway untraced (port OffPort) has tracing Disabled. One HTTPRoute sends
+// Gateway untraced (port OffPort) has tracing Disabled; Gateway parent
+// (port ParentPort) samples 10% of new traces and 50% of the requests
+// whose parent is sampled. One HTTPRoute sends
 // all three to the Service app.
 const telemetryYAML = `apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -44,10 +47,18 @@ spec:
   listeners: [{name: http, protocol: HTTP, port: {{.OffPort}}}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: parent, namespace: default}
+spec:
+  gatewayClassName: e2e
+  addresses: [{type: IPAddress, value: 127.0.0.1}]
+  listeners: [{name: http, protocol: HTTP, port: {{.ParentPort}}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: app, namespace: default}
 spec:
-  parentRefs: [{name: gw}, {name: half}, {name: untraced}]
+  parentRefs: [{name: gw}, {name: half}, {name: untraced}, {name: parent}]
   rules:
   - backendRefs: [{name: app, port: 80}]
 ---
@@ -88,6 +99,19 @@ metadata: {name: untraced, namespace: default}
 spec:
   targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: untraced}]
   tracing: {mode: Disabled}
+---
+apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XTelemetryPolicy
+metadata: {name: parent, namespace: default}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: parent}]
+  tracing:
+    mode: Enabled
+    provider: {backendRef: {name: collector, port: 80}}
+    samplingRate: {numerator: 10}
+    parentBasedSampling: {mode: Enabled, samplingRate: {numerator: 50}}
+    attributes:
+    - {name: gateway, sourceType: Literal, literalValue: parent}
 `
 
 // flushWait outlasts Envoy's OpenTelemetry export timer (runtime
@@ -118,10 +142,13 @@ func traceparent(t *testing.T, flags string) (header, traceID, spanID string) {
 // traceparent, and over 100 whose traceparent says "not sampled"
 // (parentBasedSampling Disabled: ignored), lands within 5 standard
 // deviations of half, each span named "sampled request"; Gateway
-// untraced (Disabled) exports nothing.
+// untraced (Disabled) exports nothing. On Gateway parent (samplingRate
+// 10%, parentBasedSampling 50%) requests with a sampled parent are
+// sampled at 50%, new traces at 10%, unsampled parents never: the local
+// rate and the parent-based sampler of docs/tracing.md.
 func TestTelemetryTracing(t *testing.T) {
 	recv := otlp.Start(t)
-	half, off := freePort(t), freePort(t)
+	half, off, parent := freePort(t), freePort(t), freePort(t)
 	f := startWith(t, func(f *fixture) {
 		// app answers with the traceparent it received.
 		app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -136,9 +163,9 @@ func TestTelemetryTracing(t *testing.T) {
 				{Name: "collector", Port: portOfAddr(t, recv.Addr)},
 			},
 		})
-		render(t, filepath.Join(f.dir, "telemetry.yaml"), telemetryYAML, map[string]any{"HalfPort": half, "OffPort": off})
+		render(t, filepath.Join(f.dir, "telemetry.yaml"), telemetryYAML, map[string]any{"HalfPort": half, "OffPort": off, "ParentPort": parent})
 	})
-	for _, port := range []int{f.gwPort, half, off} {
+	for _, port := range []int{f.gwPort, half, off, parent} {
 		poll(t, fmt.Sprintf("port %d served", port), func() error {
 			if r := f.send(port, "app.example.com", "/warm-up"); r.status != 200 {
 				return fmt.Errorf("%d %q", r.status, r.body)
@@ -201,6 +228,22 @@ func TestTelemetryTracing(t *testing.T) {
 			t.Fatalf("request %d on half: %d %q", i, r.status, r.body)
 		}
 	}
+	// Gateway parent: sampled parents at 50%, new traces at 10%,
+	// unsampled parents never.
+	const parentKinds = 3
+	parentN := [parentKinds]int{200, 200, 50}
+	for kind, n := range parentN {
+		for i := range n {
+			var headers []string
+			if kind != 1 {
+				h, _, _ := traceparent(t, []string{"01", "", "00"}[kind])
+				headers = []string{"traceparent", h}
+			}
+			if r := f.send(parent, "app.example.com", fmt.Sprintf("/parent/%d/%d", kind, i), headers...); r.status != 200 {
+				t.Fatalf("request %d on parent: %d %q", i, r.status, r.body)
+			}
+		}
+	}
 	// Gateway untraced: nothing.
 	for i := range 20 {
 		if r := f.send(off, "app.example.com", fmt.Sprintf("/off/%d", i)); r.status != 200 {
@@ -210,6 +253,7 @@ func TestTelemetryTracing(t *testing.T) {
 	time.Sleep(flushWait)
 	spans = recv.Spans()
 	var gotPlain, gotParent, halfNames, offSpans, unsampledSpans int
+	var gotByParent [parentKinds]int
 	for _, sp := range spans {
 		switch {
 		case sp.Attributes["gateway"] == "half" && strings.Contains(sp.Attributes["http.url"], "/half/"):
@@ -223,6 +267,10 @@ func TestTelemetryTracing(t *testing.T) {
 			if sp.Name == "sampled request" {
 				halfNames++
 			}
+		case sp.Attributes["gateway"] == "parent" && strings.Contains(sp.Attributes["http.url"], "/parent/"):
+			var kind, i int
+			fmt.Sscanf(sp.Attributes["http.url"][strings.Index(sp.Attributes["http.url"], "/parent/"):], "/parent/%d/%d", &kind, &i)
+			gotByParent[kind]++
 		case strings.Contains(sp.Attributes["http.url"], "/off/"):
 			offSpans++
 		case sp.TraceID == unsampledTrace:
@@ -235,6 +283,16 @@ func TestTelemetryTracing(t *testing.T) {
 	for _, c := range []struct{ got, n int }{{gotPlain, plain}, {gotParent, withParent}} {
 		if band := 5 * sqrtInt(c.n) / 2; c.got < c.n/2-band || c.got > c.n/2+band {
 			t.Errorf("%d/%d sampled, want %d±%d", c.got, c.n, c.n/2, band)
+		}
+	}
+	t.Logf("Gateway parent, samplingRate 10%%, parentBasedSampling 50%%: %d/%d requests with a sampled parent sampled, %d/%d without traceparent, %d/%d with an unsampled parent",
+		gotByParent[0], parentN[0], gotByParent[1], parentN[1], gotByParent[2], parentN[2])
+	// Binomial(n, p): within 5 standard deviations of n·p.
+	for kind, p := range [parentKinds]float64{0.5, 0.1, 0} {
+		n := float64(parentN[kind])
+		mean, band := n*p, 5*math.Sqrt(n*p*(1-p))
+		if got := float64(gotByParent[kind]); got < mean-band || got > mean+band {
+			t.Errorf("Gateway parent, requests of kind %d: %d/%d sampled, want %.0f±%.0f", kind, gotByParent[kind], parentN[kind], mean, band)
 		}
 	}
 	if halfNames != gotPlain+gotParent || halfNames == 0 {

@@ -172,7 +172,7 @@ func TestTelemetryPolicyValidation(t *testing.T) {
 			switch tc.name {
 			case "collector of appProtocol grpc":
 				res.Services[0].Spec.Ports[0].AppProtocol = ptr("grpc")
-			case "collector in another namespace, a grant for routes", "collector in another namespace, granted":
+			case "collector in another namespace, no grant", "collector in another namespace, a grant for routes", "collector in another namespace, granted":
 				kind := gwapiv1.Kind("XTelemetryPolicy")
 				group := gwapiv1.Group("gateway.networking.x-k8s.io")
 				if tc.name == "collector in another namespace, a grant for routes" {
@@ -180,6 +180,9 @@ func TestTelemetryPolicyValidation(t *testing.T) {
 				}
 				res.Services = append(res.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "obs", Name: "app"},
 					Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.9", Ports: []corev1.ServicePort{{Port: 80}}}})
+				if tc.name == "collector in another namespace, no grant" {
+					break
+				}
 				res.ReferenceGrants = []*gwapiv1.ReferenceGrant{{ObjectMeta: metav1.ObjectMeta{Namespace: "obs", Name: "g"},
 					Spec: gwapiv1beta1.ReferenceGrantSpec{From: []gwapiv1.ReferenceGrantFrom{{Group: group, Kind: kind, Namespace: "default"}},
 						To: []gwapiv1.ReferenceGrantTo{{Kind: "Service"}}}}}

@@ -56,10 +56,11 @@ package gatewayapi
 //     Kubernetes provider and the snapshot know it;
 //  3. one file here, named after the kind, holding its validation (a
 //     function filling a policyState: effect, notAccepted, refs), what it
-//     renders (policyKindSpec route or backend: a function that applies
-//     the effective policy to an IR route or backend; a new field of the
-//     IR and its Envoy translation in pkg/ir and pkg/xdstranslator when
-//     the effect is new to them) and its registration
+//     renders (policyKindSpec route, backend or listener: a function that
+//     applies the effective policy to an IR route, backend or listener; a
+//     new field of the IR and its Envoy translation in pkg/ir and
+//     pkg/xdstranslator when the effect is new to them) and its
+//     registration
 //     (registerPolicyKind: the resources kind, accepted targets, accessors
 //     of targetRefs and status, the Secrets and ConfigMaps it reads);
 //  4. the chart's RBAC (charts/xds-controller/templates/_helpers.tpl):

@@ -36,7 +36,8 @@ func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
 // redirect or a direct response); matches are well formed; header
 // modifiers leave Host and the pseudo-headers alone, regular expressions
 // are ones Envoy's RE2 parses and source ranges are CIDRs, and a request's Host
-// has at most one rewrite (the route's or its backend's); every backend and
+// has at most one rewrite (the route's or its backend's); a listener's
+// Tracing is well formed (tracing.go); every backend and
 // certificate name (serving certificates and backend client certificates
 // alike) means one thing across the whole IR.
 func (x *IR) Validate() error {

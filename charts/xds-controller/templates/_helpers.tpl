@@ -123,4 +123,12 @@ with a newline.
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+# XTelemetryPolicies (experimental channel): read, and write their status
+# (ancestors). Not watched when the CRD is missing.
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xtelemetrypolicies]
+  verbs: [get, list, watch]
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xtelemetrypolicies/status]
+  verbs: [patch, update]
 {{- end }}

@@ -159,6 +159,11 @@ func TestTelemetryPolicyValidation(t *testing.T) {
 		}), edit: func(*gwapixv1alpha1.XTelemetryPolicy) {},
 			want: &ir.Tracing{Collector: &ir.Backend{Name: "service/obs/app/80/h2c", Protocol: ir.AppProtocolH2C, Endpoints: []ir.Endpoint{{Address: "10.96.0.9", Port: 80}}},
 				ServiceName: "default/web", RandomSampling: 100, RootSampling: 100, ParentBased: true}},
+		{name: "collector behind a BackendTLSPolicy", tracing: enabled(nil), edit: func(*gwapixv1alpha1.XTelemetryPolicy) {},
+			want: &ir.Tracing{Collector: &ir.Backend{Name: "service/default/app/80/h2c", Protocol: ir.AppProtocolH2C,
+				Endpoints: []ir.Endpoint{{Address: "10.0.0.1", Port: 8080}, {Address: "10.0.0.2", Port: 8080}},
+				TLS:       &ir.BackendTLS{SNI: "collector.example.com", WellKnownCACertificates: true}},
+				ServiceName: "default/web", RandomSampling: 100, RootSampling: 100, ParentBased: true}},
 		{name: "target of another kind", tracing: enabled(nil), edit: func(p *gwapixv1alpha1.XTelemetryPolicy) {
 			p.Spec.TargetRefs[0].Kind = "HTTPRoute"
 		}, wantNoStatus: true},
@@ -170,6 +175,12 @@ func TestTelemetryPolicyValidation(t *testing.T) {
 				tc.edit(p)
 			}
 			switch tc.name {
+			case "collector behind a BackendTLSPolicy":
+				res.BackendTLSPolicies = []*gwapiv1.BackendTLSPolicy{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tls"},
+					Spec: gwapiv1.BackendTLSPolicySpec{
+						TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{Kind: "Service", Name: "app"}}},
+						Validation: gwapiv1.BackendTLSPolicyValidation{Hostname: "collector.example.com", WellKnownCACertificates: ptr(gwapiv1.WellKnownCACertificatesSystem)},
+					}}}
 			case "collector of appProtocol grpc":
 				res.Services[0].Spec.Ports[0].AppProtocol = ptr("grpc")
 			case "collector in another namespace, no grant", "collector in another namespace, a grant for routes", "collector in another namespace, granted":

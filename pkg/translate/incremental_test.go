@@ -540,7 +540,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
-	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant"} {
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XTelemetryPolicy"} {
 		if changed[kind] < 10 {
 			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
 		}

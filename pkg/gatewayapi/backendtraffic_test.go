@@ -173,7 +173,7 @@ func TestBackendTrafficPolicyRendered(t *testing.T) {
 			SessionPersistence: &gwapiv1.SessionPersistence{Type: ptr(gwapiv1.HeaderBasedSessionPersistence), Header: &gwapiv1.HeaderConfig{Name: "x-own"}}},
 	)}
 	res.XBackendTrafficPolicies = []*gwapixv1a1.XBackendTrafficPolicy{btp("app", gwapixv1a1.BackendTrafficPolicySpec{
-		RetryConstraint: &gwapixv1a1.RetryConstraint{Budget: &gwapixv1a1.BudgetDetails{Percent: ptr(30)}},
+		RetryConstraint:    &gwapixv1a1.RetryConstraint{Budget: &gwapixv1a1.BudgetDetails{Percent: ptr(30)}},
 		SessionPersistence: &gwapiv1.SessionPersistence{},
 	})}
 	r := Translate(res, Options{})

@@ -13,8 +13,8 @@ import (
 // TestExperimentalChannelOnTheLocalCluster installs the chart with the
 // Gateway API experimental channel's CRDs (gatewayAPI.channel=experimental)
 // in Shared and in Dedicated mode, and moves traffic through the
-// experimental fields the cluster's own images can serve: HTTPRoute rule
-// sessionPersistence (GEP-1619) across two echo replicas.
+// experimental fields: HTTPRoute rule sessionPersistence (GEP-1619) and
+// an XBackendTrafficPolicy's across two echo replicas.
 func TestExperimentalChannelOnTheLocalCluster(t *testing.T) {
 	inBothModes(t, (*env).experimental)
 }
@@ -32,22 +32,46 @@ func (e *env) experimental(mode string) {
 		"gatewayAPI": map[string]any{"installCRDs": true, "channel": "experimental"},
 	})
 	e.applyExamples()
-	e.mustKubectl("", "-n", exampleNamespace, "scale", "deploy/foo", "--replicas=2")
-	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "--timeout=120s")
+	e.mustKubectl("", "-n", exampleNamespace, "scale", "deploy/foo", "deploy/bar", "--replicas=2")
+	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/foo", "deploy/bar", "--timeout=120s")
 	web := e.gatewayAddress("web", 4*time.Minute)
-	e.sessionPersistence(web)
+	e.sessionPersistence(web, "sticky.example.com", "foo", "xds-session", `    sessionPersistence:
+      type: Cookie
+      cookie: {name: xds-session}
+`)
+	// The same through an XBackendTrafficPolicy on the Service bar.
+	e.mustKubectl(`apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XBackendTrafficPolicy
+metadata:
+  name: bar-sessions
+  namespace: xds-example
+spec:
+  targetRefs: [{group: "", kind: Service, name: bar}]
+  sessionPersistence:
+    type: Cookie
+    cookie: {name: bar-session}
+`, "apply", "-f", "-")
+	e.sessionPersistence(web, "sticky-policy.example.com", "bar", "bar-session", "")
+	e.eventually("XBackendTrafficPolicy bar-sessions Accepted by Gateway web", time.Minute, func() error {
+		out, err := e.kubectl("", "-n", exampleNamespace, "get", "xbackendtrafficpolicy", "bar-sessions", "-o",
+			`jsonpath={range .status.ancestors[*]}{.ancestorRef.name}={.conditions[?(@.type=="Accepted")].status}{" "}{end}`)
+		if err == nil && !strings.Contains(out, "web=True") {
+			err = fmt.Errorf("status.ancestors: %q", out)
+		}
+		return err
+	})
 }
 
-// sessionPersistence: a rule with a session cookie keeps a client that
-// sends the cookie on the replica that answered first, while clients
-// without it reach both replicas of foo.
-func (e *env) sessionPersistence(web string) {
+// sessionPersistence routes host to the two replicas of backend with a
+// rule whose YAML ends with rule (its sessionPersistence, if any), and
+// checks that a client sending the cookie named cookieName keeps the
+// replica that answered first, while clients without it reach both.
+func (e *env) sessionPersistence(web, host, backend, cookieName, rule string) {
 	t := e.t
-	const host = "sticky.example.com"
 	e.mustKubectl(`apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata:
-  name: sticky
+  name: `+backend+`-sticky
   namespace: xds-example
 spec:
   parentRefs:
@@ -55,13 +79,10 @@ spec:
   hostnames: ["`+host+`"]
   rules:
   - backendRefs:
-    - name: foo
+    - name: `+backend+`
       port: 80
-    sessionPersistence:
-      type: Cookie
-      cookie: {name: xds-session}
-`, "apply", "-f", "-")
-	e.expectBackend(web, host, "/", "foo", 2*time.Minute)
+`+rule, "apply", "-f", "-")
+	e.expectBackend(web, host, "/", backend, 2*time.Minute)
 
 	// Without the cookie both replicas answer (round robin: 40 requests
 	// would all land on one with probability 2^-39).
@@ -78,10 +99,10 @@ spec:
 		}
 	}
 	if len(seen) != 2 {
-		t.Fatalf("without a session cookie 40 requests reached %v, want both replicas of foo", seen)
+		t.Fatalf("%s: without a session cookie 40 requests reached %v, want both replicas of %s", host, seen, backend)
 	}
-	if !strings.HasPrefix(cookie, "xds-session=") {
-		t.Fatalf("no Set-Cookie xds-session from the gateway, got %q", cookie)
+	if !strings.HasPrefix(cookie, cookieName+"=") {
+		t.Fatalf("%s: no Set-Cookie %s from the gateway, got %q", host, cookieName, cookie)
 	}
 	// With the cookie every request reaches one replica.
 	first := ""
@@ -96,7 +117,7 @@ spec:
 			t.Fatalf("request %d with the session cookie reached %s, the first reached %s", i+1, pod, first)
 		}
 	}
-	t.Logf("sessionPersistence: without a cookie %v; with %s 30 of 30 requests on %s", seen, cookie, first)
+	t.Logf("%s sessionPersistence: without a cookie %v; with %s 30 of 30 requests on %s", host, seen, cookie, first)
 }
 
 // getSticky sends GET http://web/ with Host host and, when cookie is not

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
-	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	gwapixv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
@@ -46,9 +46,12 @@ type Resources struct {
 	IngressClasses         []*networkingv1.IngressClass
 	Ingresses              []*networkingv1.Ingress
 	IngressClassParameters []*v1alpha1.IngressClassParameters
+	// XBackendTrafficPolicies (experimental channel) set session
+	// persistence and a retry budget for the Services they target.
+	XBackendTrafficPolicies []*gwapixv1a1.XBackendTrafficPolicy
 	// XTelemetryPolicies (experimental channel) trace the requests of the
 	// Gateways they target to an OTLP collector.
-	XTelemetryPolicies []*gwapixv1alpha1.XTelemetryPolicy
+	XTelemetryPolicies []*gwapixv1a1.XTelemetryPolicy
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -76,7 +79,10 @@ var (
 	IngressClassParametersKind = register(v1alpha1.GroupVersion.Group, "IngressClassParameters", func(r *Resources) *[]*v1alpha1.IngressClassParameters {
 		return &r.IngressClassParameters
 	})
-	XTelemetryPolicyKind = register(gwapixv1alpha1.GroupName, "XTelemetryPolicy", func(r *Resources) *[]*gwapixv1alpha1.XTelemetryPolicy {
+	XBackendTrafficPolicyKind = register(gwapixv1a1.GroupName, "XBackendTrafficPolicy", func(r *Resources) *[]*gwapixv1a1.XBackendTrafficPolicy {
+		return &r.XBackendTrafficPolicies
+	})
+	XTelemetryPolicyKind = register(gwapixv1a1.GroupName, "XTelemetryPolicy", func(r *Resources) *[]*gwapixv1a1.XTelemetryPolicy {
 		return &r.XTelemetryPolicies
 	})
 )

@@ -123,12 +123,12 @@ with a newline.
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]
-# XTelemetryPolicies (experimental channel): read, and write their status
-# (ancestors). Not watched when the CRD is missing.
+# Experimental-channel policies: read, and write their status (not
+# watched when their CRD is missing).
 - apiGroups: [gateway.networking.x-k8s.io]
-  resources: [xtelemetrypolicies]
+  resources: [xbackendtrafficpolicies, xtelemetrypolicies]
   verbs: [get, list, watch]
 - apiGroups: [gateway.networking.x-k8s.io]
-  resources: [xtelemetrypolicies/status]
+  resources: [xbackendtrafficpolicies/status, xtelemetrypolicies/status]
   verbs: [patch, update]
 {{- end }}

@@ -14,7 +14,8 @@ import (
 // Gateway API experimental channel's CRDs (gatewayAPI.channel=experimental)
 // in Shared and in Dedicated mode, and moves traffic through the
 // experimental fields: HTTPRoute rule sessionPersistence (GEP-1619) and
-// an XBackendTrafficPolicy's across two echo replicas.
+// an XBackendTrafficPolicy's across two echo replicas, and an
+// XTelemetryPolicy's spans at an OTLP receiver.
 func TestExperimentalChannelOnTheLocalCluster(t *testing.T) {
 	inBothModes(t, (*env).experimental)
 }
@@ -60,6 +61,9 @@ spec:
 		}
 		return err
 	})
+	// XTelemetryPolicy: spans of web's requests reach the test servers'
+	// OTLP receiver (telemetry_test.go).
+	e.tracing(web)
 }
 
 // sessionPersistence routes host to the two replicas of backend with a

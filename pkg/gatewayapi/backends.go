@@ -95,9 +95,8 @@ func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend,
 	case rc.l4 != "":
 		b.Protocol = rc.l4
 		b.Name += "/" + strings.ToLower(string(rc.l4))
-	case rc.http2 && b.Protocol == ir.AppProtocolHTTP1:
-		b.Protocol = ir.AppProtocolH2C
-		b.Name += "/h2c"
+	case rc.http2:
+		speakHTTP2(b)
 	}
 	return b, p
 }

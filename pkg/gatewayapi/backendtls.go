@@ -32,7 +32,7 @@ var backendTLSPolicyKind = registerPolicyKind(resources.BackendTLSPolicyKind, po
 	validate:      (*translator).backendTLSPolicy,
 	resolvedRefs:  true,
 	references:    backendTLSReferences,
-	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress},
+	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress, "Gateway", KindListenerSet},
 	backend:       backendTLS,
 })
 

@@ -250,6 +250,14 @@ func (t *translator) resolveFiltersOf(l *listenerState) {
 			l.filterProblem = &problem{string(gwapiv1.ListenerReasonInvalid), fmt.Sprintf("filters.requests: filter %d: externalAuth backendRef: the BackendTLSPolicy of Service %s cannot be honoured (see its status)", k, svc)}
 			return
 		}
+		if gc := l.gw.backendCert; gc != nil {
+			// The Gateway's client certificate, as for every TLS backend
+			// of its routes (applyBackendClientCert).
+			if res.auth.Backend = gc.apply(res.auth.Backend); res.auth.Backend.Invalid {
+				l.filterProblem = &problem{string(gwapiv1.ListenerReasonInvalid), fmt.Sprintf("filters.requests: filter %d: externalAuth backendRef: the Gateway's backend client certificate does not resolve (see the Gateway's ResolvedRefs)", k)}
+				return
+			}
+		}
 		auth = append(auth, res.auth)
 	}
 	l.extAuth = auth

@@ -252,3 +252,35 @@ func TestListenerFilterServiceChange(t *testing.T) {
 	}
 	wantCond(t, got.Status.Gateways[nn("default", "web")].Listeners[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound")
 }
+
+// TestExtAuthBackendTLS: a BackendTLSPolicy on the auth service's port
+// makes Envoy reach it over TLS, with the Gateway's backend client
+// certificate, for a route's check and a listener's alike.
+func TestExtAuthBackendTLS(t *testing.T) {
+	res := backendCertFixture(gwapiv1.SecretObjectReference{Name: "client"})
+	check := gwapiv1.HTTPExternalAuthFilter{ExternalAuthProtocol: gwapiv1.HTTPRouteExternalAuthHTTPProtocol, BackendRef: authzRef("app", 80)}
+	res.HTTPRoutes[0].Spec.Rules[0].Filters = []gwapiv1.HTTPRouteFilter{extAuthF(check)}
+	res.Gateways[0].Spec.Listeners[0].Filters = &gwapiv1.ListenerFilters{Requests: []gwapiv1.ListenerFilter{{Type: gwapiv1.ListenerFilterExternalAuth, ExternalAuth: &check}}}
+	r := Translate(res.Resources, Options{})
+	mustValid(t, r)
+	if _, err := xdstranslator.Translate(r.IR); err != nil {
+		t.Fatal(err)
+	}
+	l := r.IR.Gateways[0].Listeners[0]
+	var checks []*ir.ExtAuth
+	checks = append(checks, l.ExtAuth...)
+	for _, rt := range l.HTTPRoutes {
+		if rt.Filters.ExtAuth != nil {
+			checks = append(checks, rt.Filters.ExtAuth)
+		}
+	}
+	if len(checks) != 2 {
+		t.Fatalf("%d checks, want the listener's and the route's", len(checks))
+	}
+	for _, a := range checks {
+		b := a.Backend
+		if b.TLS == nil || b.TLS.SNI != "app.example" || b.TLS.ClientCertificate == nil || !strings.Contains(b.Name, ClientCertificateSegment) {
+			t.Errorf("check backend %s TLS %+v, want TLS to app.example with the Gateway's client certificate", b.Name, b.TLS)
+		}
+	}
+}

@@ -121,7 +121,9 @@ func TestExtAuthInvalidRule(t *testing.T) {
 				f.GRPCAuthConfig.AllowedRequestHeaders[i] = "x" + strings.Repeat("a", i)
 			}
 		}), "PartiallyInvalid", "UnsupportedValue", "65 entries; at most 64", metav1.ConditionTrue},
-		{"body too large", grpcF(func(f *gwapiv1.HTTPExternalAuthFilter) { f.ForwardBody = &gwapiv1.ForwardBodyConfig{MaxSize: MaxExtAuthBody + 1} }), "PartiallyInvalid", "UnsupportedValue", "forwardBody.maxSize 1048577 is outside 0-1048576", metav1.ConditionTrue},
+		{"body too large", grpcF(func(f *gwapiv1.HTTPExternalAuthFilter) {
+			f.ForwardBody = &gwapiv1.ForwardBodyConfig{MaxSize: MaxExtAuthBody + 1}
+		}), "PartiallyInvalid", "UnsupportedValue", "forwardBody.maxSize 1048577 is outside 0-1048576", metav1.ConditionTrue},
 		{"negative body", grpcF(func(f *gwapiv1.HTTPExternalAuthFilter) { f.ForwardBody = &gwapiv1.ForwardBodyConfig{MaxSize: -1} }), "PartiallyInvalid", "UnsupportedValue", "forwardBody.maxSize -1", metav1.ConditionTrue},
 		{"twice", extAuthF(gwapiv1.HTTPExternalAuthFilter{ExternalAuthProtocol: gwapiv1.HTTPRouteExternalAuthGRPCProtocol, BackendRef: authzRef("authz", 9000)}), "PartiallyInvalid", "UnsupportedValue", "ExternalAuth may appear once per rule", metav1.ConditionTrue},
 	} {

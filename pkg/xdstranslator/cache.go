@@ -215,6 +215,9 @@ func (s *scopeBuilder) virtualHost(run hostRoutes, stale *vhostMemo) (*vhostMemo
 		m.vhost.TypedPerFilterConfig[f.name] = enable
 		m.use.addAuthz(f)
 		m.used = append(m.used, a.Backend)
+		if l := bodyBufferLimit(a); l != nil && (m.vhost.RequestBodyBufferLimit == nil || l.Value > m.vhost.RequestBodyBufferLimit.Value) {
+			m.vhost.RequestBodyBufferLimit = l
+		}
 	}
 	for _, b := range m.used {
 		s.cache.clusters.acquire(b)

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
@@ -137,6 +138,22 @@ func extAuthz(a *ir.ExtAuth, k int) (authzFilter, *anypb.Any) {
 	}}
 	enable := toAny(&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: &extauthzv3.CheckSettings{}}})
 	return f, enable
+}
+
+// bodyBufferLimit is the request body buffer limit (Route and VirtualHost
+// request_body_buffer_limit) a check that forwards MaxBodyBytes of the
+// body needs: without it the stream holds at most the connection's
+// 32 KiB buffer (per_connection_buffer_limit_bytes) and a longer body
+// is answered 413 before the check. nil when that buffer is enough. A
+// route's own limit replaces its virtual host's (Envoy's precedence): a
+// route whose check forwards less of the body than its listener's holds
+// its own maximum, and a body between the two gets 413 (never
+// forwarded unchecked).
+func bodyBufferLimit(a *ir.ExtAuth) *wrapperspb.UInt64Value {
+	if a.MaxBodyBytes <= bufferLimitPB.GetValue() {
+		return nil
+	}
+	return wrapperspb.UInt64(uint64(a.MaxBodyBytes))
 }
 
 // headerNames matches the header names given, in any case.

@@ -237,6 +237,7 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 		out.TypedPerFilterConfig[af.name] = enable
 		use.addAuthz(af)
 		used = append(used, a.Backend)
+		out.RequestBodyBufferLimit = bodyBufferLimit(a)
 	}
 	if len(f.AllowedSourceRanges) > 0 {
 		p, err := sourceRangesRBAC(f.AllowedSourceRanges)

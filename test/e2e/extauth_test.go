@@ -39,6 +39,11 @@ spec:
     - type: ExternalAuth
       externalAuth: {protocol: GRPC, backendRef: {name: authz-grpc, port: 80}, grpc: {}}
     backendRefs: [{name: app, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /http-big}}]
+    filters:
+    - type: ExternalAuth
+      externalAuth: {protocol: HTTP, backendRef: {name: authz-http, port: 80}, http: {path: /check}, forwardBody: {maxSize: 1048576}}
+    backendRefs: [{name: app, port: 80}]
   - matches: [{path: {type: PathPrefix, value: /http-all}}]
     filters:
     - type: ExternalAuth
@@ -87,7 +92,7 @@ func startExtAuth(t *testing.T) *extAuthFixture {
 	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		x.hits.Add(1)
 		b, _ := io.ReadAll(r.Body)
-		fmt.Fprintf(w, "app %s x-user=%s x-other=%s body=%d type=%s", r.URL.Path, r.Header.Get("x-user"), r.Header.Get("x-other"), len(b), r.Header.Get("content-type"))
+		fmt.Fprintf(w, "app %s x-user=%s x-other=%s body=%d type=%s host=%s", r.URL.Path, r.Header.Get("x-user"), r.Header.Get("x-other"), len(b), r.Header.Get("content-type"), r.Host)
 	}), ReadHeaderTimeout: 5 * time.Second}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -176,6 +181,7 @@ func TestExtAuth(t *testing.T) {
 	x.grpc.On(extauthz.Match{Header: "x-deny", Value: "1"}, extauthz.Deny(401, "grpc says no", map[string]string{"www-authenticate": "Bearer realm=e2e"}))
 	x.grpc.On(extauthz.Match{PathPrefix: "/grpc/slow"}, extauthz.Decision{Delay: 8 * time.Second})
 	x.grpc.On(extauthz.Match{PathPrefix: "/grpc"}, extauthz.Allow(map[string]string{"x-user": "alice"}))
+	x.grpc.On(extauthz.Match{PathPrefix: "/b/host"}, extauthz.Allow(map[string]string{"host": "auth.example.com", "x-user": "mallory"}))
 	// The HTTP check of /http sends x-tenant (allowedHeaders), not x-deny.
 	x.http.On(extauthz.Match{Header: "x-tenant", Value: "deny"}, extauthz.Deny(403, "http says no", map[string]string{"x-reason": "denied by e2e"}))
 	x.http.On(extauthz.Match{PathPrefix: "/http"}, extauthz.Allow(map[string]string{"x-user": "bob", "x-other": "leaked", "content-type": "text/evil"}))
@@ -205,7 +211,7 @@ func TestExtAuth(t *testing.T) {
 	t.Run("http allow with path, headers, body", func(t *testing.T) {
 		body := "0123456789abcdefXYZ" // 19 bytes, forwardBody.maxSize 16
 		r := x.do(x.gwPort, "POST", "auth.example.com", "/http/y", body, "x-tenant", "t2", "x-secret", "s", "authorization", "Bearer tok", "content-type", "text/plain")
-		want := "app /http/y x-user=bob x-other= body=19 type=text/plain"
+		want := "app /http/y x-user=bob x-other= body=19 type=text/plain host=auth.example.com"
 		if r.status != 200 || r.body != want {
 			t.Fatalf("got %d %q; want %q (x-user allowed, x-other not, the body and its type intact)", r.status, r.body, want)
 		}
@@ -224,10 +230,24 @@ func TestExtAuth(t *testing.T) {
 	t.Run("http every response header", func(t *testing.T) {
 		body := "hello"
 		r := x.do(x.gwPort, "POST", "auth.example.com", "/http-all/z", body, "content-type", "text/plain")
-		want := "app /http-all/z x-user=bob x-other=leaked body=5 type=text/plain"
+		want := "app /http-all/z x-user=bob x-other=leaked body=5 type=text/plain host=auth.example.com"
 		if r.status != 200 || r.body != want {
 			t.Fatalf("got %d %q; want %q (every header of the answer but Content-Type and Content-Length)", r.status, r.body, want)
 		}
+	})
+	t.Run("http body of 1 MiB", func(t *testing.T) {
+		// Beyond the listener's 32 KiB connection buffer: the filter
+		// holds the body up to maxSize for the check.
+		body := strings.Repeat("b", 1<<20)
+		r := x.do(x.gwPort, "POST", "auth.example.com", "/http-big/1", body)
+		if r.status != 200 || !strings.Contains(r.body, " body=1048576 ") {
+			t.Fatalf("got %d %.200q; want 200 and the whole body at the backend", r.status, r.body)
+		}
+		c, _ := lastCheck(t, x.http, "/http-big/1")
+		if len(c.Body) != len(body) {
+			t.Errorf("the auth server got %d bytes of body, want %d", len(c.Body), len(body))
+		}
+		t.Logf("1 MiB body: backend %d, auth server got %d bytes", r.status, len(c.Body))
 	})
 	t.Run("http deny", func(t *testing.T) {
 		before := x.hits.Load()
@@ -262,9 +282,15 @@ func TestExtAuth(t *testing.T) {
 		if r := x.do(x.checked, "GET", "shared.example.com", "/a/3", "", "x-deny", "1"); r.status != 401 || r.body != "grpc says no" {
 			t.Fatalf("listener checked, denied: got %d %q", r.status, r.body)
 		}
+		// The check cannot change the Host route matching reads: the
+		// header is ignored (decoder_header_mutation_rules), the route of
+		// shared.example.com serves, and the backend sees the original.
+		if r := x.do(x.checked, "GET", "shared.example.com", "/b/host", ""); r.status != 200 || !strings.HasSuffix(r.body, "x-user=mallory x-other= body=0 type= host=shared.example.com") {
+			t.Fatalf("listener check setting Host: got %d %q; want the original host", r.status, r.body)
+		}
 		seen := len(x.grpc.Checks())
-		if seen-before != 3 {
-			t.Errorf("%d checks for 3 requests on the listener checked", seen-before)
+		if seen-before != 4 {
+			t.Errorf("%d checks for 4 requests on the listener checked", seen-before)
 		}
 		// The same route through the listener http: not checked.
 		if r := x.do(x.gwPort, "GET", "shared.example.com", "/a/4", "", "x-deny", "1"); r.status != 200 {

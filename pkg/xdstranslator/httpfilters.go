@@ -14,7 +14,11 @@ package xdstranslator
 // client), then those that answer or change it (CORS), then those that
 // only steer the request to an upstream host (stateful session: a
 // request CORS answers itself gets no session cookie), and the router,
-// Envoy's terminal filter, always last.
+// Envoy's terminal filter, always last. External authorization
+// (extauth.go) is access control in two places: a listener's checks run
+// before everything (pre-routing: Gateway listener filters), a route's
+// right after CORS, so that CORS answers preflight requests, which carry
+// no credentials, and adds its headers to a denial too.
 
 import (
 	"slices"
@@ -77,8 +81,9 @@ func (u *filterUse) addAuthz(f authzFilter) {
 }
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
-// optional filters its routes use (RBAC first, then CORS, then stateful
-// session; the router last), Envoy's stdout access log when log is set,
+// optional filters its routes use (a listener's ext_authz checks first,
+// then RBAC, CORS, a route's ext_authz checks, stateful session; the
+// router last), Envoy's stdout access log when log is set,
 // and the limits on its clients of edge (applyEdge).
 func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter

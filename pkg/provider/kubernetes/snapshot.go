@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapixv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
@@ -159,8 +160,12 @@ func newList(scheme *runtime.Scheme, k resources.Kind) (client.ObjectList, error
 // (group of api/v1alpha1), which a `helm upgrade` does not install when
 // they are new. Such a kind is then not watched and has no objects; the
 // translation reports what needed them (an IngressClass whose parameters
-// are missing).
-func optionalKind(k resources.Kind) bool { return k.Group() == v1alpha1.GroupVersion.Group }
+// are missing); and the Gateway API's experimental-channel kinds
+// (gateway.networking.x-k8s.io), which a cluster with the standard
+// channel's CRDs does not have.
+func optionalKind(k resources.Kind) bool {
+	return k.Group() == v1alpha1.GroupVersion.Group || k.Group() == gwapixv1a1.GroupName
+}
 
 // ReferencedSecrets are the Secrets that Gateways of our classes reference
 // in their TLS listeners' certificateRefs and their spec.tls.backend

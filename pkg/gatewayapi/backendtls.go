@@ -33,7 +33,7 @@ var backendTLSPolicyKind = registerPolicyKind(resources.BackendTLSPolicyKind, po
 	validate:      (*translator).backendTLSPolicy,
 	resolvedRefs:  true,
 	references:    backendTLSReferences,
-	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress, KindXTelemetryPolicy},
+	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress, KindXTelemetryPolicy, "Gateway", KindListenerSet},
 	backend:       backendTLS,
 })
 

@@ -90,6 +90,12 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportTLSRouteModeMixed,
 	features.SupportTCPRoute,
 	features.SupportUDPRoute,
+
+	// Experimental channel (issue 27).
+	// GatewayListenerFilters: a Gateway's or ListenerSet's listener
+	// filters.requests of type ExternalAuth, as Envoy ext_authz before
+	// routing (extauth.go; no conformance test in v1.7.0).
+	features.SupportGatewayListenerFilters,
 }
 
 // supportedFeatures is SupportedFeatures as GatewayClass status wants it:

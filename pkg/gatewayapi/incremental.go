@@ -232,6 +232,7 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 	t.translateGatewayClasses()
 	t.translateGateways()
 	t.readPolicies()
+	t.resolveListenerFilters()
 	c.classes = t.status.GatewayClasses
 	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
 	dirty := make([]routeChange, 0, n)
@@ -270,6 +271,18 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		return nil, false
 	}
 	t := c.t
+	for _, ch := range svcs {
+		if t.gatewayServices[ch.k] {
+			return nil, false // a listener filter's backend: start over
+		}
+	}
+	for _, ch := range eps {
+		for _, es := range []*discoveryv1.EndpointSlice{ch.old, ch.new} {
+			if svc, ok := sliceService(es); ok && t.gatewayServices[svc] {
+				return nil, false
+			}
+		}
+	}
 	t.res, t.opts = res, opts
 	readers := func(k types.NamespacedName) {
 		if d := c.deps[k]; d != nil {

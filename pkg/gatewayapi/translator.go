@@ -58,6 +58,10 @@ type translator struct {
 	// reading is the memo of the route being read (Cache.read), which
 	// records the Services it reads and the policy ancestors it makes.
 	reading *routeMemo
+	// gatewayServices are the Services Gateway-level state read: the
+	// backends of listener filters (resolveListenerFilters). Cache.update
+	// starts over when one of them changes.
+	gatewayServices map[types.NamespacedName]bool
 	// rule is the context of the rule being translated (translateRules).
 	rule ruleContext
 }

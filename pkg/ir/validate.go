@@ -164,6 +164,12 @@ func (v *validator) listener(p string, l *Listener) {
 	if len(l.HTTPRoutes) > 0 && l.Protocol != ProtocolHTTP && l.Protocol != ProtocolHTTPS {
 		v.add(p, "HTTP routes attach only to HTTP and HTTPS listeners")
 	}
+	if len(l.ExtAuth) > 0 && l.Protocol != ProtocolHTTP && l.Protocol != ProtocolHTTPS {
+		v.add(p, "external authorization applies only to HTTP and HTTPS listeners")
+	}
+	for _, a := range l.ExtAuth {
+		v.extAuth(p, a)
+	}
 	if len(l.L4Routes) > 0 && (l.Protocol == ProtocolHTTP || l.Protocol == ProtocolHTTPS) {
 		v.add(p, "TLS, TCP and UDP routes do not attach to HTTP or HTTPS listeners")
 	}
@@ -281,6 +287,9 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 			v.add(p, "session persistence needs backends")
 		}
 		v.session(p, r.SessionPersistence)
+	}
+	if a := r.Filters.ExtAuth; a != nil {
+		v.extAuth(p, a)
 	}
 	for _, m := range r.Filters.Mirrors {
 		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
@@ -404,6 +413,42 @@ func (v *validator) session(p string, s *SessionPersistence) {
 	default:
 		v.add(p, fmt.Sprintf("session persistence type %q is unknown", s.Type))
 	}
+}
+
+// extAuth checks an external authorization check: a known protocol, a
+// valid backend (HTTP/2 for GRPC: Envoy's gRPC client needs it), a path
+// prefix (HTTP only) starting with "/", header names that are RFC 7230
+// tokens, and no response headers for GRPC.
+func (v *validator) extAuth(p string, a *ExtAuth) {
+	if a == nil {
+		v.add(p, "an external authorization check is nil")
+		return
+	}
+	switch a.Protocol {
+	case ExtAuthGRPC:
+		if a.PathPrefix != "" || len(a.AllowedResponseHeaders) > 0 {
+			v.add(p, "a GRPC external authorization check has no path prefix or response headers")
+		}
+		if a.Backend != nil && a.Backend.Protocol != AppProtocolHTTP2 && a.Backend.Protocol != AppProtocolH2C {
+			v.add(p, "a GRPC external authorization service needs an HTTP/2 backend")
+		}
+	case ExtAuthHTTP:
+		if a.PathPrefix != "" && !strings.HasPrefix(a.PathPrefix, "/") {
+			v.add(p, fmt.Sprintf("external authorization path prefix %q must start with /", a.PathPrefix))
+		}
+	default:
+		v.add(p, fmt.Sprintf("external authorization protocol %q is unknown", a.Protocol))
+	}
+	for _, h := range append(slices.Clone(a.AllowedRequestHeaders), a.AllowedResponseHeaders...) {
+		if !isToken(h) {
+			v.add(p, fmt.Sprintf("external authorization header name %q is not an RFC 7230 token", h))
+		}
+	}
+	if a.Backend == nil || a.Backend.Invalid {
+		v.add(p, "an external authorization check needs a valid backend")
+		return
+	}
+	v.backend(p, a.Backend)
 }
 
 // isToken says whether s is an RFC 7230 token: 1 or more of the

@@ -435,6 +435,8 @@ type echoResponse struct {
 	Namespace string `json:"namespace"`
 	Pod       string `json:"pod"`
 	Service   string `json:"service"`
+	// Headers are the request headers the echo server received.
+	Headers map[string][]string `json:"headers"`
 }
 
 // get sends GET http://addr:80path with Host host.

@@ -15,7 +15,8 @@ import (
 // in Shared and in Dedicated mode, and moves traffic through the
 // experimental fields: HTTPRoute rule sessionPersistence (GEP-1619) and
 // an XBackendTrafficPolicy's across two echo replicas, and an
-// XTelemetryPolicy's spans at an OTLP receiver.
+// XTelemetryPolicy's spans at an OTLP receiver, and an HTTPRoute
+// ExternalAuth filter of each protocol against real auth services.
 func TestExperimentalChannelOnTheLocalCluster(t *testing.T) {
 	inBothModes(t, (*env).experimental)
 }
@@ -64,6 +65,7 @@ spec:
 	// XTelemetryPolicy: spans of web's requests reach the test servers'
 	// OTLP receiver (telemetry_test.go).
 	e.tracing(web)
+	e.extAuth(web)
 }
 
 // sessionPersistence routes host to the two replicas of backend with a

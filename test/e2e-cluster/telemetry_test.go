@@ -14,8 +14,9 @@ import (
 
 // testserversYAML runs internal/testservers/cmd/xds-testservers (its image
 // imported by make e2e) as the Service testservers of the example
-// namespace: the OTLP/gRPC receiver on port 4317 (no appProtocol: Envoy
-// speaks h2c), and the report port 8080 (GET /spans).
+// namespace: the ext_authz gRPC and HTTP servers on ports 9000 and 9001,
+// the OTLP/gRPC receiver on port 4317 (no appProtocol: Envoy speaks h2c to
+// gRPC services), and the report port 8080 (GET /spans, /checks).
 const testserversYAML = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: testservers, namespace: xds-example, labels: {app: testservers}}
@@ -29,7 +30,7 @@ spec:
       - name: testservers
         image: ghcr.io/xds-controller/xds-testservers:e2e
         imagePullPolicy: IfNotPresent
-        ports: [{name: otlp, containerPort: 4317}, {name: report, containerPort: 8080}]
+        ports: [{containerPort: 9000}, {containerPort: 9001}, {containerPort: 4317}, {containerPort: 8080}]
         readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 2}
 ---
 apiVersion: v1
@@ -38,6 +39,8 @@ metadata: {name: testservers, namespace: xds-example}
 spec:
   selector: {app: testservers}
   ports:
+  - {name: authz-grpc, port: 9000, targetPort: 9000}
+  - {name: authz-http, port: 9001, targetPort: 9001}
   - {name: otlp, port: 4317, targetPort: 4317}
   - {name: report, port: 8080, targetPort: 8080}
 ---

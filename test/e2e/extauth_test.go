@@ -130,15 +130,6 @@ func startExtAuth(t *testing.T) *extAuthFixture {
 	return x
 }
 
-func portOfAddr(t *testing.T, addr string) int {
-	t.Helper()
-	var port int
-	if _, err := fmt.Sscanf(addr[strings.LastIndex(addr, ":")+1:], "%d", &port); err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
-
 // do sends method with body (none when "") and the headers given (name,
 // value pairs) through Envoy's port.
 func (x *extAuthFixture) do(port int, method, host, path, body string, headers ...string) reply {

@@ -337,6 +337,10 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionInsecureFrontendValidationMode, true, gwapiv1.GatewayReasonConfigurationChanged,
 			"a listener lets clients without a valid certificate in (tls.frontend validation mode AllowInsecureFallback)", gen))
 	}
+	if scope := defaultScope(g.obj); scope != "" && g.refused == nil {
+		setCondition(&st.Conditions, condition(GatewayConditionDefaultGateway, true, GatewayReasonDefaultGateway,
+			"Gateway has default scope "+string(scope)+": it claims the routes whose spec.useDefaultGateways is "+string(scope), gen))
+	}
 	for _, l := range g.listeners {
 		if !l.duplicate {
 			st.Listeners = append(st.Listeners, l.buildStatus())
@@ -362,6 +366,9 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 // every problem in the message.
 func gatewaySpecProblem(gw *gwapiv1.Gateway) *problem {
 	msgs := listenersSpecProblems(gw.Spec.Listeners, "Gateway")
+	if m := defaultScopeProblem(gw.Spec.DefaultScope); m != "" {
+		msgs = append(msgs, m)
+	}
 	if len(msgs) == 0 {
 		return nil
 	}

@@ -5,6 +5,7 @@
 package resources
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -45,6 +46,10 @@ type Resources struct {
 	IngressClasses         []*networkingv1.IngressClass
 	Ingresses              []*networkingv1.Ingress
 	IngressClassParameters []*v1alpha1.IngressClassParameters
+	// ClusterTrustBundles (certificates.k8s.io/v1, cluster-scoped) are CA
+	// sources of BackendTLSPolicies and Gateway frontend validation
+	// (caCertificateRefs, GEP-5075).
+	ClusterTrustBundles []*certificatesv1.ClusterTrustBundle
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -71,6 +76,9 @@ var (
 	IngressKind                = register(networkingv1.GroupName, "Ingress", func(r *Resources) *[]*networkingv1.Ingress { return &r.Ingresses })
 	IngressClassParametersKind = register(v1alpha1.GroupVersion.Group, "IngressClassParameters", func(r *Resources) *[]*v1alpha1.IngressClassParameters {
 		return &r.IngressClassParameters
+	})
+	ClusterTrustBundleKind = register(certificatesv1.GroupName, "ClusterTrustBundle", func(r *Resources) *[]*certificatesv1.ClusterTrustBundle {
+		return &r.ClusterTrustBundles
 	})
 )
 

@@ -121,4 +121,3 @@ func (t *translator) indexTrustBundles() {
 		}
 	}
 }
-

@@ -1,0 +1,183 @@
+package e2e
+
+// Gateway API v1.7.0 experimental fields of the Gateway itself, end to
+// end in standalone mode: a ClusterTrustBundle as the CA of a
+// BackendTLSPolicy (GEP-5075), and default Gateways (GEP-3793).
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// trustBundleRoutesYAML: an HTTPRoute for bundle.example.test with one
+// rule per TLS backend, each targeted by a BackendTLSPolicy whose CA is a
+// ClusterTrustBundle: trusted's bundle backend-ca holds .CA (which signed
+// the backends' certificate), wrong-ca's bundle other-ca holds .Other (which
+// did not), and late's bundle late-ca does not exist yet.
+const trustBundleRoutesYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: bundle-backends, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [bundle.example.test]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /trusted}}]
+    backendRefs: [{name: trusted, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /wrong-ca}}]
+    backendRefs: [{name: wrong-ca, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /late}}]
+    backendRefs: [{name: late, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: trusted, namespace: default}
+spec:
+  targetRefs: [{group: "", kind: Service, name: trusted}]
+  validation:
+    caCertificateRefs: [{group: certificates.k8s.io, kind: ClusterTrustBundle, name: backend-ca}]
+    hostname: secure.example.test
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: wrong-ca, namespace: default}
+spec:
+  targetRefs: [{group: "", kind: Service, name: wrong-ca}]
+  validation:
+    caCertificateRefs: [{group: certificates.k8s.io, kind: ClusterTrustBundle, name: other-ca}]
+    hostname: secure.example.test
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: late, namespace: default}
+spec:
+  targetRefs: [{group: "", kind: Service, name: late}]
+  validation:
+    caCertificateRefs: [{group: certificates.k8s.io, kind: ClusterTrustBundle, name: late-ca}]
+    hostname: secure.example.test
+---
+apiVersion: certificates.k8s.io/v1
+kind: ClusterTrustBundle
+metadata: {name: backend-ca}
+spec:
+  trustBundle: {{printf "%q" .CA}}
+---
+apiVersion: certificates.k8s.io/v1
+kind: ClusterTrustBundle
+metadata: {name: other-ca}
+spec:
+  trustBundle: {{printf "%q" .Other}}
+`
+
+// trustBundleYAML is the ClusterTrustBundle .Name with the PEM .CA.
+const trustBundleYAML = `apiVersion: certificates.k8s.io/v1
+kind: ClusterTrustBundle
+metadata: {name: {{.Name}}}
+spec:
+  trustBundle: {{printf "%q" .CA}}
+`
+
+// TestClusterTrustBundleBackendTLS shows a ClusterTrustBundle serving as
+// the CA of BackendTLSPolicies, read like a ConfigMap's ca.crt. Three
+// HTTPS backends of the test's own present a certificate for
+// secure.example.test signed by the test's CA:
+//   - trusted (bundle backend-ca holds that CA): 200 over verified TLS;
+//   - wrong-ca (bundle other-ca holds another CA): Envoy refuses the
+//     certificate (ssl.fail_verify_error) and answers 503; the backend
+//     serves nothing;
+//   - late (bundle late-ca missing): 500 from Envoy, the policy
+//     Accepted=False(NoValidCACertificate) and
+//     ResolvedRefs=False(InvalidCACertificateRef), as for a missing
+//     ConfigMap; once the bundle is written, 200 over verified TLS.
+func TestClusterTrustBundleBackendTLS(t *testing.T) {
+	ca, other := newCA(t, "e2e bundle CA"), newCA(t, "e2e other CA")
+	cert := ca.issue(t, "secure.example.test")
+	trusted := startTLSBackend(t, "trusted", cert)
+	wrong := startTLSBackend(t, "wrong-ca", cert)
+	late := startTLSBackend(t, "late", cert)
+	f := startWith(t, func(f *fixture) {
+		l4Config(t, f, nil, []gatewayBackend{
+			{Name: "trusted", Port: trusted.port}, {Name: "wrong-ca", Port: wrong.port}, {Name: "late", Port: late.port},
+		}, trustBundleRoutesYAML, map[string]string{"CA": string(ca.pem), "Other": string(other.pem)})
+	})
+	const host = "bundle.example.test"
+
+	var code int
+	var body string
+	took := poll(t, "/trusted through the ClusterTrustBundle", func() error {
+		code, body = f.get(host, "/trusted")
+		if code != 200 {
+			return fmt.Errorf("%d %q", code, body)
+		}
+		return nil
+	})
+	if want := "trusted /trusted sni=secure.example.test"; body != want {
+		t.Errorf("/trusted: body %q, want %q", body, want)
+	}
+	if n := trusted.plaintext.Load(); n != 0 {
+		t.Errorf("trusted backend: %d plaintext connections", n)
+	}
+	t.Logf("/trusted answered after %s: %d %q", took.Round(time.Millisecond), code, body)
+
+	// wrong-ca: the certificate does not chain to other-ca's CA.
+	poll(t, "/wrong-ca refused", func() error {
+		code, body = f.get(host, "/wrong-ca")
+		if code != 503 {
+			return fmt.Errorf("%d %q", code, body)
+		}
+		return nil
+	})
+	if !strings.HasPrefix(body, "upstream connect error") {
+		t.Errorf("/wrong-ca: %d %q; want Envoy's 503 upstream connect error", code, body)
+	}
+	const verifyFailures = "cluster.service/default/wrong-ca/80.ssl.fail_verify_error"
+	var failures int
+	poll(t, "Envoy's verification failures for wrong-ca", func() error {
+		var err error
+		if failures, err = envoyCounter(f.admin, verifyFailures); err != nil {
+			return err
+		}
+		if failures == 0 {
+			return fmt.Errorf("%s 0", verifyFailures)
+		}
+		return nil
+	})
+	if _, requests, _ := wrong.seen(); len(requests) != 0 {
+		t.Errorf("wrong-ca backend served %d requests; want none", len(requests))
+	}
+	t.Logf("/wrong-ca: %d %q; %s %d", code, body, verifyFailures, failures)
+
+	// late: its bundle is missing.
+	poll(t, "/late answers 500", func() error {
+		code, body = f.get(host, "/late")
+		if code != 500 {
+			return fmt.Errorf("%d %q", code, body)
+		}
+		return nil
+	})
+	if hellos, requests, _ := late.seen(); len(hellos) != 0 || len(requests) != 0 {
+		t.Errorf("late backend: ClientHellos %q, requests %q; want nothing", hellos, requests)
+	}
+	const lateStatus = `BackendTLSPolicy default/late -> default/gw: `
+	line, _ := f.waitOutput("late policy status", 0, regexp.MustCompile(regexp.QuoteMeta(lateStatus)+`[^\n]*`), l4Deadline)
+	if !strings.Contains(line, "Accepted=False(NoValidCACertificate)") || !strings.Contains(line, "ResolvedRefs=False(InvalidCACertificateRef)") {
+		t.Errorf("late policy status: %s; want Accepted=False(NoValidCACertificate) ResolvedRefs=False(InvalidCACertificateRef)", line)
+	} else {
+		t.Logf("status: %s", line)
+	}
+	from := f.mark()
+	render(t, filepath.Join(f.dir, "late-ca.yaml"), trustBundleYAML, map[string]string{"Name": "late-ca", "CA": string(ca.pem)})
+	took = poll(t, "/late once its ClusterTrustBundle exists", func() error {
+		code, body = f.get(host, "/late")
+		if code != 200 {
+			return fmt.Errorf("%d %q", code, body)
+		}
+		return nil
+	})
+	t.Logf("/late answered %d %q %s after its ClusterTrustBundle was written", code, body, took.Round(time.Millisecond))
+	f.waitOutput("late policy accepted", from, regexp.MustCompile(regexp.QuoteMeta(
+		lateStatus+"Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)")), l4Deadline)
+}

@@ -181,3 +181,92 @@ func TestClusterTrustBundleBackendTLS(t *testing.T) {
 	f.waitOutput("late policy accepted", from, regexp.MustCompile(regexp.QuoteMeta(
 		lateStatus+"Accepted=True(Accepted) ResolvedRefs=True(ResolvedRefs)")), l4Deadline)
 }
+
+// defaultGatewayYAML is the Gateway edge on port .Port, a default Gateway
+// of scope .Scope (none when empty), admitting routes of every namespace.
+const defaultGatewayYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: default}
+spec:
+  gatewayClassName: e2e
+  addresses: [{type: IPAddress, value: 127.0.0.1}]
+{{with .Scope}}  defaultScope: {{.}}
+{{end}}  listeners:
+  - {name: http, protocol: HTTP, port: {{.Port}}, allowedRoutes: {namespaces: {from: All}}}
+`
+
+// defaultRoutesYAML: defaulted asks for the default Gateways and names no
+// parent; plain names none and asks for none.
+const defaultRoutesYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: defaulted, namespace: default}
+spec:
+  useDefaultGateways: All
+  hostnames: [default.example.test]
+  rules: [{backendRefs: [{name: app, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: plain, namespace: default}
+spec:
+  hostnames: [plain.example.test]
+  rules: [{backendRefs: [{name: app, port: 80}]}]
+`
+
+// TestDefaultGateway shows a route without parentRefs served through the
+// default Gateway (GEP-3793): the route defaulted (useDefaultGateways All)
+// answers through Gateway edge (defaultScope All) and has a status.parents
+// entry for it, Accepted; it is not served by the fixture's Gateway gw,
+// which is not a default Gateway, nor is the route plain (no
+// useDefaultGateways) by either. Once edge's defaultScope is removed,
+// defaulted is no longer served there.
+func TestDefaultGateway(t *testing.T) {
+	app, _ := countingBackend(t, "app")
+	edgePort := freePort(t)
+	f := startWith(t, func(f *fixture) {
+		l4Config(t, f, nil, []gatewayBackend{{Name: "app", Port: portOf(app)}}, defaultRoutesYAML, nil)
+		render(t, filepath.Join(f.dir, "edge.yaml"), defaultGatewayYAML, map[string]any{"Port": edgePort, "Scope": "All"})
+	})
+	var code int
+	var body string
+	took := poll(t, "defaulted through the default Gateway", func() error {
+		code, body = f.getOn(edgePort, "default.example.test", "/x")
+		if code != 200 {
+			return fmt.Errorf("%d %q", code, body)
+		}
+		return nil
+	})
+	if body != "app /x" {
+		t.Errorf("defaulted through edge: %q, want %q", body, "app /x")
+	}
+	t.Logf("defaulted through edge after %s: %d %q", took.Round(time.Millisecond), code, body)
+	line, _ := f.waitOutput("defaulted's status", 0, regexp.MustCompile(`HTTPRoute default/defaulted -> default/edge: [^\n]*`), l4Deadline)
+	if !strings.Contains(line, "Accepted=True") {
+		t.Errorf("defaulted's status: %s; want Accepted=True on default/edge", line)
+	}
+	t.Logf("status: %s", line)
+	gwLine, _ := f.waitOutput("edge's status", 0, regexp.MustCompile(`Gateway default/edge: [^\n]*DefaultGateway=True[^\n]*`), l4Deadline)
+	t.Logf("status: %s", gwLine)
+	for _, c := range []struct {
+		port int
+		host string
+	}{{f.gwPort, "default.example.test"}, {f.gwPort, "plain.example.test"}, {edgePort, "plain.example.test"}} {
+		if code, body := f.getOn(c.port, c.host, "/x"); code != 404 {
+			t.Errorf("%s on port %d: %d %q; want 404 (not attached there)", c.host, c.port, code, body)
+		}
+	}
+	if l := f.lastLine("HTTPRoute default/defaulted -> default/gw:"); l != "" {
+		t.Errorf("defaulted has a status entry for gw, which is not a default Gateway: %s", l)
+	}
+
+	// edge is no longer a default Gateway: defaulted leaves it.
+	render(t, filepath.Join(f.dir, "edge.yaml"), defaultGatewayYAML, map[string]any{"Port": edgePort})
+	took = poll(t, "defaulted gone from edge", func() error {
+		code, body = f.getOn(edgePort, "default.example.test", "/x")
+		if code != 404 {
+			return fmt.Errorf("%d %q", code, body)
+		}
+		return nil
+	})
+	t.Logf("without defaultScope, edge answers %d for defaulted %s after the change", code, took.Round(time.Millisecond))
+}

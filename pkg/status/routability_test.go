@@ -93,3 +93,21 @@ func TestRoutableAddresses(t *testing.T) {
 		t.Errorf("without a Service: %+v, want no condition", c)
 	}
 }
+
+// An empty routability equals an unset one (a standard-channel CRD prunes
+// the field): no write for it alone; Cluster is a change.
+func TestEqualGatewayStatusRoutability(t *testing.T) {
+	empty, cluster := gwapiv1.GatewayAddressRoutabilityType(""), gwapiv1.GatewayAddressRoutabilityCluster
+	desired := &gwapiv1.GatewayStatus{Addresses: []gwapiv1.GatewayStatusAddress{{Value: "192.0.2.1", Routability: &empty}}}
+	live := &gwapiv1.GatewayStatus{Addresses: []gwapiv1.GatewayStatusAddress{{Value: "192.0.2.1"}}}
+	if !EqualGatewayStatus(desired, live) {
+		t.Error("empty and unset routability differ")
+	}
+	desired.Addresses[0].Routability = &cluster
+	if EqualGatewayStatus(desired, live) {
+		t.Error("Cluster and unset routability are equal")
+	}
+	if *desired.Addresses[0].Routability != cluster {
+		t.Error("EqualGatewayStatus changed its argument")
+	}
+}

@@ -90,6 +90,14 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportTLSRouteModeMixed,
 	features.SupportTCPRoute,
 	features.SupportUDPRoute,
+
+	// Experimental channel (v1.7.0 has no conformance test for these):
+	// address routability (GEP-5093, routability.go; pkg/infra, pkg/status),
+	// Cluster included; ClusterTrustBundle as a CA of BackendTLSPolicy and
+	// of frontend client certificate validation (GEP-5075, casources.go).
+	features.SupportGatewayAddressRoutability,
+	features.SupportGatewayAddressRoutabilityCluster,
+	features.SupportClusterTrustBundle,
 }
 
 // supportedFeatures is SupportedFeatures as GatewayClass status wants it:

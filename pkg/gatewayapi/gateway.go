@@ -142,7 +142,9 @@ func gatewayAddress(addrs []gwapiv1.GatewaySpecAddress, onService bool) (string,
 	switch {
 	case p != nil:
 		return "", p
-	case !onService && slices.ContainsFunc(addrs, func(a gwapiv1.GatewaySpecAddress) bool { return !(AddressRequest{Routability: a.Routability}).Default() }):
+	case !onService && slices.ContainsFunc(addrs, func(a gwapiv1.GatewaySpecAddress) bool {
+		return !(AddressRequest{Routability: a.Routability}).Default()
+	}):
 		return "", &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
 			"standalone mode binds its address itself and has no Service: only addresses of the default routability can be had (not Cluster or another scope)"}
 	case onService || len(ips) == 0:

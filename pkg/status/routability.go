@@ -120,7 +120,9 @@ func RoutableAddresses(reqs []gatewayapi.AddressRequest, svc *corev1.Service, ex
 			switch {
 			case !gatewayapi.SupportedRoutability(r.Routability):
 			case r.Routability == gwapiv1.GatewayAddressRoutabilityCluster:
-				a, ok = take(func(a gwapiv1.GatewayStatusAddress) bool { return isCluster(a) && (r.Value == "" || a.Value == r.Value) })
+				a, ok = take(func(a gwapiv1.GatewayStatusAddress) bool {
+					return isCluster(a) && (r.Value == "" || a.Value == r.Value)
+				})
 			case r.Value != "":
 				a, ok = take(func(a gwapiv1.GatewayStatusAddress) bool { return ipOnly(a) && a.Value == r.Value })
 			default:

@@ -5,9 +5,13 @@ package e2e
 // BackendTLSPolicy (GEP-5075), and default Gateways (GEP-3793).
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,4 +273,87 @@ func TestDefaultGateway(t *testing.T) {
 		return nil
 	})
 	t.Logf("without defaultScope, edge answers %d for defaulted %s after the change", code, took.Round(time.Millisecond))
+}
+
+// bundleClientCertYAML: the listener's Secret listener-cert (.Cert, .Key:
+// base64 PEM), the ClusterTrustBundle clients-ca with the CA client
+// certificates must chain to (.CA), and an HTTPRoute to echo.
+const bundleClientCertYAML = `apiVersion: v1
+kind: Secret
+metadata: {name: listener-cert, namespace: default}
+type: kubernetes.io/tls
+data:
+  tls.crt: {{.Cert}}
+  tls.key: {{.Key}}
+---
+apiVersion: certificates.k8s.io/v1
+kind: ClusterTrustBundle
+metadata: {name: clients-ca}
+spec:
+  trustBundle: {{printf "%q" .CA}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: echo, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: echo, port: 80}]}]
+`
+
+// TestClusterTrustBundleClientCert shows Gateway spec.tls.frontend
+// validating client certificates against a ClusterTrustBundle: on the
+// HTTPS listener strict, a client whose certificate the bundle's CA signed
+// gets 200 from the backend; a client without a certificate and one with a
+// certificate of another CA are refused by Envoy (TLS 1.2 and 1.3), and
+// the backend sees none of their requests.
+func TestClusterTrustBundleClientCert(t *testing.T) {
+	serverCA, clientCA, otherCA := newCA(t, "e2e listener CA"), newCA(t, "e2e bundle client CA"), newCA(t, "e2e other CA")
+	listenerCert := serverCA.issue(t, clientCertSNI)
+	valid, foreign := clientCA.issueClient(t, "valid client"), otherCA.issueClient(t, "foreign client")
+	roots := x509.NewCertPool()
+	roots.AddCert(serverCA.cert)
+	echo := startPathBackend(t, "echo")
+	strict := freePort(t)
+	startWith(t, func(f *fixture) {
+		render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
+			"GatewayPort": f.gwPort,
+			"Listeners":   []string{fmt.Sprintf("{name: strict, protocol: HTTPS, port: %d, tls: {certificateRefs: [{name: listener-cert}]}}", strict)},
+			"TLS":         `{frontend: {default: {validation: {caCertificateRefs: [{group: certificates.k8s.io, kind: ClusterTrustBundle, name: clients-ca}]}}}}`,
+			"Backends":    []gatewayBackend{{Name: "echo", Port: portOf(echo.srv)}},
+		})
+		render(t, filepath.Join(f.dir, "routes.yaml"), bundleClientCertYAML, map[string]string{
+			"Cert": base64.StdEncoding.EncodeToString(listenerCert.certPEM),
+			"Key":  base64.StdEncoding.EncodeToString(listenerCert.keyPEM),
+			"CA":   string(clientCA.pem),
+		})
+	})
+	clients := []certClient{{"valid", &valid}, {"none", nil}, {"foreign", &foreign}}
+	took := poll(t, "listener strict with a valid client certificate", func() error {
+		if r := clients[0].get(strict, "/poll", roots, tls.VersionTLS13); r.err != nil || r.status != 200 {
+			return fmt.Errorf("%s", r)
+		}
+		return nil
+	})
+	t.Logf("listener strict served after %s", took.Round(time.Millisecond))
+	var wantSeen []string
+	for _, v := range clientCertVersions {
+		for _, c := range clients {
+			path := "/" + c.name + "/" + v.name
+			r := c.get(strict, path, roots, v.version)
+			what := fmt.Sprintf("%s, client certificate %s", tls.VersionName(v.version), c.name)
+			if c.name == "valid" {
+				wantSeen = append(wantSeen, path)
+				if r.err != nil || r.status != 200 || r.body != "echo "+path {
+					t.Errorf("%s: %s; want 200 %q", what, r, "echo "+path)
+				}
+			} else if e := refusedByEnvoy(r.err); e != nil {
+				t.Errorf("%s: %s: %v; want refused by Envoy", what, r, e)
+			}
+			t.Logf("%s: %s, CAs named in the request %q", what, r, r.caNames)
+		}
+	}
+	seen := slices.DeleteFunc(echo.seen(), func(p string) bool { return p == "/poll" })
+	if !slices.Equal(seen, wantSeen) {
+		t.Errorf("the backend served %q; want %q (and nothing of the refused clients)", seen, wantSeen)
+	}
 }

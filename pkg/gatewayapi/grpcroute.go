@@ -86,7 +86,7 @@ func (rc *ruleContext) translateGRPCRule(rule *gwapiv1.GRPCRouteRule) *ruleIR {
 	r.template = &ir.HTTPRoute{GRPC: true}
 	rc.forward(r.template, filters, extRef, backends)
 	if r.template.Backends != nil {
-		r.template.SessionPersistence = session
+		r.template.SessionPersistence = ruleSession(session, r.template.Backends)
 	}
 	return r
 }

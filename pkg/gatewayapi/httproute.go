@@ -85,7 +85,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 	}
 	rc.forward(tpl, filters, extRef, backends)
 	if tpl.Backends != nil {
-		tpl.Timeouts, tpl.Retry, tpl.SessionPersistence = timeouts, retry, session
+		tpl.Timeouts, tpl.Retry, tpl.SessionPersistence = timeouts, retry, ruleSession(session, tpl.Backends)
 	}
 	return r
 }

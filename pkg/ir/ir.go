@@ -485,6 +485,30 @@ type Backend struct {
 	// of a backendRef-level RequestHeaderModifier that sets Host. The route
 	// then has no URLRewrite hostname.
 	HostRewrite string `json:"hostRewrite,omitempty"`
+	// SessionPersistence is the session persistence of the backend's
+	// Service (XBackendTrafficPolicy sessionPersistence). Envoy
+	// translation reads the route's only: pkg/gatewayapi makes it the
+	// route's when the rule has none of its own and every backend the rule
+	// sends requests to has this same one.
+	SessionPersistence *SessionPersistence `json:"sessionPersistence,omitempty"`
+	// RetryBudget, when set, bounds the retries in flight to the backend
+	// (XBackendTrafficPolicy retryConstraint; Envoy Cluster
+	// circuit_breakers.thresholds retry_budget).
+	RetryBudget *RetryBudget `json:"retryBudget,omitempty"`
+}
+
+// RetryBudget bounds the retries to a backend by the requests to it, as
+// Envoy's retry budget does (CircuitBreakers.Thresholds.RetryBudget): a
+// retry is refused when Percent of the requests in flight to the backend
+// (active and pending), and MinConcurrency, are both no more than the
+// retries in flight.
+type RetryBudget struct {
+	// Percent is the share of the requests in flight that retries may
+	// be, 0 to 100 (budget_percent).
+	Percent uint32 `json:"percent"`
+	// MinConcurrency is the number of retries in flight always allowed
+	// (min_retry_concurrency).
+	MinConcurrency uint32 `json:"minConcurrency"`
 }
 
 // Endpoint is one address and port of a backend.

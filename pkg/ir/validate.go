@@ -321,6 +321,12 @@ func (v *validator) backend(p string, b *Backend) {
 	if b.TLS != nil && b.TLS.ClientCertificate != nil {
 		v.certificate(p+": backend "+b.Name+": client certificate", b.TLS.ClientCertificate)
 	}
+	if rb := b.RetryBudget; rb != nil && rb.Percent > 100 {
+		v.add(p, fmt.Sprintf("backend %s: retry budget percent %d is over 100", b.Name, rb.Percent))
+	}
+	if b.SessionPersistence != nil {
+		v.session(p+": backend "+b.Name, b.SessionPersistence)
+	}
 	if !b.Invalid {
 		for _, e := range b.Endpoints {
 			if e.Address == "" || e.Port == 0 || e.Port > 65535 {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gwapixv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
@@ -46,6 +47,9 @@ type Resources struct {
 	IngressClasses         []*networkingv1.IngressClass
 	Ingresses              []*networkingv1.Ingress
 	IngressClassParameters []*v1alpha1.IngressClassParameters
+	// XBackendTrafficPolicies (experimental channel) set session
+	// persistence and a retry budget for the Services they target.
+	XBackendTrafficPolicies []*gwapixv1a1.XBackendTrafficPolicy
 	// ClusterTrustBundles (certificates.k8s.io/v1, cluster-scoped) are CA
 	// sources of BackendTLSPolicies and Gateway frontend validation
 	// (caCertificateRefs, GEP-5075).
@@ -76,6 +80,9 @@ var (
 	IngressKind                = register(networkingv1.GroupName, "Ingress", func(r *Resources) *[]*networkingv1.Ingress { return &r.Ingresses })
 	IngressClassParametersKind = register(v1alpha1.GroupVersion.Group, "IngressClassParameters", func(r *Resources) *[]*v1alpha1.IngressClassParameters {
 		return &r.IngressClassParameters
+	})
+	XBackendTrafficPolicyKind = register(gwapixv1a1.GroupName, "XBackendTrafficPolicy", func(r *Resources) *[]*gwapixv1a1.XBackendTrafficPolicy {
+		return &r.XBackendTrafficPolicies
 	})
 	ClusterTrustBundleKind = register(certificatesv1.GroupName, "ClusterTrustBundle", func(r *Resources) *[]*certificatesv1.ClusterTrustBundle {
 		return &r.ClusterTrustBundles

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapixv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
@@ -277,6 +278,21 @@ func (w *world) edit(o object) string {
 			}
 			v.Spec.Listeners = slices.Delete(v.Spec.Listeners, 0, 1)
 			return "drop a listener"
+		}
+	case *gwapixv1a1.XBackendTrafficPolicy:
+		switch w.rng.IntN(3) {
+		case 0:
+			if len(v.Spec.TargetRefs) > 0 && len(w.services) > 0 {
+				s := w.services[w.rng.IntN(len(w.services))]
+				v.Spec.TargetRefs[0].Name = s.Name
+				return "targetRef " + string(s.Name)
+			}
+		case 1:
+			v.Spec.SessionPersistence = nil
+			return "no sessionPersistence"
+		default:
+			v.Spec.RetryConstraint = &gwapixv1a1.RetryConstraint{Budget: &gwapixv1a1.BudgetDetails{Percent: ptrTo(w.rng.IntN(120))}}
+			return "retry budget percent"
 		}
 	case *gwapiv1.ReferenceGrant:
 		if len(v.Spec.To) > 0 {
@@ -540,7 +556,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
-	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant"} {
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy"} {
 		if changed[kind] < 10 {
 			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
 		}

@@ -123,4 +123,11 @@ with a newline.
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+# Experimental-channel policies: read, and write their status.
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xbackendtrafficpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xbackendtrafficpolicies/status]
+  verbs: [patch, update]
 {{- end }}

@@ -235,7 +235,7 @@ func (p *pipeline) watch(ctx context.Context) error {
 	for _, w := range watches {
 		inf, err := p.cache.GetInformer(ctx, w.obj)
 		if err != nil && w.optional && meta.IsNoMatchError(err) {
-			p.log.Warn("a CRD of ours is not installed, so its objects are not read; install the chart's crds/ (helm upgrade does not)", "kind", fmt.Sprintf("%T", w.obj), "error", err)
+			p.log.Warn("a CRD is not installed, so its objects are not read (ours: install the chart's crds/, which helm upgrade does not; the Gateway API experimental channel's: gatewayAPI.channel=experimental)", "kind", fmt.Sprintf("%T", w.obj), "error", err)
 			continue
 		}
 		if err != nil {

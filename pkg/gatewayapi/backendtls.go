@@ -7,8 +7,6 @@ package gatewayapi
 // here are its validation, what it renders and its registration.
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"strings"
 
@@ -68,8 +66,9 @@ func backendTLS(st *policyState, kind string, b *ir.Backend) *ir.Backend {
 
 // backendTLSPolicy validates one policy (BackendTLSPolicyValidation):
 // caCertificateRefs name core ConfigMaps in the policy's namespace whose
-// "ca.crt" holds PEM certificates (another kind is ResolvedRefs=False
-// InvalidKind; a missing ConfigMap or key, or no certificate in it,
+// "ca.crt" holds PEM certificates, or ClusterTrustBundles whose
+// trustBundle does (another kind is ResolvedRefs=False InvalidKind; a
+// missing ConfigMap, ClusterTrustBundle or key, or no certificate in it,
 // InvalidCACertificateRef), or wellKnownCACertificates is System (the
 // system bundle), never both; without a usable CA the policy is
 // Accepted=False NoValidCACertificate. hostname is the SNI and, without
@@ -139,49 +138,17 @@ func (t *translator) backendTLSPolicy(p *gwapiv1.BackendTLSPolicy, st *policySta
 }
 
 // caCertificates reads one caCertificateRef of a policy in namespace ns:
-// the PEM certificates of a ConfigMap's "ca.crt".
+// the PEM certificates of a ConfigMap's "ca.crt" in ns, or of a
+// ClusterTrustBundle's trustBundle (cluster-scoped, by name: GEP-5075;
+// caSource).
 func (t *translator) caCertificates(ns string, ref gwapiv1.LocalObjectReference) ([]byte, *problem) {
-	name := ns + "/" + string(ref.Name)
-	if ref.Group != "" || ref.Kind != "ConfigMap" {
-		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidKind), fmt.Sprintf("caCertificateRef %s: %s is not a core ConfigMap", name, groupKind(ref.Group, ref.Kind))}
+	src, ok := caSourceOf(ref.Group, ref.Kind, ns, string(ref.Name))
+	if !ok {
+		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidKind), fmt.Sprintf("caCertificateRef %s: %s is not a core ConfigMap or a certificates.k8s.io ClusterTrustBundle", ns+"/"+string(ref.Name), groupKind(ref.Group, ref.Kind))}
 	}
-	out, msg := t.caBundle(ns, string(ref.Name))
+	out, msg := t.caBundle(src)
 	if msg != "" {
-		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: %s", name, msg)}
+		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: %s", src, msg)}
 	}
 	return out, nil
-}
-
-// caBundle reads the PEM certificates of the "ca.crt" of ConfigMap ns/name
-// (blocks that are not certificates are skipped), or says why there are
-// none.
-func (t *translator) caBundle(ns, name string) ([]byte, string) {
-	cm := t.configMaps[nn(ns, name)]
-	if cm == nil {
-		return nil, "ConfigMap not found"
-	}
-	data, ok := cm.Data["ca.crt"]
-	if !ok {
-		return nil, "the ConfigMap has no ca.crt"
-	}
-	var out []byte
-	rest := []byte(data)
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-			continue
-		}
-		out = append(out, pem.EncodeToMemory(b)...)
-	}
-	if len(out) == 0 {
-		return nil, "ca.crt holds no PEM certificate"
-	}
-	return out, ""
 }

@@ -46,7 +46,7 @@ func (t *translator) grpcRoute(gr *gwapiv1.GRPCRoute) *routeState {
 	if gr == nil {
 		return nil
 	}
-	r := t.newRoute(RouteKey{Kind: KindGRPCRoute, Namespace: gr.Namespace, Name: gr.Name}, &gr.ObjectMeta, gr.Spec.ParentRefs, gr.Spec.Hostnames)
+	r := t.newRoute(RouteKey{Kind: KindGRPCRoute, Namespace: gr.Namespace, Name: gr.Name}, &gr.ObjectMeta, t.parentRefs(gr.Namespace, gr.Spec.CommonRouteSpec), gr.Spec.Hostnames)
 	if r == nil {
 		return nil
 	}

@@ -22,7 +22,7 @@ func (t *translator) httpRoute(hr *gwapiv1.HTTPRoute) *routeState {
 	if hr == nil {
 		return nil
 	}
-	r := t.newRoute(RouteKey{Kind: KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}, &hr.ObjectMeta, hr.Spec.ParentRefs, hr.Spec.Hostnames)
+	r := t.newRoute(RouteKey{Kind: KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}, &hr.ObjectMeta, t.parentRefs(hr.Namespace, hr.Spec.CommonRouteSpec), hr.Spec.Hostnames)
 	if r == nil {
 		return nil
 	}

@@ -5,7 +5,7 @@ package gatewayapi
 //
 // What a run redoes:
 //   - Gateway-level inputs (GatewayClasses, Gateways, ListenerSets,
-//     Namespaces, Secrets, ConfigMaps, ReferenceGrants, policies of every
+//     Namespaces, Secrets, ConfigMaps, ClusterTrustBundles, ReferenceGrants, policies of every
 //     kind (policy.go),
 //     the options' effect) changed: everything, from scratch (reset). They
 //     are few and change rarely, and every route reads them.
@@ -152,7 +152,8 @@ func sameGatewayInputs(a, b *resources.Resources) bool {
 	return a != nil && slices.Equal(a.GatewayClasses, b.GatewayClasses) && slices.Equal(a.Gateways, b.Gateways) &&
 		slices.Equal(a.ListenerSets, b.ListenerSets) && slices.Equal(a.Namespaces, b.Namespaces) &&
 		slices.Equal(a.Secrets, b.Secrets) && slices.Equal(a.ConfigMaps, b.ConfigMaps) &&
-		slices.Equal(a.ReferenceGrants, b.ReferenceGrants) && samePolicies(a, b)
+		slices.Equal(a.ReferenceGrants, b.ReferenceGrants) && samePolicies(a, b) &&
+		slices.Equal(a.ClusterTrustBundles, b.ClusterTrustBundles)
 }
 
 // samePolicies says whether a and b hold the same policies of every kind

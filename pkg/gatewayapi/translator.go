@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +38,8 @@ type translator struct {
 	namespaces map[string]*corev1.Namespace
 	grants     map[string][]*gwapiv1.ReferenceGrant // by namespace
 	configMaps map[types.NamespacedName]*corev1.ConfigMap
+	// trustBundles are the ClusterTrustBundles by name (casources.go).
+	trustBundles map[string]*certificatesv1.ClusterTrustBundle
 
 	// policies are the policies of every kind (policy.go), each kind's
 	// oldest first, and policyByTarget those of each kind on each target,
@@ -118,6 +121,7 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 			t.configMaps[nn(c.Namespace, c.Name)] = c
 		}
 	}
+	t.indexTrustBundles()
 	for _, g := range res.ReferenceGrants {
 		if g != nil {
 			t.grants[g.Namespace] = append(t.grants[g.Namespace], g)

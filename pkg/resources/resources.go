@@ -5,6 +5,7 @@
 package resources
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -52,6 +53,10 @@ type Resources struct {
 	// XTelemetryPolicies (experimental channel) trace the requests of the
 	// Gateways they target to an OTLP collector.
 	XTelemetryPolicies []*gwapixv1a1.XTelemetryPolicy
+	// ClusterTrustBundles (certificates.k8s.io/v1, cluster-scoped) are CA
+	// sources of BackendTLSPolicies and Gateway frontend validation
+	// (caCertificateRefs, GEP-5075).
+	ClusterTrustBundles []*certificatesv1.ClusterTrustBundle
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -84,6 +89,9 @@ var (
 	})
 	XTelemetryPolicyKind = register(gwapixv1a1.GroupName, "XTelemetryPolicy", func(r *Resources) *[]*gwapixv1a1.XTelemetryPolicy {
 		return &r.XTelemetryPolicies
+	})
+	ClusterTrustBundleKind = register(certificatesv1.GroupName, "ClusterTrustBundle", func(r *Resources) *[]*certificatesv1.ClusterTrustBundle {
+		return &r.ClusterTrustBundles
 	})
 )
 

@@ -16,7 +16,9 @@ import (
 // experimental fields: HTTPRoute rule sessionPersistence (GEP-1619) and
 // an XBackendTrafficPolicy's across two echo replicas, and an
 // XTelemetryPolicy's spans at an OTLP receiver, and an HTTPRoute
-// ExternalAuth filter of each protocol against real auth services.
+// ExternalAuth filter of each protocol against real auth services; then
+// address routability, default Gateways and ClusterTrustBundle
+// (gatewayFields).
 func TestExperimentalChannelOnTheLocalCluster(t *testing.T) {
 	inBothModes(t, (*env).experimental)
 }
@@ -66,6 +68,7 @@ spec:
 	// OTLP receiver (telemetry_test.go).
 	e.tracing(web)
 	e.extAuth(web)
+	e.gatewayFields()
 }
 
 // sessionPersistence routes host to the two replicas of backend with a

@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// TestGatewayFieldsOnTheLocalCluster installs the chart with the
-// experimental channel's CRDs in Shared and in Dedicated mode and shows
-// three experimental Gateway fields on a real cluster:
+// gatewayFields is the part of TestExperimentalChannelOnTheLocalCluster
+// (its chart and examples installed) that shows three experimental Gateway
+// fields on a real cluster:
 //   - address routability Cluster (GEP-5093): the Gateway cluster-only
 //     gets a ClusterIP Service, reports that cluster IP with routability
 //     Cluster and AddressesAssigned=True, and answers HTTP on it;
@@ -32,21 +32,8 @@ import (
 //     bundle that does not exist is NoValidCACertificate; once the bundle
 //     is created, the controller (watching bundles with the chart's RBAC)
 //     accepts the policy.
-func TestGatewayFieldsOnTheLocalCluster(t *testing.T) {
-	inBothModes(t, (*env).gatewayFields)
-}
-
-func (e *env) gatewayFields(mode string) {
+func (e *env) gatewayFields() {
 	ctx := context.Background()
-	e.cleanup()
-	// As in TestExperimentalChannelOnTheLocalCluster: the v1.7.0
-	// safe-upgrades policy refuses experimental CRDs over standard ones.
-	e.mustKubectl("", "delete", "--ignore-not-found",
-		"validatingadmissionpolicybinding,validatingadmissionpolicy", "safe-upgrades.gateway.networking.k8s.io")
-	e.helmInstallWith(mode, map[string]any{
-		"gatewayAPI": map[string]any{"installCRDs": true, "channel": "experimental"},
-	})
-	e.applyExamples()
 	e.t.Cleanup(func() {
 		_, _ = e.kubectl("", "delete", "--ignore-not-found", "clustertrustbundle", "xds-e2e-backends-ca")
 	})

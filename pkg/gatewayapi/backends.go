@@ -15,6 +15,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
 // maxWeight is the largest backendRef weight the Gateway API allows.
@@ -43,6 +44,9 @@ func (rc *ruleContext) backendRefs(refs []gwapiv1.HTTPBackendRef) *ir.BackendGro
 			}
 		}
 		b, p := rc.resolve(ref.BackendObjectReference)
+		if p == nil && rc.backendSession == nil {
+			rc.backendSession = rc.t.xbackendSession(ref.BackendObjectReference, rc.route.key.Namespace)
+		}
 		if p != nil {
 			rc.refProblem(gwapiv1.RouteConditionReason(p.reason), "backendRef %d: %s", k, p.msg)
 			b = rc.invalidBackend(k)
@@ -92,6 +96,8 @@ func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend,
 	b, p := rc.t.resolveBackend(rc.route, ref, transport)
 	switch {
 	case p != nil:
+	case b.Protocol == ir.AppProtocolTCP && rc.l4 == "":
+		b, p = nil, &problem{string(gwapiv1.RouteReasonUnsupportedProtocol), fmt.Sprintf("%s is of protocol TCP, which an HTTP or gRPC route cannot use", b.Name)}
 	case rc.l4 != "":
 		b.Protocol = rc.l4
 		b.Name += "/" + strings.ToLower(string(rc.l4))
@@ -157,27 +163,34 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 }
 
 // resolveBackend resolves a BackendObjectReference made by the route key
-// to a Service port and its endpoints (serviceBackend). Only core Services
-// are supported (else InvalidKind); a Service in another namespace needs a
-// ReferenceGrant from routes of key's kind in key's namespace (else
+// to a Service port and its endpoints (serviceBackend), or to an XBackend
+// (group gateway.networking.x-k8s.io, xbackendBackend). Other kinds are
+// InvalidKind; an object in another namespace needs a ReferenceGrant from
+// routes of key's kind in key's namespace to its kind (else
 // RefNotPermitted).
 func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
 	key := r.key
 	routeNS := key.Namespace
-	group := deref(ref.Group, "")
-	kind := deref(ref.Kind, "Service")
+	group := string(deref(ref.Group, ""))
+	kind := string(deref(ref.Kind, "Service"))
 	ns := string(deref(ref.Namespace, gwapiv1.Namespace(routeNS)))
 	name := ns + "/" + string(ref.Name)
-	if group != "" || kind != "Service" {
-		return nil, &problem{string(gwapiv1.RouteReasonInvalidKind), fmt.Sprintf("%s %s is not a core Service", groupKind(group, kind), name)}
+	switch {
+	case group == "" && kind == "Service", group == XBackendGroup && kind == resources.XBackendKind.Name():
+	default:
+		return nil, &problem{string(gwapiv1.RouteReasonInvalidKind), fmt.Sprintf("%s %s is not a core Service or an XBackend", groupKind(group, kind), name)}
 	}
-	if ns != routeNS && !t.grantAllows(gwapiv1.GroupName, key.Kind, routeNS, "", "Service", ns, string(ref.Name)) {
+	if ns != routeNS && !t.grantAllows(gwapiv1.GroupName, key.Kind, routeNS, group, kind, ns, string(ref.Name)) {
 		return nil, &problem{string(gwapiv1.RouteReasonRefNotPermitted),
-			fmt.Sprintf("Service %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", name, ns, key.Kind, routeNS)}
+			fmt.Sprintf("%s %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", kind, name, ns, key.Kind, routeNS)}
 	}
 	var port ServicePort
 	if ref.Port != nil {
 		port.Number = int32(*ref.Port)
+	}
+	if kind != "Service" {
+		b, _, p := t.xbackendBackend(ns, string(ref.Name), port.Number, transport)
+		return b, p
 	}
 	return t.serviceBackend(r, ns, string(ref.Name), port, transport)
 }

@@ -9,6 +9,7 @@ package gatewayapi
 // GRPCRoute filter and backendRef types are the HTTPRoute types' subset.
 
 import (
+	"cmp"
 	"regexp"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -82,7 +83,7 @@ func (rc *ruleContext) translateGRPCRule(rule *gwapiv1.GRPCRouteRule) *ruleIR {
 		refs = append(refs, gwapiv1.HTTPBackendRef{BackendRef: b.BackendRef, Filters: httpFilters(b.Filters)})
 	}
 	backends := rc.backendRefs(refs)
-	session := rc.sessionPersistence(rule.SessionPersistence)
+	session := rc.sessionPersistence(cmp.Or(rule.SessionPersistence, rc.backendSession))
 	r.template = &ir.HTTPRoute{GRPC: true}
 	rc.forward(r.template, filters, extRef, backends)
 	if r.template.Backends != nil {

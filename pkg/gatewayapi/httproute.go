@@ -6,6 +6,7 @@ package gatewayapi
 // and so are filters and backendRefs (rules.go, filters.go, backends.go).
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -75,7 +76,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 	rc.hoistBackendPath(&filters, backends)
 	timeouts := rc.timeouts(rule.Timeouts)
 	retry := rc.retry(rule.Retry)
-	session := rc.sessionPersistence(rule.SessionPersistence)
+	session := rc.sessionPersistence(cmp.Or(rule.SessionPersistence, rc.backendSession))
 
 	tpl := &ir.HTTPRoute{}
 	r.template = tpl

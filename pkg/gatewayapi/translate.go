@@ -46,6 +46,10 @@ type Options struct {
 	// binds, and a second one is refused (UnsupportedAddress). The types
 	// are validated the same way in both cases (gatewayAddress).
 	AddressesOnService bool
+	// DNSResolvers are the DNS servers ("ip:port", IPv4 or IPv6) Envoy
+	// resolves the host names of XBackends of type ExternalHostname with
+	// (ir.Backend DNSResolvers). Default: none, Envoy's default resolver.
+	DNSResolvers []string
 }
 
 // Result is the output of one translation.

@@ -485,6 +485,10 @@ type Backend struct {
 	// of a backendRef-level RequestHeaderModifier that sets Host. The route
 	// then has no URLRewrite hostname.
 	HostRewrite string `json:"hostRewrite,omitempty"`
+	// DNSResolvers are the DNS servers ("ip:port") Envoy resolves the
+	// backend's host-name endpoints with (an XBackend's externalHostname);
+	// empty: Envoy's default resolver (the host's /etc/resolv.conf).
+	DNSResolvers []string `json:"dnsResolvers,omitempty"`
 }
 
 // Endpoint is one address and port of a backend.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
@@ -45,6 +46,13 @@ type Resources struct {
 	IngressClasses         []*networkingv1.IngressClass
 	Ingresses              []*networkingv1.Ingress
 	IngressClassParameters []*v1alpha1.IngressClassParameters
+	// XBackends are backendRef targets of group
+	// gateway.networking.x-k8s.io (experimental channel): an external
+	// host name, or the Pods a label selector picks.
+	XBackends []*gwapixv1alpha1.XBackend
+	// Pods are read for the endpoints of XBackends of type
+	// EndpointSelector (labels, readiness and IPs only).
+	Pods []*corev1.Pod
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -72,6 +80,8 @@ var (
 	IngressClassParametersKind = register(v1alpha1.GroupVersion.Group, "IngressClassParameters", func(r *Resources) *[]*v1alpha1.IngressClassParameters {
 		return &r.IngressClassParameters
 	})
+	XBackendKind = register(gwapixv1alpha1.GroupName, "XBackend", func(r *Resources) *[]*gwapixv1alpha1.XBackend { return &r.XBackends })
+	PodKind      = register("", "Pod", func(r *Resources) *[]*corev1.Pod { return &r.Pods })
 )
 
 // Sort orders every list by namespace, then name.

@@ -281,3 +281,26 @@ func (t *translator) xbackendsSelecting(pod *corev1.Pod, f func(types.Namespaced
 		}
 	}
 }
+
+// ParseDNSResolvers checks DNS server addresses for Options.DNSResolvers:
+// each an IP address (port 53) or ip:port (an IPv6 address with a port in
+// brackets), without a zone. It returns them as "ip:port", or the first
+// that is not valid.
+func ParseDNSResolvers(in []string) ([]string, error) {
+	var out []string
+	for _, s := range in {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			addr, err2 := netip.ParseAddr(s)
+			if err2 != nil {
+				return nil, fmt.Errorf("%q is not an IP address or ip:port", s)
+			}
+			ap = netip.AddrPortFrom(addr, 53)
+		}
+		if ap.Addr().Zone() != "" || ap.Port() == 0 {
+			return nil, fmt.Errorf("%q: a DNS server address has no zone and a port other than 0", s)
+		}
+		out = append(out, ap.String())
+	}
+	return out, nil
+}

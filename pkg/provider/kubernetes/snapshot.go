@@ -159,8 +159,12 @@ func newList(scheme *runtime.Scheme, k resources.Kind) (client.ObjectList, error
 // (group of api/v1alpha1), which a `helm upgrade` does not install when
 // they are new. Such a kind is then not watched and has no objects; the
 // translation reports what needed them (an IngressClass whose parameters
-// are missing).
-func optionalKind(k resources.Kind) bool { return k.Group() == v1alpha1.GroupVersion.Group }
+// are missing); and the Gateway API's experimental kinds
+// (gateway.networking.x-k8s.io: XBackend), which a standard-channel
+// install does not have.
+func optionalKind(k resources.Kind) bool {
+	return k.Group() == v1alpha1.GroupVersion.Group || k.Group() == gatewayapi.XBackendGroup
+}
 
 // ReferencedSecrets are the Secrets that Gateways of our classes reference
 // in their TLS listeners' certificateRefs and their spec.tls.backend

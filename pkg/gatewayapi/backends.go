@@ -97,7 +97,7 @@ func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend,
 	switch {
 	case p != nil:
 	case b.Protocol == ir.AppProtocolTCP && rc.l4 == "":
-		b, p = nil, &problem{string(gwapiv1.RouteReasonUnsupportedProtocol), fmt.Sprintf("%s is of protocol TCP, which an HTTP or gRPC route cannot use", b.Name)}
+		b, p = nil, &problem{string(gwapiv1.RouteReasonUnsupportedProtocol), fmt.Sprintf("backend %s has protocol TCP, which an HTTP or gRPC route cannot use", b.Name)}
 	case rc.l4 != "":
 		b.Protocol = rc.l4
 		b.Name += "/" + strings.ToLower(string(rc.l4))

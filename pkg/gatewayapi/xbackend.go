@@ -209,7 +209,7 @@ func (t *translator) xbackendTLS(xb *gwapixv1alpha1.XBackend, b *ir.Backend) str
 	out, invalid, refs := t.backendTLSValidation(xb.Namespace, *tls.Validation, host)
 	switch {
 	case invalid != nil:
-		return "tls." + invalid.msg
+		return "tls: " + invalid.msg
 	case refs != nil:
 		return "tls: " + refs.msg
 	}

@@ -123,4 +123,14 @@ with a newline.
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+# XBackends (gateway.networking.x-k8s.io, experimental channel): the
+# backendRefs that name them; read only (watched when the CRD exists).
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xbackends]
+  verbs: [get, list, watch]
+# Pods: the endpoints of EndpointSelector XBackends (their labels, IPs and
+# readiness only are cached). Never written.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list, watch]
 {{- end }}

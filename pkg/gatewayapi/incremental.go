@@ -185,7 +185,7 @@ func samePolicies(a, b *resources.Resources) bool {
 // Gateway-level state.
 func optionsKey(res *resources.Resources, opts Options) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %v %q\n", opts.ControllerName, opts.AddressesOnService, opts.DNSResolvers)
+	fmt.Fprintf(&b, "%s %v %q %v\n", opts.ControllerName, opts.AddressesOnService, opts.DNSResolvers, opts.ProxyPorts)
 	if p := opts.InvalidParameters; p != nil {
 		for _, k := range slices.Sorted(maps.Keys(p.GatewayClasses)) {
 			fmt.Fprintf(&b, "class %q %q\n", k, p.GatewayClasses[k])

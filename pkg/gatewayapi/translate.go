@@ -50,6 +50,13 @@ type Options struct {
 	// resolves the host names of XBackends of type ExternalHostname with
 	// (ir.Backend DNSResolvers). Default: none, Envoy's default resolver.
 	DNSResolvers []string
+	// ProxyPorts are the ports the proxy itself listens on besides its
+	// Gateway listeners (Envoy's admin, readiness and metrics listeners,
+	// the SVID agent's probe), on the pod's (or host's) loopback. An
+	// ExternalHostname XBackend on one of them is refused: its name may
+	// resolve to 127.0.0.1, and Envoy would send a tenant's requests to
+	// its own admin interface. Default: none.
+	ProxyPorts []uint32
 }
 
 // Result is the output of one translation.

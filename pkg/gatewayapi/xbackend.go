@@ -127,6 +127,9 @@ func (t *translator) checkXBackend(xb *gwapixv1alpha1.XBackend, b *ir.Backend) s
 		if spec.SessionPersistence != nil {
 			return "sessionPersistence can only be set when type is EndpointSelector"
 		}
+		if slices.Contains(t.opts.ProxyPorts, uint32(spec.Port.Number)) {
+			return fmt.Sprintf("port %d is one the proxy itself listens on (its admin, readiness or metrics), which a host name resolving to the loopback would reach", spec.Port.Number)
+		}
 	case gwapixv1alpha1.BackendTypeEndpointSelector:
 		if spec.EndpointSelector == nil || spec.ExternalHostname != nil {
 			return "type EndpointSelector needs endpointSelector, and no externalHostname"

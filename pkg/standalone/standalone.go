@@ -300,6 +300,7 @@ func (r *runner) reload(ctx context.Context) {
 		RouteStats:   func(*gwapiv1.Gateway) bool { return r.cfg.RouteStats },
 		Edge:         func(*gwapiv1.Gateway) *ir.HTTPEdge { return infra.HTTPEdge(r.cfg.Edge) },
 		DNSResolvers: r.cfg.DNSResolvers,
+		ProxyPorts:   r.cfg.proxyPorts(),
 	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}),
 		translate.WithHolds(r.quarantine.Holds()))
 	translated := time.Now()
@@ -520,4 +521,15 @@ func (r *runner) writeBootstrap(c *credentials, addr *net.TCPAddr) (string, erro
 	}
 	p := filepath.Join(r.cfg.StateDir, "envoy-bootstrap.yaml")
 	return p, os.WriteFile(p, b, 0o644)
+}
+
+// proxyPorts are the ports the local Envoy listens on besides its Gateway
+// listeners (gatewayapi.Options.ProxyPorts): its admin, readiness and, when
+// set, metrics ports.
+func (c Config) proxyPorts() []uint32 {
+	out := []uint32{c.AdminPort, c.ReadinessPort}
+	if c.EnvoyMetricsPort != 0 {
+		out = append(out, c.EnvoyMetricsPort)
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -241,4 +242,55 @@ func readTCP(port int) (string, error) {
 	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
 	b, err := io.ReadAll(c)
 	return string(b), err
+}
+
+// xbackendAdminYAML: an HTTPRoute to an XBackend whose host name (only the
+// test's DNS server knows it) resolves to 127.0.0.1, at the port of
+// Envoy's admin interface (.AdminPort).
+const xbackendAdminYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: sneaky, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  hostnames: [sneaky.example.test]
+  rules:
+  - backendRefs: [{group: gateway.networking.x-k8s.io, kind: XBackend, name: admin}]
+---
+apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XBackend
+metadata: {name: admin, namespace: default}
+spec:
+  type: ExternalHostname
+  port: {number: {{.AdminPort}}}
+  externalHostname: {hostname: admin.xbackend.test}
+`
+
+// TestXBackendCannotReachEnvoyAdmin: a tenant's XBackend whose name
+// resolves to the loopback, at the port of Envoy's own admin interface
+// (standalone: --admin-port), must not turn the gateway into a proxy to
+// that admin (config_dump, quitquitquit): the XBackend is refused
+// (gatewayapi.Options.ProxyPorts), the route answers 500, and Envoy's
+// /server_info never reaches the client.
+func TestXBackendCannotReachEnvoyAdmin(t *testing.T) {
+	resolver := startDNS(t, "xbackend.test.")
+	f := startWith(t, func(f *fixture) {
+		l4Config(t, f, nil, nil, xbackendAdminYAML, map[string]any{"AdminPort": f.admin})
+	}, func(f *fixture) { f.args = append(f.args, "--dns-resolvers", resolver.addr) })
+	deadline := time.Now().Add(30 * time.Second)
+	for code, body := f.get("sneaky.example.test", "/server_info"); code != 500; code, body = f.get("sneaky.example.test", "/server_info") {
+		if strings.Contains(body, "command_line_options") {
+			t.Fatalf("got %d %.200q: Envoy's admin answered through the gateway", code, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d %.200q, want 500", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 5 {
+		code, body := f.get("sneaky.example.test", "/server_info")
+		if code != 500 || strings.Contains(body, "command_line_options") {
+			t.Fatalf("got %d %.200q: Envoy's admin answered through the gateway", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -57,6 +57,9 @@ type Cache struct {
 	// deps are the routes that read each Service (and its EndpointSlices)
 	// and each XBackend (and the Pods it selects).
 	deps map[depKey]*serviceDep
+	// xbAncestors count, per XBackend and Gateway, the routes of that
+	// Gateway that use the XBackend (xbackendstatus.go).
+	xbAncestors map[xbackendAncestor]int
 	// routeStatus is the status of every route of ours, which the last
 	// Result shares: the next run copies it before it changes it.
 	routeStatus  map[RouteKey]*gwapiv1.RouteStatus
@@ -94,7 +97,10 @@ type routeMemo struct {
 	// hostnames on each listener it attached to (listenerState wants).
 	services  []depKey
 	ancestors []ancestor
-	wants     []want
+	// xbAncestors are the XBackends the route uses, with each Gateway of
+	// its parents (Cache xbAncestors).
+	xbAncestors []xbackendAncestor
+	wants       []want
 	// done is what finishRoute added.
 	done finished
 }
@@ -238,7 +244,7 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 		n += k.Kind.Len(res)
 	}
 	*c = Cache{
-		t: t, optsKey: key, routes: make(map[RouteKey]*routeMemo, n), deps: make(map[depKey]*serviceDep, len(res.Services)),
+		t: t, optsKey: key, routes: make(map[RouteKey]*routeMemo, n), deps: make(map[depKey]*serviceDep, len(res.Services)), xbAncestors: map[xbackendAncestor]int{},
 		routeStatus: make(map[RouteKey]*gwapiv1.RouteStatus, n), sliceWarnings: map[types.NamespacedName]string{}, warned: map[RouteKey]bool{},
 	}
 	t.indexBackends(func(k types.NamespacedName, w string) { c.sliceWarnings[k] = w })
@@ -534,6 +540,18 @@ func (c *Cache) read(k RouteKey, obj any) *routeMemo {
 		a.policy.ancestors[a.gw]++
 	}
 	if m.state != nil {
+		for _, s := range m.services {
+			if s.Kind != resources.XBackendKind.Name() || t.xbackends[s.NamespacedName] == nil {
+				continue
+			}
+			for _, p := range m.state.parents {
+				a := xbackendAncestor{s.NamespacedName, p.gw.nn}
+				m.xbAncestors = append(m.xbAncestors, a)
+				c.xbAncestors[a]++
+			}
+		}
+	}
+	if m.state != nil {
 		for _, p := range m.state.parents {
 			if p.attachRefused != nil {
 				continue
@@ -601,6 +619,11 @@ func (c *Cache) dropRead(k RouteKey, m *routeMemo) {
 	}
 	for _, a := range m.ancestors {
 		a.policy.ancestors[a.gw]--
+	}
+	for _, a := range m.xbAncestors {
+		if c.xbAncestors[a]--; c.xbAncestors[a] <= 0 {
+			delete(c.xbAncestors, a)
+		}
 	}
 	for _, w := range m.wants {
 		w.l.wants[k.Kind] = slices.DeleteFunc(w.l.wants[k.Kind], func(h heldHosts) bool { return h.key == k })

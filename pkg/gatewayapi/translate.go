@@ -122,7 +122,9 @@ type RouteKey = ir.ObjectKey
 //     are; rules.go,
 //     filters.go, backends.go: the rule machinery they share (filters,
 //     backendRefs, ReferenceGrants); session.go: HTTPRoute and GRPCRoute
-//     rules' sessionPersistence;
+//     rules' sessionPersistence; xbackend.go, xbackendstatus.go: XBackend
+//     backendRefs (external host names, selected Pods) and their
+//     status.ancestors;
 //   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
 //     Envoy's constraints every user-supplied value must meet, since in
 //     standalone mode no API server checked them;

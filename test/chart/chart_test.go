@@ -329,7 +329,8 @@ func TestRBAC(t *testing.T) {
 		"ClusterRole /events":                                           {"create", "patch"},
 		"ClusterRole authentication.k8s.io/tokenreviews":                {"create"},
 		"Role /pods": {"get", "list", "watch"},
-		"ClusterRole gateway.networking.x-k8s.io/xbackends": {"get", "list", "watch"},
+		"ClusterRole gateway.networking.x-k8s.io/xbackends":        {"get", "list", "watch"},
+		"ClusterRole gateway.networking.x-k8s.io/xbackends/status": {"patch"},
 	}
 	for key, verbs := range want {
 		for _, v := range verbs {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/resources"
@@ -66,7 +67,9 @@ func (s *snapshotPods) pod(ns, name string) (*corev1.Pod, int) {
 // XBackend and the Pods of every namespace (the pod cache of its own,
 // pods.go), each stripped to labels, IPs and the Ready condition, and
 // follows a Pod's readiness; an HTTPRoute to the EndpointSelector
-// XBackend resolves (ResolvedRefs=True).
+// XBackend resolves (ResolvedRefs=True), the XBackend's status.ancestors
+// names the route's Gateway with Accepted=True, and loses it when the
+// route is deleted.
 func TestXBackendEndpointSelectorPods(t *testing.T) {
 	requireAPIServer(t)
 	installXBackendCRD(t)
@@ -164,5 +167,31 @@ spec:
 			}
 		}
 		return fmt.Errorf("no ResolvedRefs yet: %s", strings.TrimSpace(toYAML(r.Status)))
+	})
+	eventually(t, 15*time.Second, "the XBackend's status.ancestors: the Gateway, Accepted", func() error {
+		var xb gwapixv1alpha1.XBackend
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, &xb); err != nil {
+			return err
+		}
+		as := xb.Status.Ancestors
+		if len(as) != 1 || as[0].AncestorRef.Name != "gw" || len(as[0].Conditions) != 1 ||
+			as[0].Conditions[0].Type != "Accepted" || as[0].Conditions[0].Status != metav1.ConditionTrue {
+			return fmt.Errorf("status %s", strings.TrimSpace(toYAML(xb.Status)))
+		}
+		return nil
+	})
+	// The route goes: our ancestor entry goes with it.
+	if err := k8sClient.Delete(ctx, &gwapiv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "the XBackend's ancestors emptied", func() error {
+		var xb gwapixv1alpha1.XBackend
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, &xb); err != nil {
+			return err
+		}
+		if len(xb.Status.Ancestors) != 0 {
+			return fmt.Errorf("status %s", strings.TrimSpace(toYAML(xb.Status)))
+		}
+		return nil
 	})
 }

@@ -124,10 +124,14 @@ with a newline.
   resources: [events]
   verbs: [create, patch]
 # XBackends (gateway.networking.x-k8s.io, experimental channel): the
-# backendRefs that name them; read only (watched when the CRD exists).
+# backendRefs that name them (watched when the CRD exists), and their
+# status.ancestors.
 - apiGroups: [gateway.networking.x-k8s.io]
   resources: [xbackends]
   verbs: [get, list, watch]
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xbackends/status]
+  verbs: [patch, update]
 # Pods: the endpoints of EndpointSelector XBackends (their labels, IPs and
 # readiness only are cached). Never written.
 - apiGroups: [""]

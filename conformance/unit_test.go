@@ -31,12 +31,13 @@ func TestClaimedFeaturesAreTheGatewayClassList(t *testing.T) {
 	if len(got) != len(gatewayapi.SupportedFeatures) {
 		t.Errorf("claimed %v, GatewayClass status says %v", got, gatewayapi.SupportedFeatures)
 	}
-	// A feature we do not claim (GatewayListenerFilters, experimental).
-	if slices.Contains(got, features.SupportGatewayListenerFilters) {
-		t.Fatal("GatewayListenerFilters is claimed: pick another unclaimed feature for this test")
+	// A feature we do not claim (MeshClusterIPMatching: mesh features are
+	// not ours to implement).
+	if slices.Contains(got, features.SupportMeshClusterIPMatching) {
+		t.Fatal("MeshClusterIPMatching is claimed: pick another unclaimed feature for this test")
 	}
-	tried := claimedFeatures(" GatewayListenerFilters ,")
-	if !slices.Contains(tried, features.SupportGatewayListenerFilters) || len(tried) != len(got)+1 {
+	tried := claimedFeatures(" MeshClusterIPMatching ,")
+	if !slices.Contains(tried, features.SupportMeshClusterIPMatching) || len(tried) != len(got)+1 {
 		t.Errorf("TRY_FEATURES not added: %v", tried)
 	}
 }

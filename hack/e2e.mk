@@ -2,7 +2,8 @@
 # top-level Makefile:  include hack/e2e.mk   (needs root, like the cluster).
 #
 #   make e2e                    brings the cluster up when it is not (warm: ~30 s),
-#                               builds and imports the controller image, runs
+#                               builds and imports the controller image (and
+#                               the test servers' image), runs
 #                               test/e2e-cluster (helm install, kubectl apply
 #                               examples/, HTTP in Shared and in
 #                               Dedicated mode) and LEAVES THE CLUSTER RUNNING
@@ -23,6 +24,7 @@ e2e: ## e2e on the local cluster: helm install + kubectl apply -f examples/ in S
 	  XDS_CLUSTER_SKIP_CONTROLLER=1 hack/cluster/cluster up || exit 1; \
 	fi; \
 	$(MAKE) --no-print-directory cluster-controller-image || exit 1; \
+	$(MAKE) --no-print-directory cluster-testservers-image || exit 1; \
 	rc=0; \
 	(cd test/e2e-cluster && KUBECONFIG=/var/lib/xds-cluster/admin.kubeconfig \
 	  $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./...) || rc=$$?; \

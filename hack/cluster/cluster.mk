@@ -4,7 +4,7 @@
 XDS_CLUSTER_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 XDS_CLUSTER := $(XDS_CLUSTER_DIR)/cluster
 
-.PHONY: cluster-unit cluster-up cluster-down cluster-status cluster-smoke cluster-ci cluster-images cluster-check-clean cluster-controller-image
+.PHONY: cluster-unit cluster-up cluster-down cluster-status cluster-smoke cluster-ci cluster-images cluster-check-clean cluster-controller-image cluster-testservers-image
 
 cluster-unit: ## Unit tests of the cluster tools (image builder, LoadBalancer allocator); no root needed
 	cd $(XDS_CLUSTER_DIR)/tools && go test ./...
@@ -32,3 +32,6 @@ cluster-check-clean: ## Verify no cluster process, mount, netns, bridge, chain o
 
 cluster-controller-image: ## Build the controller image from ./cmd/xds-controller and import it into a running cluster
 	GO_IMAGE_LDFLAGS='$(LDFLAGS)' $(XDS_CLUSTER) go-image ./cmd/xds-controller xds-controller ghcr.io/xds-controller/xds-controller:dev
+
+cluster-testservers-image: ## Build the e2e test servers' image (ext_authz gRPC/HTTP, OTLP receiver: internal/testservers/cmd/xds-testservers) and import it into a running cluster
+	$(XDS_CLUSTER) go-image ./internal/testservers/cmd/xds-testservers xds-testservers ghcr.io/xds-controller/xds-testservers:e2e

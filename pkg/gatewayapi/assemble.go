@@ -57,6 +57,7 @@ func (c *Cache) result() *Result {
 			}
 			ls.refresh()
 			l := ls.irListener()
+			t.listenerPolicies(ls, l)
 			l.HTTPRoutes, l.L4Routes = ls.irRoutes, ls.irL4
 			g.Listeners = append(g.Listeners, l)
 		}

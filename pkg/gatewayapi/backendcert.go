@@ -79,6 +79,15 @@ func (g *gatewayState) applyBackendClientCert(route *ir.HTTPRoute) {
 	for _, m := range route.Filters.Mirrors {
 		m.Backend = g.backendCert.apply(m.Backend)
 	}
+	if a := route.Filters.ExtAuth; a != nil {
+		if a.Backend = g.backendCert.apply(a.Backend); a.Backend.Invalid {
+			// The check cannot be made as the Gateway says: the route
+			// answers the failure status, never forwards unchecked.
+			route.Filters = ir.HTTPFilters{}
+			route.Backends, route.SessionPersistence = nil, nil
+			route.DirectResponse = &ir.DirectResponse{StatusCode: 500} // HTTPRoute only
+		}
+	}
 }
 
 // apply returns b as the Gateway with client certificate c reaches it.
@@ -113,7 +122,7 @@ func (g *gatewayState) resolvedRefs() *metav1.Condition {
 	}
 	var bad []string
 	for _, l := range g.listeners {
-		if !l.duplicate && (l.certProblem != nil || l.kindsProblem != nil) {
+		if !l.duplicate && (l.certProblem != nil || l.kindsProblem != nil || l.filterProblem != nil) {
 			bad = append(bad, l.name)
 		}
 	}

@@ -44,9 +44,6 @@ func (rc *ruleContext) backendRefs(refs []gwapiv1.HTTPBackendRef) *ir.BackendGro
 			}
 		}
 		b, p := rc.resolve(ref.BackendObjectReference)
-		if p == nil && rc.backendSession == nil {
-			rc.backendSession = rc.t.xbackendSession(ref.BackendObjectReference, rc.route.key.Namespace)
-		}
 		if p != nil {
 			rc.refProblem(gwapiv1.RouteConditionReason(p.reason), "backendRef %d: %s", k, p.msg)
 			b = rc.invalidBackend(k)
@@ -101,11 +98,20 @@ func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend,
 	case rc.l4 != "":
 		b.Protocol = rc.l4
 		b.Name += "/" + strings.ToLower(string(rc.l4))
-	case rc.http2 && b.Protocol == ir.AppProtocolHTTP1:
+	case rc.http2:
+		asHTTP2(b)
+	}
+	return b, p
+}
+
+// asHTTP2 makes b, a resolved HTTP backend, speak HTTP/2 (a GRPCRoute's,
+// an OTLP/gRPC collector): a port that says HTTP/1.1 speaks h2c, in a
+// cluster of its own, "<name>/h2c".
+func asHTTP2(b *ir.Backend) {
+	if b.Protocol == ir.AppProtocolHTTP1 {
 		b.Protocol = ir.AppProtocolH2C
 		b.Name += "/h2c"
 	}
-	return b, p
 }
 
 // backendFilters applies HTTPBackendRef filters to b, the backend of
@@ -168,6 +174,9 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 // InvalidKind; an object in another namespace needs a ReferenceGrant from
 // routes of key's kind in key's namespace to its kind (else
 // RefNotPermitted).
+// A policy's reference (telemetry.go) is resolved the same way, r
+// standing for the policy: its key only (its kind, of the group the
+// registry names, and namespace/name), no parents.
 func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
 	key := r.key
 	routeNS := key.Namespace
@@ -180,7 +189,11 @@ func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectRefe
 	default:
 		return nil, &problem{string(gwapiv1.RouteReasonInvalidKind), fmt.Sprintf("%s %s is not a core Service or an XBackend", groupKind(group, kind), name)}
 	}
-	if ns != routeNS && !t.grantAllows(gwapiv1.GroupName, key.Kind, routeNS, group, kind, ns, string(ref.Name)) {
+	fromGroup := gwapiv1.GroupName
+	if k := resources.KindNamed(key.Kind); k != nil {
+		fromGroup = k.Group()
+	}
+	if ns != routeNS && !t.grantAllows(fromGroup, key.Kind, routeNS, group, kind, ns, string(ref.Name)) {
 		return nil, &problem{string(gwapiv1.RouteReasonRefNotPermitted),
 			fmt.Sprintf("%s %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", kind, name, ns, key.Kind, routeNS)}
 	}
@@ -189,8 +202,7 @@ func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectRefe
 		port.Number = int32(*ref.Port)
 	}
 	if kind != "Service" {
-		b, _, p := t.xbackendBackend(ns, string(ref.Name), port.Number, transport)
-		return b, p
+		return t.xbackendBackend(ns, string(ref.Name), port.Number, transport)
 	}
 	return t.serviceBackend(r, ns, string(ref.Name), port, transport)
 }

@@ -7,8 +7,6 @@ package gatewayapi
 // here are its validation, what it renders and its registration.
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"strings"
 
@@ -21,7 +19,8 @@ import (
 
 // backendTLSPolicyKind registers BackendTLSPolicy (policy.go): it
 // targets Services and their ports, and renders the TLS of the backends of
-// HTTPRoutes, GRPCRoutes, TLSRoutes and Ingresses (serviceBackend); the
+// HTTPRoutes, GRPCRoutes, TLSRoutes and Ingresses (serviceBackend), and of
+// XTelemetryPolicy collectors (telemetry.go); the
 // effect of a policy is the *ir.BackendTLS Envoy verifies.
 var backendTLSPolicyKind = registerPolicyKind(resources.BackendTLSPolicyKind, policyKindSpec[*gwapiv1.BackendTLSPolicy]{
 	targets: []targetKind{targetService},
@@ -32,7 +31,7 @@ var backendTLSPolicyKind = registerPolicyKind(resources.BackendTLSPolicyKind, po
 	validate:      (*translator).backendTLSPolicy,
 	resolvedRefs:  true,
 	references:    backendTLSReferences,
-	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress},
+	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress, KindXTelemetryPolicy, "Gateway", KindListenerSet},
 	backend:       backendTLS,
 })
 
@@ -79,8 +78,10 @@ func (t *translator) backendTLSPolicy(p *gwapiv1.BackendTLSPolicy, st *policySta
 // in namespace ns (a BackendTLSPolicy's spec.validation, an XBackend's
 // spec.tls.validation) into the TLS Envoy originates:
 // caCertificateRefs name core ConfigMaps in ns whose "ca.crt" holds PEM
-// certificates (another kind is ResolvedRefs=False InvalidKind; a missing
-// ConfigMap or key, or no certificate in it, InvalidCACertificateRef), or
+// certificates, or ClusterTrustBundles whose trustBundle does (another
+// kind is ResolvedRefs=False InvalidKind; a missing ConfigMap,
+// ClusterTrustBundle or key, or no certificate in it,
+// InvalidCACertificateRef), or
 // wellKnownCACertificates is System (the system bundle), never both;
 // without a usable CA, invalid has reason NoValidCACertificate. hostname
 // (or defaultSNI when hostname is empty: an XBackend's externalHostname)
@@ -147,49 +148,17 @@ func (t *translator) backendTLSValidation(ns string, v gwapiv1.BackendTLSPolicyV
 }
 
 // caCertificates reads one caCertificateRef of a policy in namespace ns:
-// the PEM certificates of a ConfigMap's "ca.crt".
+// the PEM certificates of a ConfigMap's "ca.crt" in ns, or of a
+// ClusterTrustBundle's trustBundle (cluster-scoped, by name: GEP-5075;
+// caSource).
 func (t *translator) caCertificates(ns string, ref gwapiv1.LocalObjectReference) ([]byte, *problem) {
-	name := ns + "/" + string(ref.Name)
-	if ref.Group != "" || ref.Kind != "ConfigMap" {
-		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidKind), fmt.Sprintf("caCertificateRef %s: %s is not a core ConfigMap", name, groupKind(ref.Group, ref.Kind))}
+	src, ok := caSourceOf(ref.Group, ref.Kind, ns, string(ref.Name))
+	if !ok {
+		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidKind), fmt.Sprintf("caCertificateRef %s: %s is not a core ConfigMap or a certificates.k8s.io ClusterTrustBundle", ns+"/"+string(ref.Name), groupKind(ref.Group, ref.Kind))}
 	}
-	out, msg := t.caBundle(ns, string(ref.Name))
+	out, msg := t.caBundle(src)
 	if msg != "" {
-		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: %s", name, msg)}
+		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: %s", src, msg)}
 	}
 	return out, nil
-}
-
-// caBundle reads the PEM certificates of the "ca.crt" of ConfigMap ns/name
-// (blocks that are not certificates are skipped), or says why there are
-// none.
-func (t *translator) caBundle(ns, name string) ([]byte, string) {
-	cm := t.configMaps[nn(ns, name)]
-	if cm == nil {
-		return nil, "ConfigMap not found"
-	}
-	data, ok := cm.Data["ca.crt"]
-	if !ok {
-		return nil, "the ConfigMap has no ca.crt"
-	}
-	var out []byte
-	rest := []byte(data)
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-			continue
-		}
-		out = append(out, pem.EncodeToMemory(b)...)
-	}
-	if len(out) == 0 {
-		return nil, "ca.crt holds no PEM certificate"
-	}
-	return out, ""
 }

@@ -90,6 +90,19 @@ var SupportedFeatures = []features.FeatureName{
 	features.SupportTLSRouteModeMixed,
 	features.SupportTCPRoute,
 	features.SupportUDPRoute,
+
+	// Experimental channel (issue 27).
+	// GatewayListenerFilters: a Gateway's or ListenerSet's listener
+	// filters.requests of type ExternalAuth, as Envoy ext_authz before
+	// routing (extauth.go; no conformance test in v1.7.0).
+	features.SupportGatewayListenerFilters,
+	// Also without a conformance test in v1.7.0:
+	// address routability (GEP-5093, routability.go; pkg/infra, pkg/status),
+	// Cluster included; ClusterTrustBundle as a CA of BackendTLSPolicy and
+	// of frontend client certificate validation (GEP-5075, casources.go).
+	features.SupportGatewayAddressRoutability,
+	features.SupportGatewayAddressRoutabilityCluster,
+	features.SupportClusterTrustBundle,
 }
 
 // supportedFeatures is SupportedFeatures as GatewayClass status wants it:

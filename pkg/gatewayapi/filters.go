@@ -14,11 +14,13 @@ import (
 // GRPCRouteRule's as HTTPRouteFilters; types outside rc.filterTypes are
 // UnsupportedValue). Supported: RequestHeaderModifier,
 // ResponseHeaderModifier, RequestRedirect, URLRewrite (at most one of each),
-// RequestMirror (any number), CORS. extRef reports an ExtensionRef filter:
-// we support no extension kinds, so the reference cannot be resolved, and
-// the rule must answer an error rather than skip it (HTTPRouteFilter
-// type; GEP-1364: ResolvedRefs=False reason InvalidKind). Unknown or
-// unsupported filter types (ExternalAuth included), a filter without its
+// RequestMirror (any number), CORS, ExternalAuth (extauth.go). extRef
+// says the rule must answer the failure status: an ExtensionRef filter
+// (we support no extension kinds, so the reference cannot be resolved, and
+// the rule must answer an error rather than skip it: HTTPRouteFilter
+// type; GEP-1364: ResolvedRefs=False reason InvalidKind), or an
+// ExternalAuth filter that cannot be served (never skipped: fail closed).
+// Unknown or unsupported filter types, a filter without its
 // configuration field and repeated single-use filters are UnsupportedValue;
 // RequestRedirect with URLRewrite is IncompatibleFilters.
 //
@@ -88,6 +90,14 @@ func (rc *ruleContext) filters(fs []gwapiv1.HTTPRouteFilter, matches []ir.HTTPMa
 				continue
 			}
 			out.CORS = rc.corsFilter(k, f.CORS)
+		case gwapiv1.HTTPRouteFilterExternalAuth:
+			if f.ExternalAuth == nil {
+				missing()
+				continue
+			}
+			if out.ExtAuth = rc.routeExtAuth(k, f.ExternalAuth); out.ExtAuth == nil {
+				extRef = true // fail closed: the rule answers the failure status
+			}
 		case gwapiv1.HTTPRouteFilterExtensionRef:
 			extRef = true
 			what := "an ExtensionRef without extensionRef"

@@ -17,7 +17,8 @@ import (
 // listener l (HTTPS, or TLS in mode Terminate): the perPort entry of the
 // listener's port, else default. Its caCertificateRefs must name core
 // ConfigMaps whose "ca.crt" holds PEM certificates, in the Gateway's
-// namespace or granted by a ReferenceGrant from Gateways; a bad one makes
+// namespace or granted by a ReferenceGrant from Gateways, or
+// ClusterTrustBundles (frontendCA); a bad one makes
 // the listener ResolvedRefs=False (InvalidCACertificateKind,
 // RefNotPermitted or InvalidCACertificateRef) and Accepted=False reason
 // NoValidCACertificate: it is not served rather than served unchecked. Mode
@@ -70,19 +71,26 @@ func (t *translator) frontendValidation(l *listenerState) *ir.ClientValidation {
 	return out
 }
 
-// frontendCA reads one caCertificateRef of a Gateway in namespace gwNS.
+// frontendCA reads one caCertificateRef of a Gateway in namespace gwNS:
+// a core ConfigMap, in gwNS or granted by a ReferenceGrant, or a
+// certificates.k8s.io ClusterTrustBundle (cluster-scoped: its namespace
+// must be unset, which the experimental CRD's CEL rule enforces, and no
+// ReferenceGrant applies; GEP-5075).
 func (t *translator) frontendCA(gwNS string, ref gwapiv1.ObjectReference) ([]byte, *problem) {
 	ns := string(deref(ref.Namespace, gwapiv1.Namespace(gwNS)))
-	name := ns + "/" + string(ref.Name)
-	if ref.Group != "" || ref.Kind != "ConfigMap" {
-		return nil, &problem{string(gwapiv1.ListenerReasonInvalidCACertificateKind), fmt.Sprintf("caCertificateRef %s: %s is not a core ConfigMap", name, groupKind(ref.Group, ref.Kind))}
+	src, ok := caSourceOf(ref.Group, ref.Kind, ns, string(ref.Name))
+	if !ok {
+		return nil, &problem{string(gwapiv1.ListenerReasonInvalidCACertificateKind), fmt.Sprintf("caCertificateRef %s: %s is not a core ConfigMap or a certificates.k8s.io ClusterTrustBundle", ns+"/"+string(ref.Name), groupKind(ref.Group, ref.Kind))}
 	}
-	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, "Gateway", gwNS, "", "ConfigMap", ns, string(ref.Name)) {
-		return nil, &problem{string(gwapiv1.ListenerReasonRefNotPermitted), fmt.Sprintf("caCertificateRef %s: no ReferenceGrant in namespace %s allows Gateways of namespace %s to use it", name, ns, gwNS)}
+	switch {
+	case src.kind == kindClusterTrustBundle && ref.Namespace != nil:
+		return nil, &problem{string(gwapiv1.ListenerReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: a ClusterTrustBundle is cluster-scoped; the reference must not specify a namespace (%s)", src, q(string(*ref.Namespace)))}
+	case src.kind == kindConfigMap && ns != gwNS && !t.grantAllows(gwapiv1.GroupName, "Gateway", gwNS, "", kindConfigMap, ns, string(ref.Name)):
+		return nil, &problem{string(gwapiv1.ListenerReasonRefNotPermitted), fmt.Sprintf("caCertificateRef %s: no ReferenceGrant in namespace %s allows Gateways of namespace %s to use it", src, ns, gwNS)}
 	}
-	pem, msg := t.caBundle(ns, string(ref.Name))
+	pem, msg := t.caBundle(src)
 	if msg != "" {
-		return nil, &problem{string(gwapiv1.ListenerReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: %s", name, msg)}
+		return nil, &problem{string(gwapiv1.ListenerReasonInvalidCACertificateRef), fmt.Sprintf("caCertificateRef %s: %s", src, msg)}
 	}
 	return pem, nil
 }

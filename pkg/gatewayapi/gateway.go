@@ -132,13 +132,21 @@ func (t *translator) bindPort(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint
 // request), standalone binds 0.0.0.0. Other types (Hostname: a Service
 // cannot ask its load balancer for a hostname; NamedAddress;
 // domain-prefixed types) are refused with reason UnsupportedAddress; an
-// IPAddress value that does not parse (the CRD's validation normally
-// catches it) is refused with reason Invalid.
+// IPAddress value or a routability that does not parse (the CRD's
+// validation normally catches them: routabilityProblem) is refused with
+// reason Invalid. Standalone mode, which has no Service, refuses a
+// routability other than the default (Cluster, another scope) with reason
+// UnsupportedAddress (routability.go).
 func gatewayAddress(addrs []gwapiv1.GatewaySpecAddress, onService bool) (string, *problem) {
 	ips, p := requestedIPs(addrs)
 	switch {
 	case p != nil:
 		return "", p
+	case !onService && slices.ContainsFunc(addrs, func(a gwapiv1.GatewaySpecAddress) bool {
+		return !(AddressRequest{Routability: a.Routability}).Default()
+	}):
+		return "", &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
+			"standalone mode binds its address itself and has no Service: only addresses of the default routability can be had (not Cluster or another scope)"}
 	case onService || len(ips) == 0:
 		return defaultAddress, nil
 	case len(ips) == 1:
@@ -156,7 +164,7 @@ func gatewayAddress(addrs []gwapiv1.GatewaySpecAddress, onService bool) (string,
 // the first unsupported type or unparsable value (see gatewayAddress).
 func requestedIPs(addrs []gwapiv1.GatewaySpecAddress) ([]string, *problem) {
 	var ips []string
-	for _, a := range addrs {
+	for i, a := range addrs {
 		typ := deref(a.Type, gwapiv1.IPAddressType)
 		switch typ {
 		case gwapiv1.IPAddressType:
@@ -166,6 +174,9 @@ func requestedIPs(addrs []gwapiv1.GatewaySpecAddress) ([]string, *problem) {
 		default:
 			return nil, &problem{string(gwapiv1.GatewayReasonUnsupportedAddress),
 				fmt.Sprintf("address type %q is not supported; only IPAddress is", typ)}
+		}
+		if m := routabilityProblem(a.Routability); m != "" {
+			return nil, &problem{string(gwapiv1.GatewayReasonInvalid), fmt.Sprintf("spec.addresses[%d]: %s", i, m)}
 		}
 		if a.Value == "" {
 			continue
@@ -183,7 +194,9 @@ func requestedIPs(addrs []gwapiv1.GatewaySpecAddress) ([]string, *problem) {
 }
 
 // RequestedIPs are the IP addresses gw requests in spec.addresses (type
-// IPAddress), canonical (netip.Addr.String), in the order given, without
+// IPAddress) of the default routability (empty, or the conformance
+// sentinel: a Cluster address is the Service's cluster IP, never asked of a
+// load balancer), canonical (netip.Addr.String), in the order given, without
 // duplicates: what infra.Renderer asks of the Gateway's Service and what
 // pkg/status checks the Service got. It is nil when gw requests none (no
 // address, only empty values) or when its spec.addresses are refused (a
@@ -191,9 +204,11 @@ func requestedIPs(addrs []gwapiv1.GatewaySpecAddress) ([]string, *problem) {
 // those on the Gateway's Accepted condition). The unspecified addresses
 // 0.0.0.0 and :: are left out: a Service cannot be given them.
 func RequestedIPs(gw *gwapiv1.Gateway) []string {
-	ips, p := requestedIPs(gw.Spec.Addresses)
-	if p != nil {
-		return nil
+	var ips []string
+	for _, r := range AddressRequests(gw) {
+		if r.Default() && r.Value != "" && !slices.Contains(ips, r.Value) {
+			ips = append(ips, r.Value)
+		}
 	}
 	ips = slices.DeleteFunc(ips, func(s string) bool { return netip.MustParseAddr(s).IsUnspecified() })
 	if len(ips) == 0 {
@@ -337,6 +352,10 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 		setCondition(&st.Conditions, condition(gwapiv1.GatewayConditionInsecureFrontendValidationMode, true, gwapiv1.GatewayReasonConfigurationChanged,
 			"a listener lets clients without a valid certificate in (tls.frontend validation mode AllowInsecureFallback)", gen))
 	}
+	if scope := defaultScope(g.obj); scope != "" && g.refused == nil {
+		setCondition(&st.Conditions, condition(GatewayConditionDefaultGateway, true, GatewayReasonDefaultGateway,
+			"Gateway has default scope "+string(scope)+": it claims the routes whose spec.useDefaultGateways is "+string(scope), gen))
+	}
 	for _, l := range g.listeners {
 		if !l.duplicate {
 			st.Listeners = append(st.Listeners, l.buildStatus())
@@ -362,6 +381,9 @@ func (g *gatewayState) buildStatus() *gwapiv1.GatewayStatus {
 // every problem in the message.
 func gatewaySpecProblem(gw *gwapiv1.Gateway) *problem {
 	msgs := listenersSpecProblems(gw.Spec.Listeners, "Gateway")
+	if m := defaultScopeProblem(gw.Spec.DefaultScope); m != "" {
+		msgs = append(msgs, m)
+	}
 	if len(msgs) == 0 {
 		return nil
 	}

@@ -9,7 +9,6 @@ package gatewayapi
 // GRPCRoute filter and backendRef types are the HTTPRoute types' subset.
 
 import (
-	"cmp"
 	"regexp"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -47,7 +46,7 @@ func (t *translator) grpcRoute(gr *gwapiv1.GRPCRoute) *routeState {
 	if gr == nil {
 		return nil
 	}
-	r := t.newRoute(RouteKey{Kind: KindGRPCRoute, Namespace: gr.Namespace, Name: gr.Name}, &gr.ObjectMeta, gr.Spec.ParentRefs, gr.Spec.Hostnames)
+	r := t.newRoute(RouteKey{Kind: KindGRPCRoute, Namespace: gr.Namespace, Name: gr.Name}, &gr.ObjectMeta, t.parentRefs(gr.Namespace, gr.Spec.CommonRouteSpec), gr.Spec.Hostnames)
 	if r == nil {
 		return nil
 	}
@@ -83,11 +82,11 @@ func (rc *ruleContext) translateGRPCRule(rule *gwapiv1.GRPCRouteRule) *ruleIR {
 		refs = append(refs, gwapiv1.HTTPBackendRef{BackendRef: b.BackendRef, Filters: httpFilters(b.Filters)})
 	}
 	backends := rc.backendRefs(refs)
-	session := rc.sessionPersistence(cmp.Or(rule.SessionPersistence, rc.backendSession))
+	session := rc.sessionPersistence(rule.SessionPersistence)
 	r.template = &ir.HTTPRoute{GRPC: true}
 	rc.forward(r.template, filters, extRef, backends)
 	if r.template.Backends != nil {
-		r.template.SessionPersistence = session
+		r.template.SessionPersistence = ruleSession(session, r.template.Backends)
 	}
 	return r
 }

@@ -6,7 +6,6 @@ package gatewayapi
 // and so are filters and backendRefs (rules.go, filters.go, backends.go).
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -23,7 +22,7 @@ func (t *translator) httpRoute(hr *gwapiv1.HTTPRoute) *routeState {
 	if hr == nil {
 		return nil
 	}
-	r := t.newRoute(RouteKey{Kind: KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}, &hr.ObjectMeta, hr.Spec.ParentRefs, hr.Spec.Hostnames)
+	r := t.newRoute(RouteKey{Kind: KindHTTPRoute, Namespace: hr.Namespace, Name: hr.Name}, &hr.ObjectMeta, t.parentRefs(hr.Namespace, hr.Spec.CommonRouteSpec), hr.Spec.Hostnames)
 	if r == nil {
 		return nil
 	}
@@ -76,7 +75,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 	rc.hoistBackendPath(&filters, backends)
 	timeouts := rc.timeouts(rule.Timeouts)
 	retry := rc.retry(rule.Retry)
-	session := rc.sessionPersistence(cmp.Or(rule.SessionPersistence, rc.backendSession))
+	session := rc.sessionPersistence(rule.SessionPersistence)
 
 	tpl := &ir.HTTPRoute{}
 	r.template = tpl
@@ -86,7 +85,7 @@ func (rc *ruleContext) translateHTTPRule(rule *gwapiv1.HTTPRouteRule) *ruleIR {
 	}
 	rc.forward(tpl, filters, extRef, backends)
 	if tpl.Backends != nil {
-		tpl.Timeouts, tpl.Retry, tpl.SessionPersistence = timeouts, retry, session
+		tpl.Timeouts, tpl.Retry, tpl.SessionPersistence = timeouts, retry, ruleSession(session, tpl.Backends)
 	}
 	return r
 }

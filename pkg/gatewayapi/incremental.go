@@ -5,7 +5,7 @@ package gatewayapi
 //
 // What a run redoes:
 //   - Gateway-level inputs (GatewayClasses, Gateways, ListenerSets,
-//     Namespaces, Secrets, ConfigMaps, ReferenceGrants, policies of every
+//     Namespaces, Secrets, ConfigMaps, ClusterTrustBundles, ReferenceGrants, policies of every
 //     kind (policy.go),
 //     the options' effect) changed: everything, from scratch (reset). They
 //     are few and change rarely, and every route reads them.
@@ -171,7 +171,8 @@ func sameGatewayInputs(a, b *resources.Resources) bool {
 	return a != nil && slices.Equal(a.GatewayClasses, b.GatewayClasses) && slices.Equal(a.Gateways, b.Gateways) &&
 		slices.Equal(a.ListenerSets, b.ListenerSets) && slices.Equal(a.Namespaces, b.Namespaces) &&
 		slices.Equal(a.Secrets, b.Secrets) && slices.Equal(a.ConfigMaps, b.ConfigMaps) &&
-		slices.Equal(a.ReferenceGrants, b.ReferenceGrants) && samePolicies(a, b)
+		slices.Equal(a.ReferenceGrants, b.ReferenceGrants) && samePolicies(a, b) &&
+		slices.Equal(a.ClusterTrustBundles, b.ClusterTrustBundles)
 }
 
 // samePolicies says whether a and b hold the same policies of every kind
@@ -251,6 +252,7 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 	t.translateGatewayClasses()
 	t.translateGateways()
 	t.readPolicies()
+	t.resolveListenerFilters()
 	c.classes = t.status.GatewayClasses
 	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
 	dirty := make([]routeChange, 0, n)
@@ -298,6 +300,18 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		return nil, false
 	}
 	t := c.t
+	for _, ch := range svcs {
+		if t.gatewayServices[ch.k] {
+			return nil, false // a listener filter's backend: start over
+		}
+	}
+	for _, ch := range eps {
+		for _, es := range []*discoveryv1.EndpointSlice{ch.old, ch.new} {
+			if svc, ok := sliceService(es); ok && t.gatewayServices[svc] {
+				return nil, false
+			}
+		}
+	}
 	t.res, t.opts = res, opts
 	readers := func(kind string, k types.NamespacedName) {
 		if d := c.deps[depKey{kind, k}]; d != nil {
@@ -310,6 +324,9 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		}
 	}
 	for _, ch := range svcs {
+		if t.policyServices[ch.k] {
+			return nil, false // read by a policy: Gateway-level
+		}
 		if ch.new == nil {
 			delete(t.services, ch.k)
 		} else {
@@ -334,6 +351,11 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		t.indexPods()
 	}
 	for _, ch := range eps {
+		for _, es := range []*discoveryv1.EndpointSlice{ch.old, ch.new} {
+			if svc, ok := sliceService(es); ok && t.policyServices[svc] {
+				return nil, false
+			}
+		}
 		delete(c.sliceWarnings, ch.k)
 		if svc, ok := sliceService(ch.old); ok {
 			t.slices[svc] = slices.DeleteFunc(slices.Clone(t.slices[svc]), func(es *discoveryv1.EndpointSlice) bool { return es == ch.old })

@@ -30,7 +30,7 @@ func (t *translator) tlsRoute(r *gwapiv1.TLSRoute) *routeState {
 	for _, ru := range r.Spec.Rules {
 		rules = append(rules, ru.BackendRefs)
 	}
-	return t.l4Route(RouteKey{Kind: KindTLSRoute, Namespace: r.Namespace, Name: r.Name}, &r.ObjectMeta, r.Spec.ParentRefs, r.Spec.Hostnames, maxTLSRouteHostnames, rules, ir.AppProtocolTCP)
+	return t.l4Route(RouteKey{Kind: KindTLSRoute, Namespace: r.Namespace, Name: r.Name}, &r.ObjectMeta, t.parentRefs(r.Namespace, r.Spec.CommonRouteSpec), r.Spec.Hostnames, maxTLSRouteHostnames, rules, ir.AppProtocolTCP)
 }
 
 // tcpRoute reads one TCPRoute: nil when no parentRef names a Gateway of
@@ -43,7 +43,7 @@ func (t *translator) tcpRoute(r *gwapiv1.TCPRoute) *routeState {
 	for _, ru := range r.Spec.Rules {
 		rules = append(rules, ru.BackendRefs)
 	}
-	return t.l4Route(RouteKey{Kind: KindTCPRoute, Namespace: r.Namespace, Name: r.Name}, &r.ObjectMeta, r.Spec.ParentRefs, nil, 0, rules, ir.AppProtocolTCP)
+	return t.l4Route(RouteKey{Kind: KindTCPRoute, Namespace: r.Namespace, Name: r.Name}, &r.ObjectMeta, t.parentRefs(r.Namespace, r.Spec.CommonRouteSpec), nil, 0, rules, ir.AppProtocolTCP)
 }
 
 // udpRoute reads one UDPRoute: nil when no parentRef names a Gateway of
@@ -56,7 +56,7 @@ func (t *translator) udpRoute(r *gwapiv1.UDPRoute) *routeState {
 	for _, ru := range r.Spec.Rules {
 		rules = append(rules, ru.BackendRefs)
 	}
-	return t.l4Route(RouteKey{Kind: KindUDPRoute, Namespace: r.Namespace, Name: r.Name}, &r.ObjectMeta, r.Spec.ParentRefs, nil, 0, rules, ir.AppProtocolUDP)
+	return t.l4Route(RouteKey{Kind: KindUDPRoute, Namespace: r.Namespace, Name: r.Name}, &r.ObjectMeta, t.parentRefs(r.Namespace, r.Spec.CommonRouteSpec), nil, 0, rules, ir.AppProtocolUDP)
 }
 
 // l4Route reads a route of an L4 kind: its parents, its schema (exactly

@@ -50,6 +50,11 @@ type listenerState struct {
 	kindsProblem *problem
 	// overlappingTLS: OverlappingTLSConfig=True reason OverlappingHostnames.
 	overlappingTLS bool
+	// filterProblem: ResolvedRefs=False for a listener filter's backendRef
+	// (extauth.go); the listener is not programmed.
+	filterProblem *problem
+	// extAuth are the listener's ExternalAuth filters, in order.
+	extAuth []*ir.ExtAuth
 
 	tls *ir.ListenerTLS
 
@@ -127,6 +132,7 @@ func (t *translator) newListener(gs *gatewayState, set *listenerSetState, spec *
 	if spec.Protocol == gwapiv1.HTTPSProtocolType || spec.Protocol == gwapiv1.TLSProtocolType {
 		t.listenerTLS(l)
 	}
+	l.listenerFilters()
 	return l
 }
 
@@ -229,7 +235,7 @@ func (l *listenerState) accepted() bool {
 // programmable says whether the listener would be programmed, before
 // ports are shared out among Gateways.
 func (l *listenerState) programmable() bool {
-	return l.accepted() && l.certProblem == nil
+	return l.accepted() && l.certProblem == nil && l.filterProblem == nil
 }
 
 // programmed says whether the listener goes into the IR.
@@ -249,6 +255,8 @@ func (l *listenerState) notProgrammedReason() string {
 		return l.notAccepted.reason + ": " + l.notAccepted.msg
 	case l.certProblem != nil:
 		return l.certProblem.reason + ": " + l.certProblem.msg
+	case l.filterProblem != nil:
+		return l.filterProblem.reason + ": " + l.filterProblem.msg
 	case l.gw.refused != nil:
 		return "the Gateway is not accepted"
 	}
@@ -279,6 +287,8 @@ func (l *listenerState) buildStatus() gwapiv1.ListenerStatus {
 		switch {
 		case l.certProblem != nil:
 			add(condition(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, "invalid certificateRefs: "+l.certProblem.msg, gen))
+		case l.filterProblem != nil:
+			add(condition(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, "invalid listener filter: "+l.filterProblem.msg, gen))
 		case l.gw.refused != nil:
 			add(condition(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, "the Gateway is not accepted", gen))
 		default:
@@ -292,6 +302,12 @@ func (l *listenerState) buildStatus() gwapiv1.ListenerStatus {
 			msg = joinMessages([]string{msg, l.kindsProblem.msg})
 		}
 		add(condition(gwapiv1.ListenerConditionResolvedRefs, false, l.certProblem.reason, msg, gen))
+	case l.filterProblem != nil:
+		msg := l.filterProblem.msg
+		if l.kindsProblem != nil {
+			msg = joinMessages([]string{msg, l.kindsProblem.msg})
+		}
+		add(condition(gwapiv1.ListenerConditionResolvedRefs, false, l.filterProblem.reason, msg, gen))
 	case l.kindsProblem != nil:
 		add(condition(gwapiv1.ListenerConditionResolvedRefs, false, l.kindsProblem.reason, l.kindsProblem.msg, gen))
 	default:
@@ -332,6 +348,7 @@ func (l *listenerState) irListener() *ir.Listener {
 	}
 	if l.protocol == ir.ProtocolHTTP || l.protocol == ir.ProtocolHTTPS {
 		il.Edge = l.gw.edge.DeepCopy()
+		il.ExtAuth = l.extAuth
 	}
 	return il
 }

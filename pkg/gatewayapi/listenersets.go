@@ -116,7 +116,7 @@ func SortListenerSets(sets []*gwapiv1.ListenerSet) {
 
 // entryListener reads a ListenerEntry as the Listener of the same fields.
 func entryListener(e *gwapiv1.ListenerEntry) *gwapiv1.Listener {
-	return &gwapiv1.Listener{Name: e.Name, Hostname: e.Hostname, Port: e.Port, Protocol: e.Protocol, TLS: e.TLS, AllowedRoutes: e.AllowedRoutes}
+	return &gwapiv1.Listener{Name: e.Name, Hostname: e.Hostname, Port: e.Port, Protocol: e.Protocol, TLS: e.TLS, AllowedRoutes: e.AllowedRoutes, Filters: e.Filters}
 }
 
 // translateListenerSets reads every ListenerSet whose parentRef names a

@@ -56,10 +56,11 @@ package gatewayapi
 //     Kubernetes provider and the snapshot know it;
 //  3. one file here, named after the kind, holding its validation (a
 //     function filling a policyState: effect, notAccepted, refs), what it
-//     renders (policyKindSpec route or backend: a function that applies
-//     the effective policy to an IR route or backend; a new field of the
-//     IR and its Envoy translation in pkg/ir and pkg/xdstranslator when
-//     the effect is new to them) and its registration
+//     renders (policyKindSpec route, backend or listener: a function that
+//     applies the effective policy to an IR route, backend or listener; a
+//     new field of the IR and its Envoy translation in pkg/ir and
+//     pkg/xdstranslator when the effect is new to them) and its
+//     registration
 //     (registerPolicyKind: the resources kind, accepted targets, accessors
 //     of targetRefs and status, the Secrets and ConfigMaps it reads);
 //  4. the chart's RBAC (charts/xds-controller/templates/_helpers.tpl):
@@ -165,6 +166,9 @@ type policyKindSpec[T resources.Object] struct {
 	// one IR route of it, a shallow copy of the rule's template: it may set
 	// its fields, never modify what they point to.
 	route func(st *policyState, r *ir.HTTPRoute)
+	// listener applies the effective policy of a listener (listenerTargets)
+	// to its IR listener l, new at every translation.
+	listener func(st *policyState, ls *listenerState, l *ir.Listener)
 }
 
 // policyKind is a registered policy kind, its spec made untyped.
@@ -185,6 +189,7 @@ type policyKind struct {
 	backendRoutes []string
 	backend       func(*policyState, string, *ir.Backend) *ir.Backend
 	route         func(*policyState, *ir.HTTPRoute)
+	listener      func(*policyState, *listenerState, *ir.Listener)
 }
 
 // policyKinds are the registered kinds, in the order of registration.
@@ -223,6 +228,7 @@ func registerPolicyKind[T resources.Object](src policySource[T], spec policyKind
 		backendRoutes: spec.backendRoutes,
 		backend:       spec.backend,
 		route:         spec.route,
+		listener:      spec.listener,
 		references: func(o resources.Object) ([]types.NamespacedName, []types.NamespacedName) {
 			if spec.references == nil {
 				return nil, nil
@@ -246,6 +252,9 @@ type policyState struct {
 	notAccepted *problem
 	// refs is ResolvedRefs=False (kinds with resolvedRefs).
 	refs *problem
+	// acceptedMsg, when set, is the message of Accepted=True: what of the
+	// policy Envoy does not do as written.
+	acceptedMsg string
 	// ancestors are the Gateways of ours the policy reaches, each with
 	// the number of times it does: from its targets at readPolicies, and
 	// from the routes read (routeMemo ancestors).
@@ -341,6 +350,12 @@ func routeTargets(r *routeState, rule string, l *listenerState) []policyTarget {
 		out = append(out, policyTarget{rk, r.key.Namespace, r.key.Name, rule})
 	}
 	out = append(out, policyTarget{rk, r.key.Namespace, r.key.Name, ""})
+	return listenerTargets(out, l)
+}
+
+// listenerTargets appends to out the attachment points of listener l,
+// most specific first: the listener, its ListenerSet, the Gateway.
+func listenerTargets(out []policyTarget, l *listenerState) []policyTarget {
 	if s := l.set; s != nil {
 		out = append(out, policyTarget{targetListenerSet, s.nn.Namespace, s.nn.Name, l.name}, policyTarget{targetListenerSet, s.nn.Namespace, s.nn.Name, ""})
 	} else {
@@ -452,6 +467,26 @@ func (t *translator) routePolicies(r *routeState, l *listenerState, entries []*r
 		}
 	}
 	return entries
+}
+
+// listenerPolicies applies to il, the IR listener of ls, the effective
+// policy of every kind that renders listeners.
+func (t *translator) listenerPolicies(ls *listenerState, il *ir.Listener) {
+	if len(t.policyByTarget) == 0 {
+		return
+	}
+	var targets []policyTarget
+	for _, k := range policyKinds {
+		if k.listener == nil {
+			continue
+		}
+		if targets == nil {
+			targets = listenerTargets(make([]policyTarget, 0, 3), ls)
+		}
+		if st := t.effectivePolicy(k, targets); st != nil {
+			k.listener(st, ls, il)
+		}
+	}
 }
 
 // isNil says whether v is its type's zero value (a nil pointer).

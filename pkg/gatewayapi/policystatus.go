@@ -7,6 +7,7 @@ package gatewayapi
 // providers see it (PolicyKind).
 
 import (
+	"cmp"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -130,7 +131,7 @@ func (t *translator) policyStatus() map[PolicyKey]*gwapiv1.PolicyStatus {
 			if p := st.notAccepted; p != nil {
 				setCondition(&a.Conditions, condition(gwapiv1.PolicyConditionAccepted, false, p.reason, p.msg, gen))
 			} else {
-				setCondition(&a.Conditions, condition(gwapiv1.PolicyConditionAccepted, true, gwapiv1.PolicyReasonAccepted, "policy is accepted", gen))
+				setCondition(&a.Conditions, condition(gwapiv1.PolicyConditionAccepted, true, gwapiv1.PolicyReasonAccepted, cmp.Or(st.acceptedMsg, "policy is accepted"), gen))
 			}
 			if st.kind.resolvedRefs {
 				if p := st.refs; p != nil {

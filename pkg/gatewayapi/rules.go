@@ -97,10 +97,6 @@ type ruleContext struct {
 	// filters, by backendRef index (backendFilters); hoistBackendPath turns
 	// them into the rule's.
 	backendPaths map[int]*ir.PathModifier
-	// backendSession is the sessionPersistence of the first XBackend of
-	// the rule's backendRefs that has one (xbackendSession): the rule's
-	// own, when it has none.
-	backendSession *gwapiv1.SessionPersistence
 	// refs are ResolvedRefs problems: the rule, or the part of it they
 	// touch, answers the failure status.
 	refs []*problem

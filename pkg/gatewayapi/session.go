@@ -47,9 +47,17 @@ func (rc *ruleContext) sessionPersistence(sp *gwapiv1.SessionPersistence) *ir.Se
 	if sp == nil {
 		return nil
 	}
-	bad := func(format string, a ...any) {
-		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "sessionPersistence: "+format, a...)
-	}
+	return sessionPersistenceIR(sp, sessionCookieName(rc.route.key.Kind, rc.route.key.Namespace, rc.route.key.Name, "/rule/"+strconv.Itoa(rc.index)),
+		func(format string, a ...any) {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "sessionPersistence: "+format, a...)
+		})
+}
+
+// sessionPersistenceIR is sessionPersistence for any owner of a
+// SessionPersistence (a route rule, an XBackendTrafficPolicy): cookie is
+// the cookie name when sp names none, bad reports each problem (the
+// result is then not to be used).
+func sessionPersistenceIR(sp *gwapiv1.SessionPersistence, cookie string, bad func(string, ...any)) *ir.SessionPersistence {
 	var timeout *ir.Duration
 	if sp.AbsoluteTimeout != nil {
 		d, p := checkDuration(string(*sp.AbsoluteTimeout))
@@ -68,7 +76,7 @@ func (rc *ruleContext) sessionPersistence(sp *gwapiv1.SessionPersistence) *ir.Se
 		if sp.Header != nil {
 			bad("header must not be set with type Cookie")
 		}
-		return rc.sessionCookie(sp, timeout, bad)
+		return sessionCookie(sp, cookie, timeout, bad)
 	case gwapiv1.HeaderBasedSessionPersistence:
 		if sp.Cookie != nil {
 			bad("cookie must not be set with type Header")
@@ -90,10 +98,11 @@ func (rc *ruleContext) sessionPersistence(sp *gwapiv1.SessionPersistence) *ir.Se
 	return nil
 }
 
-// sessionCookie is sessionPersistence for type Cookie; timeout is the
-// valid absoluteTimeout, bad reports a problem.
-func (rc *ruleContext) sessionCookie(sp *gwapiv1.SessionPersistence, timeout *ir.Duration, bad func(string, ...any)) *ir.SessionPersistence {
-	out := &ir.SessionPersistence{Type: ir.SessionCookie, Name: sessionCookieName(rc.route.key, rc.index), CookiePath: "/"}
+// sessionCookie is sessionPersistenceIR for type Cookie; name is the
+// cookie's name unless sp names one, timeout the valid absoluteTimeout,
+// bad reports a problem.
+func sessionCookie(sp *gwapiv1.SessionPersistence, name string, timeout *ir.Duration, bad func(string, ...any)) *ir.SessionPersistence {
+	out := &ir.SessionPersistence{Type: ir.SessionCookie, Name: name, CookiePath: "/"}
 	lifetime := gwapiv1.SessionCookieLifetimeType
 	if c := sp.Cookie; c != nil {
 		if c.Name != nil {
@@ -128,15 +137,16 @@ func (rc *ruleContext) sessionCookie(sp *gwapiv1.SessionPersistence, timeout *ir
 	return out
 }
 
-// sessionCookieName is the cookie name of a rule whose sessionPersistence
-// names none: "session-" and 16 hex digits of the SHA-256 of the rule's
-// kind, namespace, name and index, so that every rule has its own, the
-// same at every translation, and the cookie does not tell clients the
-// route's name.
-func sessionCookieName(k RouteKey, rule int) string {
+// sessionCookieName is the cookie name of a sessionPersistence that
+// names none: "session-" and 16 hex digits of the SHA-256 of its owner's
+// kind, namespace, name and part ("/rule/<index>" for a route rule, ""
+// for a policy), so that every rule and policy has its own, the same at
+// every translation, and the cookie does not tell clients the owner's
+// name.
+func sessionCookieName(kind, ns, name, part string) string {
 	// Not routeRuleName: the route kind table (routekinds.go) reaches
 	// this function, so it must not reach the table back.
-	sum := sha256.Sum256([]byte(k.Kind + "/" + k.Namespace + "/" + k.Name + "/rule/" + strconv.Itoa(rule)))
+	sum := sha256.Sum256([]byte(kind + "/" + ns + "/" + name + part))
 	return "session-" + hex.EncodeToString(sum[:8])
 }
 

@@ -111,13 +111,16 @@ type RouteKey = ir.ObjectKey
 //     of those classes, their addresses and listeners (protocol, conflicts,
 //     TLS certificates, allowedRoutes); backendcert.go: the client
 //     certificate a Gateway presents to TLS backends (spec.tls.backend);
+//     routability.go: spec.addresses[].routability; casources.go: the
+//     ConfigMaps and ClusterTrustBundles caCertificateRefs name;
 //   - listenersets.go: the ListenerSets those Gateways admit, whose
 //     listeners join the Gateway's, and their status;
 //   - routekinds.go: the table of route kinds (each kind's reader, status
 //     hook, listener protocols, order);
 //   - routes.go: routes of every kind attached to those Gateways
 //     (parentRefs, listeners, hostnames, kinds sharing a hostname) and
-//     their status;
+//     their status; defaultgateways.go: the default Gateways a route's
+//     useDefaultGateways adds to its parentRefs;
 //   - httproute.go, grpcroute.go, l4routes.go: what each kind's rules
 //     are; rules.go,
 //     filters.go, backends.go: the rule machinery they share (filters,

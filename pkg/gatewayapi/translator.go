@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,12 +45,18 @@ type translator struct {
 	xbackends     map[types.NamespacedName]*gwapixv1alpha1.XBackend
 	xbackendsByNS map[string][]*gwapixv1alpha1.XBackend
 	pods          map[string][]*corev1.Pod
+	// trustBundles are the ClusterTrustBundles by name (casources.go).
+	trustBundles map[string]*certificatesv1.ClusterTrustBundle
 
 	// policies are the policies of every kind (policy.go), each kind's
 	// oldest first, and policyByTarget those of each kind on each target,
 	// oldest (the one that applies) first.
 	policies       []*policyState
 	policyByTarget map[policyKey][]*policyState
+	// policyServices are the Services policies read (telemetry.go: the
+	// collector), found or not: a change to one of them, or to its
+	// EndpointSlices, translates everything again (Cache.update).
+	policyServices map[types.NamespacedName]bool
 
 	status *Status
 	// allGateways are every Gateway of the snapshot, ours or not, and
@@ -61,6 +68,10 @@ type translator struct {
 	// reading is the memo of the route being read (Cache.read), which
 	// records the Services it reads and the policy ancestors it makes.
 	reading *routeMemo
+	// gatewayServices are the Services Gateway-level state read: the
+	// backends of listener filters (resolveListenerFilters). Cache.update
+	// starts over when one of them changes.
+	gatewayServices map[types.NamespacedName]bool
 	// rule is the context of the rule being translated (translateRules).
 	rule ruleContext
 }
@@ -79,6 +90,7 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		grants:         map[string][]*gwapiv1.ReferenceGrant{},
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		policyByTarget: map[policyKey][]*policyState{},
+		policyServices: map[types.NamespacedName]bool{},
 		allGateways:    map[types.NamespacedName]*gwapiv1.Gateway{},
 		allClasses:     map[string]bool{},
 		status: &Status{
@@ -116,6 +128,7 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 			t.configMaps[nn(c.Namespace, c.Name)] = c
 		}
 	}
+	t.indexTrustBundles()
 	for _, g := range res.ReferenceGrants {
 		if g != nil {
 			t.grants[g.Namespace] = append(t.grants[g.Namespace], g)

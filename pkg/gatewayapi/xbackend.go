@@ -13,12 +13,14 @@ package gatewayapi
 // spec.tls makes Envoy originate TLS (ir.BackendTLS, as a BackendTLSPolicy
 // does: backendTLSValidation), with the XBackend's client certificate in
 // mode ClientAndServer; spec.protocol picks the upstream protocol as a
-// Service port's appProtocol does; spec.sessionPersistence is the rule's
-// session persistence when the rule has none (session.go).
+// Service port's appProtocol does; spec.sessionPersistence is the
+// backend's, as an XBackendTrafficPolicy's is (ruleSession: the rule's
+// when the rule has none and its backends agree).
 
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -47,40 +49,25 @@ func (t *translator) xbackend(k types.NamespacedName) *gwapixv1alpha1.XBackend {
 	return t.xbackends[k]
 }
 
-// xbackendSession is the sessionPersistence of the XBackend a resolved
-// backendRef of a route of namespace routeNS names (nil for a Service, or
-// an XBackend without one).
-func (t *translator) xbackendSession(ref gwapiv1.BackendObjectReference, routeNS string) *gwapiv1.SessionPersistence {
-	if deref(ref.Group, "") != XBackendGroup || deref(ref.Kind, "") != gwapiv1.Kind(resources.XBackendKind.Name()) {
-		return nil
-	}
-	xb := t.xbackends[nn(string(deref(ref.Namespace, gwapiv1.Namespace(routeNS))), string(ref.Name))]
-	if xb == nil {
-		return nil
-	}
-	return xb.Spec.SessionPersistence
-}
-
 // xbackendBackend resolves XBackend ns/name, referenced by a backendRef of
 // route r with port (0: none), to a backend named "xbackend/<ns>/<name>"
 // that carries the XBackend's endpoints, protocol and TLS. It fails with
 // BackendNotFound when the XBackend does not exist, is not valid
 // (checkXBackend), or the backendRef names another port than spec.port.
-// sp is the XBackend's sessionPersistence, for the rule to apply.
-func (t *translator) xbackendBackend(ns, name string, port int32, transport corev1.Protocol) (b *ir.Backend, sp *gwapiv1.SessionPersistence, p *problem) {
+func (t *translator) xbackendBackend(ns, name string, port int32, transport corev1.Protocol) (*ir.Backend, *problem) {
 	full := ns + "/" + name
 	xb := t.xbackend(nn(ns, name))
 	if xb == nil {
-		return nil, nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("XBackend %s not found", full)}
+		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("XBackend %s not found", full)}
 	}
 	spec := &xb.Spec
 	if port != 0 && port != int32(spec.Port.Number) {
-		return nil, nil, &problem{string(gwapiv1.RouteReasonBackendNotFound),
+		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound),
 			fmt.Sprintf("XBackend %s: backendRef port %d is not its spec.port.number %d (leave the port out)", full, port, spec.Port.Number)}
 	}
-	b = &ir.Backend{Name: "xbackend/" + full}
+	b := &ir.Backend{Name: "xbackend/" + full}
 	if msg := t.checkXBackend(xb, b); msg != "" {
-		return nil, nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("XBackend %s is not valid: %s", full, msg)}
+		return nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("XBackend %s is not valid: %s", full, msg)}
 	}
 	switch spec.Type {
 	case gwapixv1alpha1.BackendTypeExternalHostname:
@@ -90,9 +77,9 @@ func (t *translator) xbackendBackend(ns, name string, port int32, transport core
 		b.Endpoints = t.podEndpoints(ns, selectorOf(xb), uint32(spec.Port.Number))
 	}
 	if transport == corev1.ProtocolUDP && b.TLS != nil {
-		return nil, nil, &problem{string(gwapiv1.RouteReasonUnsupportedProtocol), fmt.Sprintf("XBackend %s originates TLS, which a UDPRoute cannot relay", full)}
+		return nil, &problem{string(gwapiv1.RouteReasonUnsupportedProtocol), fmt.Sprintf("XBackend %s originates TLS, which a UDPRoute cannot relay", full)}
 	}
-	return b, spec.SessionPersistence, nil
+	return b, nil
 }
 
 // checkXBackend checks xb against the XBackend schema (its CEL rules
@@ -138,12 +125,22 @@ func (t *translator) checkXBackend(xb *gwapixv1alpha1.XBackend, b *ir.Backend) s
 		if len(ml) == 0 || len(ml) > 64 {
 			return fmt.Sprintf("endpointSelector.matchLabels has %d entries (1-64 are allowed)", len(ml))
 		}
-		for k, v := range ml {
+		for _, k := range slices.Sorted(maps.Keys(ml)) {
 			if errs := validation.IsQualifiedName(string(k)); len(errs) > 0 {
 				return fmt.Sprintf("endpointSelector.matchLabels key %s: %s", q(string(k)), strings.Join(errs, "; "))
 			}
-			if errs := validation.IsValidLabelValue(string(v)); len(errs) > 0 {
-				return fmt.Sprintf("endpointSelector.matchLabels value %s: %s", q(string(v)), strings.Join(errs, "; "))
+			if errs := validation.IsValidLabelValue(string(ml[k])); len(errs) > 0 {
+				return fmt.Sprintf("endpointSelector.matchLabels value %s: %s", q(string(ml[k])), strings.Join(errs, "; "))
+			}
+		}
+		if sp := spec.SessionPersistence; sp != nil {
+			// As an XBackendTrafficPolicy's (backendtraffic.go): the
+			// backend's, which becomes the rule's (ruleSession).
+			var problems []string
+			b.SessionPersistence = sessionPersistenceIR(sp, sessionCookieName(resources.XBackendKind.Name(), xb.Namespace, xb.Name, ""),
+				func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) })
+			if len(problems) > 0 {
+				return "sessionPersistence: " + strings.Join(problems, "; ")
 			}
 		}
 	default:

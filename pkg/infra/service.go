@@ -25,7 +25,9 @@ import (
 )
 
 // service renders gw's Service: one port per distinct listener port and
-// transport protocol, targetPort = the bind port.
+// transport protocol, targetPort = the bind port; of the parameters' type
+// (LoadBalancer by default), or ClusterIP when every address gw requests is
+// of routability Cluster (gatewayapi.ClusterOnly).
 func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParametersSpec, bind func(*gwapiv1.Gateway, gwapiv1.PortNumber) uint32) *corev1.Service {
 	infraLabels, infraAnnotations := infraMeta(gw)
 	annotations := map[string]string{}
@@ -37,6 +39,11 @@ func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParameter
 	svcType := DefaultServiceType
 	if params.Service != nil && params.Service.Type != nil {
 		svcType = *params.Service.Type
+	}
+	if gatewayapi.ClusterOnly(gw) {
+		// Every address is routability Cluster (GEP-5093): the cluster IP
+		// alone, no load balancer, node port or external IP.
+		svcType = corev1.ServiceTypeClusterIP
 	}
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},

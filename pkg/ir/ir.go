@@ -101,6 +101,18 @@ type Listener struct {
 	// takes the defaults. Listeners that share an address and port get the
 	// strictest of their values, field by field.
 	Edge *HTTPEdge `json:"edge,omitempty"`
+	// Tracing, on an HTTP or HTTPS listener, traces its requests; nil
+	// traces nothing. Listeners that share an address and port are one
+	// Gateway's and trace alike.
+	Tracing *Tracing `json:"tracing,omitempty"`
+	// ExtAuth are the listener's pre-routing external authorization
+	// checks (Gateway listener filters.requests of type ExternalAuth,
+	// GatewayListenerFilters), in the order of the list: every request
+	// of the listener's virtual hosts passes each of them, in order,
+	// before any route's own filter; a check may set request headers that
+	// route matching then reads (never Host). Only on HTTP and HTTPS
+	// listeners.
+	ExtAuth []*ExtAuth `json:"extAuth,omitempty"`
 	// L4Routes are the routes attached to a TLS, TCP or UDP listener,
 	// oldest first. A TCP or UDP listener has at most one; a TLS listener
 	// picks one by SNI, the first that claims a name.
@@ -282,6 +294,52 @@ type HTTPFilters struct {
 	// remote address (the peer, or X-Forwarded-For's as the HTTP
 	// connection manager trusts it).
 	AllowedSourceRanges []string `json:"allowedSourceRanges,omitempty"`
+	// ExtAuth, when set, asks an external authorization service about
+	// every request of the route before it is forwarded (HTTPRoute
+	// ExternalAuth filter, GEP-1494).
+	ExtAuth *ExtAuth `json:"extAuth,omitempty"`
+}
+
+// ExtAuthProtocol is how Envoy asks an external authorization service
+// (Gateway API HTTPRouteExternalAuthProtocol).
+type ExtAuthProtocol string
+
+// External authorization protocols.
+const (
+	// ExtAuthGRPC is Envoy's ext_authz gRPC protocol
+	// (envoy.service.auth.v3.Authorization Check).
+	ExtAuthGRPC ExtAuthProtocol = "GRPC"
+	// ExtAuthHTTP is a plain HTTP request: a 200 answer allows, any other
+	// denies and is sent back to the client.
+	ExtAuthHTTP ExtAuthProtocol = "HTTP"
+)
+
+// ExtAuth is an external authorization check (GEP-1494): the request is
+// forwarded only when the service allows it; a denial is relayed to the
+// client (status, body, headers), and a service that cannot be reached,
+// times out or answers 5xx denies (fail closed, 403).
+type ExtAuth struct {
+	Protocol ExtAuthProtocol `json:"protocol"`
+	// Backend is the authorization service: a valid backend (never
+	// Invalid), speaking HTTP/2 (h2c unless TLS) for GRPC.
+	Backend *Backend `json:"backend"`
+	// PathPrefix is prepended to the request's path in the check request
+	// (HTTP only; "" for none). It starts with "/".
+	PathPrefix string `json:"pathPrefix,omitempty"`
+	// AllowedRequestHeaders are the client request headers sent to the
+	// service: empty sends every header (GRPC) or only Host, Method,
+	// Path, Content-Length and Authorization (HTTP, which always sends
+	// those).
+	AllowedRequestHeaders []string `json:"allowedRequestHeaders,omitempty"`
+	// AllowedResponseHeaders are the headers of an HTTP service's 200
+	// answer copied into the request to the backend; empty copies all
+	// but Host and the headers that describe the answer itself
+	// (xdstranslator extAuthz). Empty for GRPC, whose service names the
+	// headers it sets.
+	AllowedResponseHeaders []string `json:"allowedResponseHeaders,omitempty"`
+	// MaxBodyBytes, when not 0, forwards the request body to the service,
+	// at most this many bytes (a longer body is cut to this size).
+	MaxBodyBytes uint32 `json:"maxBodyBytes,omitempty"`
 }
 
 // Header is a header name and value.
@@ -489,6 +547,30 @@ type Backend struct {
 	// backend's host-name endpoints with (an XBackend's externalHostname);
 	// empty: Envoy's default resolver (the host's /etc/resolv.conf).
 	DNSResolvers []string `json:"dnsResolvers,omitempty"`
+	// SessionPersistence is the session persistence of the backend's
+	// Service (XBackendTrafficPolicy sessionPersistence). Envoy
+	// translation reads the route's only: pkg/gatewayapi makes it the
+	// route's when the rule has none of its own and every backend the rule
+	// sends requests to has this same one.
+	SessionPersistence *SessionPersistence `json:"sessionPersistence,omitempty"`
+	// RetryBudget, when set, bounds the retries in flight to the backend
+	// (XBackendTrafficPolicy retryConstraint; Envoy Cluster
+	// circuit_breakers.thresholds retry_budget).
+	RetryBudget *RetryBudget `json:"retryBudget,omitempty"`
+}
+
+// RetryBudget bounds the retries to a backend by the requests to it, as
+// Envoy's retry budget does (CircuitBreakers.Thresholds.RetryBudget): a
+// retry is refused when Percent of the requests in flight to the backend
+// (active and pending), and MinConcurrency, are both no more than the
+// retries in flight.
+type RetryBudget struct {
+	// Percent is the share of the requests in flight that retries may
+	// be, 0 to 100 (budget_percent).
+	Percent uint32 `json:"percent"`
+	// MinConcurrency is the number of retries in flight always allowed
+	// (min_retry_concurrency).
+	MinConcurrency uint32 `json:"minConcurrency"`
 }
 
 // Endpoint is one address and port of a backend.

@@ -36,7 +36,8 @@ func (e *ValidationError) Error() string { return e.Path + ": " + e.Message }
 // redirect or a direct response); matches are well formed; header
 // modifiers leave Host and the pseudo-headers alone, regular expressions
 // are ones Envoy's RE2 parses and source ranges are CIDRs, and a request's Host
-// has at most one rewrite (the route's or its backend's); every backend and
+// has at most one rewrite (the route's or its backend's); a listener's
+// Tracing is well formed (tracing.go); every backend and
 // certificate name (serving certificates and backend client certificates
 // alike) means one thing across the whole IR.
 func (x *IR) Validate() error {
@@ -157,8 +158,17 @@ func (v *validator) listener(p string, l *Listener) {
 			v.certificate(p, c)
 		}
 	}
+	if l.Tracing != nil {
+		v.tracing(p, l)
+	}
 	if len(l.HTTPRoutes) > 0 && l.Protocol != ProtocolHTTP && l.Protocol != ProtocolHTTPS {
 		v.add(p, "HTTP routes attach only to HTTP and HTTPS listeners")
+	}
+	if len(l.ExtAuth) > 0 && l.Protocol != ProtocolHTTP && l.Protocol != ProtocolHTTPS {
+		v.add(p, "external authorization applies only to HTTP and HTTPS listeners")
+	}
+	for _, a := range l.ExtAuth {
+		v.extAuth(p, a)
 	}
 	if len(l.L4Routes) > 0 && (l.Protocol == ProtocolHTTP || l.Protocol == ProtocolHTTPS) {
 		v.add(p, "TLS, TCP and UDP routes do not attach to HTTP or HTTPS listeners")
@@ -278,6 +288,9 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 		}
 		v.session(p, r.SessionPersistence)
 	}
+	if a := r.Filters.ExtAuth; a != nil {
+		v.extAuth(p, a)
+	}
 	for _, m := range r.Filters.Mirrors {
 		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
 			v.add(p, "a mirror needs a backend and a percent within 0-100")
@@ -320,6 +333,12 @@ func (v *validator) backend(p string, b *Backend) {
 	}
 	if b.TLS != nil && b.TLS.ClientCertificate != nil {
 		v.certificate(p+": backend "+b.Name+": client certificate", b.TLS.ClientCertificate)
+	}
+	if rb := b.RetryBudget; rb != nil && rb.Percent > 100 {
+		v.add(p, fmt.Sprintf("backend %s: retry budget percent %d is over 100", b.Name, rb.Percent))
+	}
+	if b.SessionPersistence != nil {
+		v.session(p+": backend "+b.Name, b.SessionPersistence)
 	}
 	if !b.Invalid {
 		for _, e := range b.Endpoints {
@@ -394,6 +413,42 @@ func (v *validator) session(p string, s *SessionPersistence) {
 	default:
 		v.add(p, fmt.Sprintf("session persistence type %q is unknown", s.Type))
 	}
+}
+
+// extAuth checks an external authorization check: a known protocol, a
+// valid backend (HTTP/2 for GRPC: Envoy's gRPC client needs it), a path
+// prefix (HTTP only) starting with "/", header names that are RFC 7230
+// tokens, and no response headers for GRPC.
+func (v *validator) extAuth(p string, a *ExtAuth) {
+	if a == nil {
+		v.add(p, "an external authorization check is nil")
+		return
+	}
+	switch a.Protocol {
+	case ExtAuthGRPC:
+		if a.PathPrefix != "" || len(a.AllowedResponseHeaders) > 0 {
+			v.add(p, "a GRPC external authorization check has no path prefix or response headers")
+		}
+		if a.Backend != nil && a.Backend.Protocol != AppProtocolHTTP2 && a.Backend.Protocol != AppProtocolH2C {
+			v.add(p, "a GRPC external authorization service needs an HTTP/2 backend")
+		}
+	case ExtAuthHTTP:
+		if a.PathPrefix != "" && !strings.HasPrefix(a.PathPrefix, "/") {
+			v.add(p, fmt.Sprintf("external authorization path prefix %q must start with /", a.PathPrefix))
+		}
+	default:
+		v.add(p, fmt.Sprintf("external authorization protocol %q is unknown", a.Protocol))
+	}
+	for _, h := range append(slices.Clone(a.AllowedRequestHeaders), a.AllowedResponseHeaders...) {
+		if !isToken(h) {
+			v.add(p, fmt.Sprintf("external authorization header name %q is not an RFC 7230 token", h))
+		}
+	}
+	if a.Backend == nil || a.Backend.Invalid {
+		v.add(p, "an external authorization check needs a valid backend")
+		return
+	}
+	v.backend(p, a.Backend)
 }
 
 // isToken says whether s is an RFC 7230 token: 1 or more of the

@@ -10,7 +10,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
-	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	gwapixv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
@@ -147,12 +147,12 @@ func KindNamed(name string) Kind {
 }
 
 // AddToScheme registers in s the API groups of every kind of the snapshot
-// (client-go's built-in groups, the Gateway API's v1 and v1beta1 and its
-// experimental gateway.networking.x-k8s.io, ours),
+// (client-go's built-in groups, the Gateway API's v1 and v1beta1, its
+// experimental gateway.networking.x-k8s.io v1alpha1, ours),
 // so that a provider can decode and watch every kind of the registry.
 // It returns the first registration error.
 func AddToScheme(s *runtime.Scheme) error {
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwapiv1.Install, gwapiv1beta1.Install, gwapixv1alpha1.Install, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwapiv1.Install, gwapiv1beta1.Install, v1alpha1.AddToScheme, gwapixv1a1.Install} {
 		if err := add(s); err != nil {
 			return err
 		}

@@ -5,13 +5,14 @@
 package resources
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
-	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	gwapixv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 )
@@ -46,10 +47,20 @@ type Resources struct {
 	IngressClasses         []*networkingv1.IngressClass
 	Ingresses              []*networkingv1.Ingress
 	IngressClassParameters []*v1alpha1.IngressClassParameters
+	// XBackendTrafficPolicies (experimental channel) set session
+	// persistence and a retry budget for the Services they target.
+	XBackendTrafficPolicies []*gwapixv1a1.XBackendTrafficPolicy
+	// XTelemetryPolicies (experimental channel) trace the requests of the
+	// Gateways they target to an OTLP collector.
+	XTelemetryPolicies []*gwapixv1a1.XTelemetryPolicy
+	// ClusterTrustBundles (certificates.k8s.io/v1, cluster-scoped) are CA
+	// sources of BackendTLSPolicies and Gateway frontend validation
+	// (caCertificateRefs, GEP-5075).
+	ClusterTrustBundles []*certificatesv1.ClusterTrustBundle
 	// XBackends are backendRef targets of group
 	// gateway.networking.x-k8s.io (experimental channel): an external
 	// host name, or the Pods a label selector picks.
-	XBackends []*gwapixv1alpha1.XBackend
+	XBackends []*gwapixv1a1.XBackend
 	// Pods are read for the endpoints of XBackends of type
 	// EndpointSelector (labels, readiness and IPs only).
 	Pods []*corev1.Pod
@@ -80,7 +91,16 @@ var (
 	IngressClassParametersKind = register(v1alpha1.GroupVersion.Group, "IngressClassParameters", func(r *Resources) *[]*v1alpha1.IngressClassParameters {
 		return &r.IngressClassParameters
 	})
-	XBackendKind = register(gwapixv1alpha1.GroupName, "XBackend", func(r *Resources) *[]*gwapixv1alpha1.XBackend { return &r.XBackends })
+	XBackendTrafficPolicyKind = register(gwapixv1a1.GroupName, "XBackendTrafficPolicy", func(r *Resources) *[]*gwapixv1a1.XBackendTrafficPolicy {
+		return &r.XBackendTrafficPolicies
+	})
+	XTelemetryPolicyKind = register(gwapixv1a1.GroupName, "XTelemetryPolicy", func(r *Resources) *[]*gwapixv1a1.XTelemetryPolicy {
+		return &r.XTelemetryPolicies
+	})
+	ClusterTrustBundleKind = register(certificatesv1.GroupName, "ClusterTrustBundle", func(r *Resources) *[]*certificatesv1.ClusterTrustBundle {
+		return &r.ClusterTrustBundles
+	})
+	XBackendKind = register(gwapixv1a1.GroupName, "XBackend", func(r *Resources) *[]*gwapixv1a1.XBackend { return &r.XBackends })
 	PodKind      = register("", "Pod", func(r *Resources) *[]*corev1.Pod { return &r.Pods })
 )
 

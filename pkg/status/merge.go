@@ -175,9 +175,19 @@ func EqualGatewayClassStatus(a, b *gwapiv1.GatewayClassStatus) bool {
 }
 
 // EqualGatewayStatus reports whether a and b are the same status, ignoring
-// conditions' lastTransitionTime. Nil and empty lists are equal.
+// conditions' lastTransitionTime. Nil and empty lists are equal, and so
+// are an address's unset and empty routability (GEP-5093: consumers read
+// unset as empty; a standard-channel CRD prunes the field, so the live
+// object never has it).
 func EqualGatewayStatus(a, b *gwapiv1.GatewayStatus) bool {
 	a, b = a.DeepCopy(), b.DeepCopy()
+	for _, st := range []*gwapiv1.GatewayStatus{a, b} {
+		for i := range st.Addresses {
+			if r := st.Addresses[i].Routability; r != nil && *r == "" {
+				st.Addresses[i].Routability = nil
+			}
+		}
+	}
 	zeroTimes(a.Conditions)
 	zeroTimes(b.Conditions)
 	for i := range a.Listeners {

@@ -151,6 +151,11 @@ type Writer struct {
 
 	writes  atomic.Int64
 	metrics *writerMetrics
+	// noRoutability is when the API server last refused a Gateway status
+	// address's routability (a standard-channel CRD does not declare it:
+	// routabilityUndeclared); zero when it has not. Gateway statuses are
+	// written without it for routabilityRetry after that.
+	noRoutability atomic.Int64
 }
 
 type writtenState struct {
@@ -518,10 +523,45 @@ func (w *Writer) gateway(ctx context.Context, r client.Reader, k Key, d *gwapiv1
 		return err
 	}
 	target := GatewayStatus(d, &live.Status, w.opts.Now())
+	if t := w.noRoutability.Load(); t != 0 && w.opts.Now().Sub(time.Unix(0, t)) < routabilityRetry {
+		withoutRoutability(target)
+	}
 	if EqualGatewayStatus(target, &live.Status) {
 		return nil
 	}
-	return w.apply(ctx, k, &live, target)
+	err := w.apply(ctx, k, &live, target)
+	if routabilityUndeclared(err) && hasRoutability(target) {
+		w.noRoutability.Store(w.opts.Now().UnixNano())
+		withoutRoutability(target)
+		err = w.apply(ctx, k, &live, target)
+	}
+	return err
+}
+
+// routabilityRetry is how long Gateway statuses are written without
+// address routability after the API server refused it, before it is tried
+// again (the CRDs may have moved to the experimental channel meanwhile).
+const routabilityRetry = 5 * time.Minute
+
+// routabilityUndeclared says whether err is the API server's refusal of a
+// server-side apply whose status.addresses[].routability its Gateway CRD
+// does not declare (the standard channel's: "field not declared in
+// schema"; server-side apply refuses unknown fields instead of pruning
+// them).
+func routabilityUndeclared(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "routability: field not declared in schema")
+}
+
+// hasRoutability says whether an address of st reports a routability.
+func hasRoutability(st *gwapiv1.GatewayStatus) bool {
+	return slices.ContainsFunc(st.Addresses, func(a gwapiv1.GatewayStatusAddress) bool { return a.Routability != nil })
+}
+
+// withoutRoutability drops the routability of every address of st.
+func withoutRoutability(st *gwapiv1.GatewayStatus) {
+	for i := range st.Addresses {
+		st.Addresses[i].Routability = nil
+	}
 }
 
 func (w *Writer) listenerSet(ctx context.Context, r client.Reader, k Key, d *gwapiv1.ListenerSetStatus) error {

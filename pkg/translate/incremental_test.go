@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	gwapixv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
@@ -81,9 +81,9 @@ func newWorld(rng *rand.Rand, objs []object) *world {
 			for _, l := range v.Spec.Listeners {
 				w.sections = append(w.sections, string(l.Name))
 			}
-		case *gwapixv1alpha1.XBackend:
+		case *gwapixv1a1.XBackend:
 			ns := gwapiv1.Namespace(v.Namespace)
-			w.services = append(w.services, gwapiv1.BackendObjectReference{Group: ptrTo(gwapiv1.Group(gwapixv1alpha1.GroupName)),
+			w.services = append(w.services, gwapiv1.BackendObjectReference{Group: ptrTo(gwapiv1.Group(gwapixv1a1.GroupName)),
 				Kind: ptrTo(gwapiv1.Kind("XBackend")), Name: gwapiv1.ObjectName(v.Name), Namespace: &ns})
 		}
 	}
@@ -283,10 +283,25 @@ func (w *world) edit(o object) string {
 			v.Spec.Listeners = slices.Delete(v.Spec.Listeners, 0, 1)
 			return "drop a listener"
 		}
-	case *gwapixv1alpha1.XBackend:
+	case *gwapixv1a1.XBackendTrafficPolicy:
+		switch w.rng.IntN(3) {
+		case 0:
+			if len(v.Spec.TargetRefs) > 0 && len(w.services) > 0 {
+				s := w.services[w.rng.IntN(len(w.services))]
+				v.Spec.TargetRefs[0].Name = s.Name
+				return "targetRef " + string(s.Name)
+			}
+		case 1:
+			v.Spec.SessionPersistence = nil
+			return "no sessionPersistence"
+		default:
+			v.Spec.RetryConstraint = &gwapixv1a1.RetryConstraint{Budget: &gwapixv1a1.BudgetDetails{Percent: ptrTo(w.rng.IntN(120))}}
+			return "retry budget percent"
+		}
+	case *gwapixv1a1.XBackend:
 		switch w.rng.IntN(4) {
 		case 0:
-			v.Spec.Port.Number = []gwapixv1alpha1.PortNumber{443, 8080, 0}[w.rng.IntN(3)]
+			v.Spec.Port.Number = []gwapixv1a1.PortNumber{443, 8080, 0}[w.rng.IntN(3)]
 			return "port"
 		case 1:
 			if v.Spec.EndpointSelector != nil {
@@ -579,7 +594,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
-	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackend", "Pod"} {
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod"} {
 		if changed[kind] < 10 {
 			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
 		}

@@ -27,6 +27,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/memo"
@@ -117,6 +118,9 @@ type vhostMemo struct {
 	vhost  *routev3.VirtualHost
 	use    filterUse
 	used   []*ir.Backend
+	// auth are the listener's checks the virtual host enables
+	// (ir.Listener ExtAuth).
+	auth []*ir.ExtAuth
 }
 
 // configMemo is a route configuration, its virtual hosts, and the
@@ -158,7 +162,7 @@ func (s *scopeBuilder) virtualHosts(config string, runs []hostRoutes) ([]*vhostM
 	// takes its routes that did not.
 	var stale *vhostMemo
 	out := m.runs.Update(keys, func(j int, v *vhostMemo) bool {
-		if v.port == runs[j].l.GatewayPort && slices.Equal(v.routes.Keys(), runs[j].routes()) {
+		if v.port == runs[j].l.GatewayPort && slices.Equal(v.routes.Keys(), runs[j].routes()) && sameExtAuth(v.auth, runs[j].l.ExtAuth) {
 			return true
 		}
 		stale = v
@@ -200,10 +204,30 @@ func (s *scopeBuilder) virtualHost(run hostRoutes, stale *vhostMemo) (*vhostMemo
 		m.use.add(rm.use)
 		m.used = append(m.used, rm.used...)
 	}
+	// A listener's checks apply to every route of its virtual hosts
+	// (extauth.go).
+	m.auth = run.l.ExtAuth
+	for k, a := range run.l.ExtAuth {
+		f, enable := extAuthz(a, k)
+		if m.vhost.TypedPerFilterConfig == nil {
+			m.vhost.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		m.vhost.TypedPerFilterConfig[f.name] = enable
+		m.use.addAuthz(f)
+		m.used = append(m.used, a.Backend)
+		if l := bodyBufferLimit(a); l != nil && (m.vhost.RequestBodyBufferLimit == nil || l.Value > m.vhost.RequestBodyBufferLimit.Value) {
+			m.vhost.RequestBodyBufferLimit = l
+		}
+	}
 	for _, b := range m.used {
 		s.cache.clusters.acquire(b)
 	}
 	return m, nil
+}
+
+// sameExtAuth says whether a and b are the same checks.
+func sameExtAuth(a, b []*ir.ExtAuth) bool {
+	return slices.EqualFunc(a, b, func(x, y *ir.ExtAuth) bool { return x == y || reflect.DeepEqual(x, y) })
 }
 
 // release gives back a virtual host's use of its clusters.
@@ -365,10 +389,11 @@ func mergeSorted(sorted, added []string) []string {
 
 // sameCluster says whether clusters rendered from a and b are equal: what
 // cluster and loadAssignment read (name, protocol, endpoints, DNS
-// resolvers, TLS) is.
+// resolvers, TLS, retry budget) is.
 func sameCluster(a, b *ir.Backend) bool {
 	return a.Name == b.Name && a.Protocol == b.Protocol && slices.Equal(a.Endpoints, b.Endpoints) && slices.Equal(a.DNSResolvers, b.DNSResolvers) &&
-		(a.TLS == b.TLS || a.TLS != nil && b.TLS != nil && reflect.DeepEqual(a.TLS, b.TLS))
+		(a.TLS == b.TLS || a.TLS != nil && b.TLS != nil && reflect.DeepEqual(a.TLS, b.TLS)) &&
+		(a.RetryBudget == b.RetryBudget || a.RetryBudget != nil && b.RetryBudget != nil && *a.RetryBudget == *b.RetryBudget)
 }
 
 // mergeByName merges two lists sorted by resource name.

@@ -12,6 +12,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -85,7 +86,26 @@ func cluster(b *ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignme
 	if b.TLS != nil {
 		c.TransportSocket = upstreamTLS(b.TLS, http2)
 	}
+	if rb := b.RetryBudget; rb != nil {
+		c.CircuitBreakers = retryBudget(rb)
+	}
 	return c, cla
+}
+
+// retryBudget renders a backend's retry budget as the circuit breaker
+// thresholds of its cluster's default priority (the priority of every
+// route's requests): retry_budget with budget_percent and
+// min_retry_concurrency, which replaces the max_retries threshold. The
+// other thresholds keep Envoy's defaults (1024 connections, pending and
+// active requests).
+func retryBudget(rb *ir.RetryBudget) *clusterv3.CircuitBreakers {
+	return &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{
+		Priority: corev3.RoutingPriority_DEFAULT,
+		RetryBudget: &clusterv3.CircuitBreakers_Thresholds_RetryBudget{
+			BudgetPercent:       &typev3.Percent{Value: float64(rb.Percent)},
+			MinRetryConcurrency: wrapperspb.UInt32(rb.MinConcurrency),
+		},
+	}}}
 }
 
 func loadAssignment(b *ir.Backend) *endpointv3.ClusterLoadAssignment {

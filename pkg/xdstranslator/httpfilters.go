@@ -14,9 +14,16 @@ package xdstranslator
 // client), then those that answer or change it (CORS), then those that
 // only steer the request to an upstream host (stateful session: a
 // request CORS answers itself gets no session cookie), and the router,
-// Envoy's terminal filter, always last.
+// Envoy's terminal filter, always last. External authorization
+// (extauth.go) is access control in two places: a listener's checks run
+// before everything (pre-routing: Gateway listener filters), a route's
+// right after CORS, so that CORS answers preflight requests, which carry
+// no credentials, and adds its headers to a denial too.
 
 import (
+	"slices"
+	"strings"
+
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
@@ -50,20 +57,45 @@ const (
 // use; only those join its HTTP connection manager.
 type filterUse struct {
 	cors, rbac, session bool
+	// authz are the ext_authz filters (extauth.go), one per name, sorted
+	// by name: a listener's (in their order) before the routes'.
+	authz []authzFilter
 }
 
 func (u *filterUse) add(o filterUse) {
 	u.cors = u.cors || o.cors
 	u.rbac = u.rbac || o.rbac
 	u.session = u.session || o.session
+	for _, f := range o.authz {
+		u.addAuthz(f)
+	}
+}
+
+// addAuthz adds an ext_authz filter, once per name. The slice may be
+// shared with a memo: an insertion copies it.
+func (u *filterUse) addAuthz(f authzFilter) {
+	i, found := slices.BinarySearchFunc(u.authz, f.name, func(a authzFilter, n string) int { return strings.Compare(a.name, n) })
+	if !found {
+		u.authz = slices.Insert(slices.Clip(u.authz), i, f)
+	}
 }
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
-// optional filters its routes use (RBAC first, then CORS, then stateful
-// session; the router last), Envoy's stdout access log when log is set,
-// and the limits on its clients of edge (applyEdge).
-func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge) *listenerv3.Filter {
+// optional filters its routes use (a listener's ext_authz checks first,
+// then RBAC, CORS, a route's ext_authz checks, stateful session; the
+// router last), Envoy's stdout access log when log is set, the limits on
+// its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
+// traces nothing).
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
+	routeAuthz := len(use.authz)
+	for i, f := range use.authz {
+		if !strings.HasPrefix(f.name, filterExtAuthz+"/listener/") {
+			routeAuthz = i
+			break
+		}
+		filters = append(filters, f.filter) // a listener's, pre-routing
+	}
 	if use.rbac {
 		// No rules: routes without a per-route policy let everyone in.
 		filters = append(filters, &hcmv3.HttpFilter{
@@ -76,6 +108,9 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 			Name:       filterCORS,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
 		})
+	}
+	for _, f := range use.authz[routeAuthz:] {
+		filters = append(filters, f.filter)
 	}
 	if use.session {
 		// No session state: routes without a per-route one have no
@@ -107,6 +142,7 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 	}
 	applyEdge(h, edge)
+	h.Tracing = s.tracing(tr)
 	if log {
 		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
 	}

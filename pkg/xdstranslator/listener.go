@@ -50,7 +50,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 		routes = append(routes, rc)
 		l.FilterChains = []*listenerv3.FilterChain{{
 			Name:    "http",
-			Filters: []*listenerv3.Filter{s.hcmFilter(httpStatName(k, ls, s.gateway), name, use, accessLog(ls...), edgeOf(ls...))},
+			Filters: []*listenerv3.Filter{s.hcmFilter(httpStatName(k, ls, s.gateway), name, use, accessLog(ls...), edgeOf(ls...), tracingOf(ls...))},
 		}}
 	case ir.ProtocolHTTPS, ir.ProtocolTLS:
 		// More specific listeners first, so that a server name claimed by a
@@ -73,7 +73,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 					Name:             "https/" + il.Name,
 					FilterChainMatch: tlsChainMatch(il.Hostname),
-					Filters:          []*listenerv3.Filter{s.hcmFilter(listenerStatName(il), rcName, use, accessLog(il), edgeOf(il))},
+					Filters:          []*listenerv3.Filter{s.hcmFilter(listenerStatName(il), rcName, use, accessLog(il), edgeOf(il), il.Tracing)},
 					TransportSocket:  s.downstreamTLS(il.TLS, []string{"h2", "http/1.1"}),
 				})
 				continue

@@ -154,8 +154,11 @@ func sortVirtualHosts(vhosts []*routev3.VirtualHost) []*routev3.VirtualHost {
 		if vhosts[i].Domains[0] != vhosts[i-1].Domains[0] {
 			continue
 		}
+		// Both come from the listener that owns the domain: its checks
+		// (TypedPerFilterConfig) are the same.
 		merged := &routev3.VirtualHost{Name: vhosts[i].Name, Domains: vhosts[i].Domains,
-			Routes: append(slices.Clone(vhosts[i-1].Routes), vhosts[i].Routes...)}
+			Routes:               append(slices.Clone(vhosts[i-1].Routes), vhosts[i].Routes...),
+			TypedPerFilterConfig: vhosts[i].TypedPerFilterConfig}
 		vhosts = slices.Replace(vhosts, i-1, i+1, merged)
 		i--
 	}
@@ -225,6 +228,16 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 		}
 	default:
 		return nil, use, nil, fmt.Errorf("the route has no action")
+	}
+	if a := f.ExtAuth; a != nil && r.DirectResponse == nil {
+		af, enable := extAuthz(a, -1)
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[af.name] = enable
+		use.addAuthz(af)
+		used = append(used, a.Backend)
+		out.RequestBodyBufferLimit = bodyBufferLimit(a)
 	}
 	if len(f.AllowedSourceRanges) > 0 {
 		p, err := sourceRangesRBAC(f.AllowedSourceRanges)

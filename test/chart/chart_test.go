@@ -328,9 +328,12 @@ func TestRBAC(t *testing.T) {
 		"ClusterRole /namespaces":                                       {"get", "list", "watch"},
 		"ClusterRole /events":                                           {"create", "patch"},
 		"ClusterRole authentication.k8s.io/tokenreviews":                {"create"},
+		"ClusterRole certificates.k8s.io/clustertrustbundles":           {"get", "list", "watch"},
 		"Role /pods": {"get", "list", "watch"},
-		"ClusterRole gateway.networking.x-k8s.io/xbackends":        {"get", "list", "watch"},
-		"ClusterRole gateway.networking.x-k8s.io/xbackends/status": {"patch"},
+		"ClusterRole gateway.networking.x-k8s.io/xtelemetrypolicies":        {"get", "list", "watch"},
+		"ClusterRole gateway.networking.x-k8s.io/xtelemetrypolicies/status": {"patch", "update"},
+		"ClusterRole gateway.networking.x-k8s.io/xbackends":                 {"get", "list", "watch"},
+		"ClusterRole gateway.networking.x-k8s.io/xbackends/status":          {"patch"},
 	}
 	for key, verbs := range want {
 		for _, v := range verbs {

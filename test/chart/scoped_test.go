@@ -23,8 +23,9 @@ var clusterScoped = map[string][]string{
 	"gateway.networking.k8s.io/gatewayclasses/finalizers": {"update"},
 	"networking.k8s.io/ingressclasses":                    {"get", "list", "watch"},
 	"networking.k8s.io/ingressclasses/finalizers":         {"update"},
-	"/namespaces":                        {"get", "list", "watch"},
-	"authentication.k8s.io/tokenreviews": {"create"},
+	"/namespaces":                             {"get", "list", "watch"},
+	"authentication.k8s.io/tokenreviews":      {"create"},
+	"certificates.k8s.io/clustertrustbundles": {"get", "list", "watch"},
 }
 
 func sortedGrants(t *testing.T, role object) map[string][]string {

@@ -435,6 +435,8 @@ type echoResponse struct {
 	Namespace string `json:"namespace"`
 	Pod       string `json:"pod"`
 	Service   string `json:"service"`
+	// Headers are the request headers the echo server received.
+	Headers map[string][]string `json:"headers"`
 }
 
 // get sends GET http://addr:80path with Host host.
@@ -458,6 +460,11 @@ func (e *env) getPort(addr, port, host, path string) (*echoResponse, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
 	}
+	return decodeEcho(body)
+}
+
+// decodeEcho reads echo-basic's JSON description of a request.
+func decodeEcho(body []byte) (*echoResponse, error) {
 	var r echoResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("not echo-basic's JSON: %v: %.200s", err, body)

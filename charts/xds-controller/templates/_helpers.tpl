@@ -123,6 +123,14 @@ with a newline.
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+# Experimental-channel policies: read, and write their status (not
+# watched when their CRD is missing).
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xbackendtrafficpolicies, xtelemetrypolicies]
+  verbs: [get, list, watch]
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xbackendtrafficpolicies/status, xtelemetrypolicies/status]
+  verbs: [patch, update]
 # XBackends (gateway.networking.x-k8s.io, experimental channel): the
 # backendRefs that name them (watched when the CRD exists), and their
 # status.ancestors.

@@ -27,11 +27,17 @@ func StartGRPC(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cleanup(t, ServeGRPC(lis))
+}
+
+// ServeGRPC is StartGRPC on a listener of the caller's (a program that is
+// not a test: cmd/xds-testservers); Server.Stop closes it.
+func ServeGRPC(lis net.Listener) *Server {
 	gs := grpc.NewServer()
 	s := newServer(lis.Addr().String(), gs.Stop)
 	authv3.RegisterAuthorizationServer(gs, &authzService{s: s})
 	go func() { _ = gs.Serve(lis) }()
-	return cleanup(t, s)
+	return s
 }
 
 type authzService struct {

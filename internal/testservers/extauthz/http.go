@@ -23,6 +23,12 @@ func StartHTTP(t testing.TB, pathPrefix string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cleanup(t, ServeHTTP(lis, pathPrefix))
+}
+
+// ServeHTTP is StartHTTP on a listener of the caller's (a program that is
+// not a test: cmd/xds-testservers); Server.Stop closes it.
+func ServeHTTP(lis net.Listener, pathPrefix string) *Server {
 	hs := &http.Server{ErrorLog: log.New(io.Discard, "", 0)}
 	s := newServer(lis.Addr().String(), func() { _ = hs.Close() })
 	hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,5 +55,5 @@ func StartHTTP(t testing.TB, pathPrefix string) *Server {
 		_, _ = io.WriteString(w, d.Body)
 	})
 	go func() { _ = hs.Serve(lis) }()
-	return cleanup(t, s)
+	return s
 }

@@ -55,10 +55,17 @@ func Start(t testing.TB) *Receiver {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := Serve(lis)
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Serve is Start on a listener of the caller's (a program that is not a
+// test: cmd/xds-testservers); Receiver.Stop closes it.
+func Serve(lis net.Listener) *Receiver {
 	r := &Receiver{Addr: lis.Addr().String(), changed: make(chan struct{}), gs: grpc.NewServer()}
 	collectortrace.RegisterTraceServiceServer(r.gs, &traceService{r: r})
 	go func() { _ = r.gs.Serve(lis) }()
-	t.Cleanup(r.Stop)
 	return r
 }
 

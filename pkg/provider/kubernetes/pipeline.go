@@ -246,7 +246,7 @@ func (p *pipeline) watch(ctx context.Context) error {
 		}
 		inf, err := from.GetInformer(ctx, w.obj)
 		if err != nil && w.optional && meta.IsNoMatchError(err) {
-			p.log.Warn("a CRD of ours is not installed, so its objects are not read; install the chart's crds/ (helm upgrade does not)", "kind", fmt.Sprintf("%T", w.obj), "error", err)
+			p.log.Warn("a CRD is not installed, so its objects are not read (ours: install the chart's crds/, which helm upgrade does not; the Gateway API experimental channel's: gatewayAPI.channel=experimental)", "kind", fmt.Sprintf("%T", w.obj), "error", err)
 			continue
 		}
 		if err != nil {
@@ -569,8 +569,9 @@ func (p *pipeline) publish(ctx context.Context, x map[string]*xdstranslator.Reso
 
 // setAddresses fills status.addresses of every Gateway in st from the
 // Service the resolver names for it (left empty while it does not exist),
-// and sets Programmed=False when an address the Gateway requests in
-// spec.addresses is not the Service's (status.GatewayAddresses); likewise
+// each with its routability, and sets Programmed=False when an address the
+// Gateway requests in spec.addresses is not the Service's, and, on an
+// accepted Gateway, AddressesAssigned (status.RoutableAddresses); likewise
 // the status.loadBalancer of every Ingress of ours in ings
 // (status.IngressLoadBalancer). res.Services are sorted by namespace/name
 // (objectIndex).
@@ -590,8 +591,12 @@ func setAddresses(st *gatewayapi.Status, ings map[types.NamespacedName]*ingress.
 			continue
 		}
 		var problem *status.AddressProblem
-		gs.Addresses, problem = status.GatewayAddresses(gatewayapi.RequestedIPs(gw), svc(r.ServiceFor(gw)), r.ExternalIPsAllowed(gw))
+		var assigned *metav1.Condition
+		gs.Addresses, problem, assigned = status.RoutableAddresses(gatewayapi.AddressRequests(gw), svc(r.ServiceFor(gw)), r.ExternalIPsAllowed(gw), gw.Generation)
 		problem.Apply(gs)
+		if assigned != nil && meta.IsStatusConditionTrue(gs.Conditions, string(gwapiv1.GatewayConditionAccepted)) {
+			meta.SetStatusCondition(&gs.Conditions, *assigned)
+		}
 	}
 	// An Ingress's status.loadBalancer is the address of the Service of
 	// its class's Gateway (left empty while the class is not served).

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapixv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
@@ -155,15 +156,18 @@ func newList(scheme *runtime.Scheme, k resources.Kind) (client.ObjectList, error
 	return nil, fmt.Errorf("no list type of %s in the scheme", k.Name())
 }
 
-// optionalKind says whether the CRD of k may be missing: our own CRDs
+// optionalKind says whether the API of k may be missing: our own CRDs
 // (group of api/v1alpha1), which a `helm upgrade` does not install when
-// they are new. Such a kind is then not watched and has no objects; the
-// translation reports what needed them (an IngressClass whose parameters
-// are missing); and the Gateway API's experimental kinds
-// (gateway.networking.x-k8s.io: XBackend), which a standard-channel
-// install does not have.
+// they are new; the Gateway API's experimental-channel kinds
+// (gateway.networking.x-k8s.io), which a cluster with the standard
+// channel's CRDs does not have; and ClusterTrustBundles, which the API
+// server serves as certificates.k8s.io/v1 from Kubernetes 1.37 (before,
+// v1beta1 behind a feature gate, which we do not read). Such a kind is then
+// not watched and has no objects; the translation reports what needed them
+// (an IngressClass whose parameters are missing, a caCertificateRef to a
+// ClusterTrustBundle: not found).
 func optionalKind(k resources.Kind) bool {
-	return k.Group() == v1alpha1.GroupVersion.Group || k.Group() == gatewayapi.XBackendGroup
+	return k.Group() == v1alpha1.GroupVersion.Group || k.Group() == gwapixv1a1.GroupName || k == resources.ClusterTrustBundleKind
 }
 
 // ReferencedSecrets are the Secrets that Gateways of our classes reference

@@ -72,7 +72,7 @@ func (t *translator) xbackendBackend(ns, name string, port int32, transport core
 	switch spec.Type {
 	case gwapixv1alpha1.BackendTypeExternalHostname:
 		b.Endpoints = []ir.Endpoint{{Address: string(spec.ExternalHostname.Hostname), Port: uint32(spec.Port.Number)}}
-		b.DNSResolvers = slices.Clone(t.opts.DNSResolvers)
+		b.DNSResolvers, b.DNSNoSearch = slices.Clone(t.opts.DNSResolvers), true
 	case gwapixv1alpha1.BackendTypeEndpointSelector:
 		b.Endpoints = t.podEndpoints(ns, selectorOf(xb), uint32(spec.Port.Number))
 	}

@@ -391,7 +391,7 @@ func mergeSorted(sorted, added []string) []string {
 // cluster and loadAssignment read (name, protocol, endpoints, DNS
 // resolvers, TLS, retry budget) is.
 func sameCluster(a, b *ir.Backend) bool {
-	return a.Name == b.Name && a.Protocol == b.Protocol && slices.Equal(a.Endpoints, b.Endpoints) && slices.Equal(a.DNSResolvers, b.DNSResolvers) &&
+	return a.Name == b.Name && a.Protocol == b.Protocol && slices.Equal(a.Endpoints, b.Endpoints) && slices.Equal(a.DNSResolvers, b.DNSResolvers) && a.DNSNoSearch == b.DNSNoSearch &&
 		(a.TLS == b.TLS || a.TLS != nil && b.TLS != nil && reflect.DeepEqual(a.TLS, b.TLS)) &&
 		(a.RetryBudget == b.RetryBudget || a.RetryBudget != nil && b.RetryBudget != nil && *a.RetryBudget == *b.RetryBudget)
 }

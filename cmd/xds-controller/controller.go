@@ -15,6 +15,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/infra"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
@@ -61,6 +62,9 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 				return fmt.Errorf("kubernetes client configuration: %w", err)
 			}
 			cfg.RestConfig = rc
+			if cfg.DNSResolvers, err = gatewayapi.ParseDNSResolvers(cfg.DNSResolvers); err != nil {
+				return fmt.Errorf("--dns-resolvers: %w", err)
+			}
 			if !createCA {
 				cfg.CASource = kubernetes.CAExternal
 			}
@@ -103,6 +107,7 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.StringVar(&cfg.PprofAddress, "pprof-address", "", `address of Go's /debug/pprof/ profiles, e.g. 127.0.0.1:6060 ("" disables)`)
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect a leader among replicas; only the leader writes status and infrastructure")
 	f.BoolVar(&createCA, "create-ca", true, "create the CA Secret xds-controller-ca when missing; false waits for another writer (cert-manager) to create it")
+	f.StringSliceVar(&cfg.DNSResolvers, "dns-resolvers", nil, dnsResolversUsage)
 	f.StringVar(&cfg.TrustDomain, "trust-domain", kubernetes.DefaultTrustDomain, "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.Debounce, "debounce", kubernetes.DefaultDebounce, "quiet time after a change before translating")
 	f.DurationVar(&cfg.MaxDebounce, "max-debounce", kubernetes.DefaultMaxDebounce, "longest wait before translating while changes keep coming")

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/identity"
 	"github.com/xds-controller/xds-controller/pkg/standalone"
 )
@@ -23,7 +24,7 @@ func newStandaloneCommand() *cobra.Command {
 		Short: "Serve Gateway API YAML from files to a local Envoy, without Kubernetes",
 		Long: `Reads GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute,
 UDPRoute, ReferenceGrant, IngressClass, Ingress, IngressClassParameters, Service,
-EndpointSlice and Secret objects from a YAML file or a folder, re-reads them on
+EndpointSlice, Secret, XBackend and Pod objects from a YAML file or a folder, re-reads them on
 change, serves the translated configuration over xDS (mutual TLS; the CA in the
 state folder, Envoy's SVID renewed at half its lifetime through file-based SDS) and runs Envoy as a child process, restarting it if it
 dies. Status conditions are printed as they change.
@@ -57,6 +58,10 @@ a usable spec.tls (docs/ingress.md).`,
 					return fmt.Errorf("--edge %s: %w", edgeFile, err)
 				}
 			}
+			var err error
+			if cfg.DNSResolvers, err = gatewayapi.ParseDNSResolvers(cfg.DNSResolvers); err != nil {
+				return fmt.Errorf("--dns-resolvers: %w", err)
+			}
 			cfg.Out = cmd.OutOrStdout()
 			cfg.Log = slog.Default()
 			return standalone.Run(cmd.Context(), cfg)
@@ -73,6 +78,7 @@ a usable spec.tls (docs/ingress.md).`,
 	f.Uint32Var(&cfg.EnvoyMetricsPort, "envoy-metrics-port", 0, "Envoy's Prometheus metrics port on 127.0.0.1 (GET /stats/prometheus only; 0: none)")
 	f.BoolVar(&cfg.RouteStats, "route-stats", false, "Envoy keeps statistics per route rule of every Gateway (GatewayParameters spec.metrics.routeStats in a cluster; docs/metrics.md)")
 	f.StringVar(&edgeFile, "edge", "", "YAML file of a GatewayParameters spec.edge (timeouts, header and HTTP/2 limits, overload manager) for every Gateway and the Envoy (default: the hardened defaults; docs/edge.md)")
+	f.StringSliceVar(&cfg.DNSResolvers, "dns-resolvers", nil, dnsResolversUsage)
 	f.StringVar(&cfg.TrustDomain, "trust-domain", "xds-controller.local", "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.SVIDLifetime, "svid-lifetime", identity.DefaultSVIDLifetime, "validity of Envoy's SVIDs (renewed at half of it, without restarting Envoy)")
 	f.DurationVar(&cfg.Debounce, "debounce", 0, "wait this long after a file change before re-reading (default 50ms)")
@@ -82,3 +88,7 @@ a usable spec.tls (docs/ingress.md).`,
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
+
+// dnsResolversUsage is the --dns-resolvers flag's help, the same in both
+// modes.
+const dnsResolversUsage = "DNS servers (ip or ip:port, comma-separated; port 53 by default) Envoy resolves the externalHostname of XBackends with, through its c-ares resolver (default: Envoy's default resolver, the host's /etc/resolv.conf)"

@@ -30,6 +30,7 @@ func (c *Cache) result() *Result {
 		Routes:         c.routeStatus,
 		Policies:       t.policyStatus(),
 	}
+	t.xbackendStatus(c.xbAncestors, st.Policies)
 	c.statusShared = true
 	for _, k := range slices.SortedFunc(maps.Keys(c.sliceWarnings), compareNN) {
 		st.Warnings = append(st.Warnings, c.sliceWarnings[k])

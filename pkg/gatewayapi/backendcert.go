@@ -92,8 +92,8 @@ func (g *gatewayState) applyBackendClientCert(route *ir.HTTPRoute) {
 
 // apply returns b as the Gateway with client certificate c reaches it.
 func (c *backendClientCert) apply(b *ir.Backend) *ir.Backend {
-	if b == nil || b.Invalid || b.TLS == nil {
-		return b
+	if b == nil || b.Invalid || b.TLS == nil || b.TLS.ClientCertificate != nil {
+		return b // an XBackend in mode ClientAndServer presents its own
 	}
 	if c.problem != nil {
 		return &ir.Backend{Name: b.Name + unresolvedClientCertificate, Weight: b.Weight, Invalid: true}

@@ -93,6 +93,8 @@ func (rc *ruleContext) resolve(ref gwapiv1.BackendObjectReference) (*ir.Backend,
 	b, p := rc.t.resolveBackend(rc.route, ref, transport)
 	switch {
 	case p != nil:
+	case b.Protocol == ir.AppProtocolTCP && rc.l4 == "":
+		b, p = nil, &problem{string(gwapiv1.RouteReasonUnsupportedProtocol), fmt.Sprintf("backend %s has protocol TCP, which an HTTP or gRPC route cannot use", b.Name)}
 	case rc.l4 != "":
 		b.Protocol = rc.l4
 		b.Name += "/" + strings.ToLower(string(rc.l4))
@@ -167,33 +169,40 @@ func (rc *ruleContext) backendFilters(k int, fs []gwapiv1.HTTPRouteFilter, b *ir
 }
 
 // resolveBackend resolves a BackendObjectReference made by the route key
-// to a Service port and its endpoints (serviceBackend). Only core Services
-// are supported (else InvalidKind); a Service in another namespace needs a
-// ReferenceGrant from routes of key's kind in key's namespace (else
-// RefNotPermitted). A policy's reference (telemetry.go) is resolved the
-// same way, r standing for the policy: its key only (its kind, of the
-// group the registry names, and namespace/name), no parents.
+// to a Service port and its endpoints (serviceBackend), or to an XBackend
+// (group gateway.networking.x-k8s.io, xbackendBackend). Other kinds are
+// InvalidKind; an object in another namespace needs a ReferenceGrant from
+// routes of key's kind in key's namespace to its kind (else
+// RefNotPermitted).
+// A policy's reference (telemetry.go) is resolved the same way, r
+// standing for the policy: its key only (its kind, of the group the
+// registry names, and namespace/name), no parents.
 func (t *translator) resolveBackend(r *routeState, ref gwapiv1.BackendObjectReference, transport corev1.Protocol) (*ir.Backend, *problem) {
 	key := r.key
 	routeNS := key.Namespace
-	group := deref(ref.Group, "")
-	kind := deref(ref.Kind, "Service")
+	group := string(deref(ref.Group, ""))
+	kind := string(deref(ref.Kind, "Service"))
 	ns := string(deref(ref.Namespace, gwapiv1.Namespace(routeNS)))
 	name := ns + "/" + string(ref.Name)
-	if group != "" || kind != "Service" {
-		return nil, &problem{string(gwapiv1.RouteReasonInvalidKind), fmt.Sprintf("%s %s is not a core Service", groupKind(group, kind), name)}
+	switch {
+	case group == "" && kind == "Service", group == XBackendGroup && kind == resources.XBackendKind.Name():
+	default:
+		return nil, &problem{string(gwapiv1.RouteReasonInvalidKind), fmt.Sprintf("%s %s is not a core Service or an XBackend", groupKind(group, kind), name)}
 	}
 	fromGroup := gwapiv1.GroupName
 	if k := resources.KindNamed(key.Kind); k != nil {
 		fromGroup = k.Group()
 	}
-	if ns != routeNS && !t.grantAllows(fromGroup, key.Kind, routeNS, "", "Service", ns, string(ref.Name)) {
+	if ns != routeNS && !t.grantAllows(fromGroup, key.Kind, routeNS, group, kind, ns, string(ref.Name)) {
 		return nil, &problem{string(gwapiv1.RouteReasonRefNotPermitted),
-			fmt.Sprintf("Service %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", name, ns, key.Kind, routeNS)}
+			fmt.Sprintf("%s %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", kind, name, ns, key.Kind, routeNS)}
 	}
 	var port ServicePort
 	if ref.Port != nil {
 		port.Number = int32(*ref.Port)
+	}
+	if kind != "Service" {
+		return t.xbackendBackend(ns, string(ref.Name), port.Number, transport)
 	}
 	return t.serviceBackend(r, ns, string(ref.Name), port, transport)
 }

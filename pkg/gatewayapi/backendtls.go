@@ -64,77 +64,87 @@ func backendTLS(st *policyState, kind string, b *ir.Backend) *ir.Backend {
 	return b
 }
 
-// backendTLSPolicy validates one policy (BackendTLSPolicyValidation):
-// caCertificateRefs name core ConfigMaps in the policy's namespace whose
-// "ca.crt" holds PEM certificates, or ClusterTrustBundles whose
-// trustBundle does (another kind is ResolvedRefs=False InvalidKind; a
-// missing ConfigMap, ClusterTrustBundle or key, or no certificate in it,
-// InvalidCACertificateRef), or wellKnownCACertificates is System (the
-// system bundle), never both; without a usable CA the policy is
-// Accepted=False NoValidCACertificate. hostname is the SNI and, without
-// subjectAltNames, the name the certificate must carry; subjectAltNames
-// (Hostname or URI) replace it as the names checked.
+// backendTLSPolicy validates one policy (backendTLSValidation) and records
+// its effect, or why it is not Accepted, and its ResolvedRefs problems.
 func (t *translator) backendTLSPolicy(p *gwapiv1.BackendTLSPolicy, st *policyState) {
-	v := p.Spec.Validation
-	invalid := func(format string, a ...any) {
-		st.notAccepted = &problem{string(gwapiv1.PolicyReasonInvalid), fmt.Sprintf(format, a...)}
+	tls, invalid, refs := t.backendTLSValidation(p.Namespace, p.Spec.Validation, "")
+	st.notAccepted, st.refs = invalid, refs
+	if tls != nil {
+		st.effect = tls
 	}
-	if msg := checkPreciseHostname(string(v.Hostname)); msg != "" {
-		invalid("validation.hostname %s %s", q(string(v.Hostname)), msg)
-		return
+}
+
+// backendTLSValidation validates a BackendTLSPolicyValidation of an object
+// in namespace ns (a BackendTLSPolicy's spec.validation, an XBackend's
+// spec.tls.validation) into the TLS Envoy originates:
+// caCertificateRefs name core ConfigMaps in ns whose "ca.crt" holds PEM
+// certificates, or ClusterTrustBundles whose trustBundle does (another
+// kind is ResolvedRefs=False InvalidKind; a missing ConfigMap,
+// ClusterTrustBundle or key, or no certificate in it,
+// InvalidCACertificateRef), or
+// wellKnownCACertificates is System (the system bundle), never both;
+// without a usable CA, invalid has reason NoValidCACertificate. hostname
+// (or defaultSNI when hostname is empty: an XBackend's externalHostname)
+// is the SNI and, without subjectAltNames, the name the certificate must
+// carry; subjectAltNames (Hostname or URI) replace it as the names
+// checked. It returns the TLS (nil when invalid), why it is invalid
+// (Accepted=False), and the problems of its references (ResolvedRefs).
+func (t *translator) backendTLSValidation(ns string, v gwapiv1.BackendTLSPolicyValidation, defaultSNI string) (tls *ir.BackendTLS, invalid, refs *problem) {
+	bad := func(format string, a ...any) (*ir.BackendTLS, *problem, *problem) {
+		return nil, &problem{string(gwapiv1.PolicyReasonInvalid), fmt.Sprintf(format, a...)}, nil
 	}
-	out := &ir.BackendTLS{SNI: string(v.Hostname)}
+	sni := string(v.Hostname)
+	if sni == "" {
+		sni = defaultSNI
+	}
+	if msg := checkPreciseHostname(sni); msg != "" {
+		return bad("validation.hostname %s %s", q(sni), msg)
+	}
+	out := &ir.BackendTLS{SNI: sni}
 	for i, san := range v.SubjectAltNames {
 		switch san.Type {
 		case gwapiv1.HostnameSubjectAltNameType:
 			if msg := checkHostname(string(san.Hostname)); msg != "" || san.URI != "" {
-				invalid("validation.subjectAltNames[%d]: a Hostname entry needs a valid hostname, and only it", i)
-				return
+				return bad("validation.subjectAltNames[%d]: a Hostname entry needs a valid hostname, and only it", i)
 			}
 			out.SubjectAltNames = append(out.SubjectAltNames, string(san.Hostname))
 		case gwapiv1.URISubjectAltNameType:
 			if !strings.Contains(string(san.URI), "://") || san.Hostname != "" {
-				invalid("validation.subjectAltNames[%d]: a URI entry needs an absolute URI, and only it", i)
-				return
+				return bad("validation.subjectAltNames[%d]: a URI entry needs an absolute URI, and only it", i)
 			}
 			out.SubjectAltNames = append(out.SubjectAltNames, string(san.URI))
 		default:
-			invalid("validation.subjectAltNames[%d]: type %s is not Hostname or URI", i, q(string(san.Type)))
-			return
+			return bad("validation.subjectAltNames[%d]: type %s is not Hostname or URI", i, q(string(san.Type)))
 		}
 	}
 	switch {
 	case v.WellKnownCACertificates != nil && len(v.CACertificateRefs) > 0:
-		invalid("validation: caCertificateRefs and wellKnownCACertificates are mutually exclusive")
-		return
+		return bad("validation: caCertificateRefs and wellKnownCACertificates are mutually exclusive")
 	case v.WellKnownCACertificates != nil:
 		if *v.WellKnownCACertificates != gwapiv1.WellKnownCACertificatesSystem {
-			invalid("validation.wellKnownCACertificates %s is not supported (System is)", q(string(*v.WellKnownCACertificates)))
-			return
+			return bad("validation.wellKnownCACertificates %s is not supported (System is)", q(string(*v.WellKnownCACertificates)))
 		}
 		out.WellKnownCACertificates = true
-		st.effect = out
-		return
+		return out, nil, nil
 	}
 	var refProblems []*problem
 	for _, ref := range v.CACertificateRefs {
-		pem, p := t.caCertificates(p.Namespace, ref)
+		pem, p := t.caCertificates(ns, ref)
 		if p != nil {
 			refProblems = append(refProblems, p)
 			continue
 		}
 		out.CACertificates = append(out.CACertificates, pem...)
 	}
-	st.refs = summarize(refProblems)
+	refs = summarize(refProblems)
 	if len(out.CACertificates) == 0 {
 		msg := "no caCertificateRefs and no wellKnownCACertificates"
-		if st.refs != nil {
-			msg = "no usable CA certificate: " + st.refs.msg
+		if refs != nil {
+			msg = "no usable CA certificate: " + refs.msg
 		}
-		st.notAccepted = &problem{string(gwapiv1.BackendTLSPolicyReasonNoValidCACertificate), msg}
-		return
+		return nil, &problem{string(gwapiv1.BackendTLSPolicyReasonNoValidCACertificate), msg}, refs
 	}
-	st.effect = out
+	return out, nil, refs
 }
 
 // caCertificates reads one caCertificateRef of a policy in namespace ns:

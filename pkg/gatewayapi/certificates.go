@@ -60,8 +60,9 @@ func (t *translator) listenerTLS(l *listenerState) {
 }
 
 // certificate resolves a reference to a certificate made by an object of
-// kind fromKind (Gateway or ListenerSet) in namespace gwNS: a listener
-// certificateRef, or a Gateway's spec.tls.backend clientCertificateRef
+// kind fromKind (Gateway, ListenerSet or XBackend) in namespace gwNS: a
+// listener certificateRef, a Gateway's spec.tls.backend
+// clientCertificateRef or an XBackend's spec.tls.clientCertificateRef
 // (field names which in messages). It must name a core Secret of type
 // kubernetes.io/tls whose tls.crt and tls.key form a valid key pair (else a
 // problem with reason invalid); a Secret in another namespace needs a
@@ -79,7 +80,11 @@ func (t *translator) certificate(fromKind, gwNS, field, invalid string, ref gwap
 	if group != "" || kind != "Secret" {
 		return bad("%s is not a core Secret", groupKind(group, kind))
 	}
-	if ns != gwNS && !t.grantAllows(gwapiv1.GroupName, fromKind, gwNS, "", "Secret", ns, string(ref.Name)) {
+	fromGroup := gwapiv1.GroupName
+	if fromKind == "XBackend" {
+		fromGroup = XBackendGroup
+	}
+	if ns != gwNS && !t.grantAllows(fromGroup, fromKind, gwNS, "", "Secret", ns, string(ref.Name)) {
 		return nil, &problem{string(gwapiv1.ListenerReasonRefNotPermitted),
 			fmt.Sprintf("%s %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", field, name, ns, fromKind, gwNS)}
 	}

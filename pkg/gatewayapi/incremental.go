@@ -41,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/pkg/memo"
 	"github.com/xds-controller/xds-controller/pkg/resources"
@@ -53,8 +54,12 @@ type Cache struct {
 	res     *resources.Resources
 	optsKey string
 	routes  map[RouteKey]*routeMemo
-	// deps are the routes that read each Service (and its EndpointSlices).
-	deps map[types.NamespacedName]*serviceDep
+	// deps are the routes that read each Service (and its EndpointSlices)
+	// and each XBackend (and the Pods it selects).
+	deps map[depKey]*serviceDep
+	// xbAncestors count, per XBackend and Gateway, the routes of that
+	// Gateway that use the XBackend (xbackendstatus.go).
+	xbAncestors map[xbackendAncestor]int
 	// routeStatus is the status of every route of ours, which the last
 	// Result shares: the next run copies it before it changes it.
 	routeStatus  map[RouteKey]*gwapiv1.RouteStatus
@@ -87,12 +92,15 @@ type routeMemo struct {
 	// parentRef names a Gateway of ours.
 	state    *routeState
 	warnings []string
-	// services are the Services the route read; ancestors the policy
+	// services are the Services and XBackends the route read; ancestors the policy
 	// ancestors it makes (policy.go: routeAncestors, backendPolicies); wants its
 	// hostnames on each listener it attached to (listenerState wants).
-	services  []types.NamespacedName
+	services  []depKey
 	ancestors []ancestor
-	wants     []want
+	// xbAncestors are the XBackends the route uses, with each Gateway of
+	// its parents (Cache xbAncestors).
+	xbAncestors []xbackendAncestor
+	wants       []want
 	// done is what finishRoute added.
 	done finished
 }
@@ -102,8 +110,19 @@ type want struct {
 	hosts []string
 }
 
-// serviceDep lists the routes that read a Service.
+// serviceDep lists the routes that read a Service or an XBackend.
 type serviceDep struct{ routes []RouteKey }
+
+// depKey is an object routes read beside their own: a Service or an
+// XBackend (Kind, the registry's name), by namespace/name.
+type depKey struct {
+	Kind string
+	types.NamespacedName
+}
+
+func compareDepKeys(a, b depKey) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), compareNN(a.NamespacedName, b.NamespacedName))
+}
 
 // routeChange is a route to translate again: obj is its object now (nil:
 // gone) when changed says that its object changed; else the object is
@@ -173,7 +192,7 @@ func samePolicies(a, b *resources.Resources) bool {
 // Gateway-level state.
 func optionsKey(res *resources.Resources, opts Options) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %v\n", opts.ControllerName, opts.AddressesOnService)
+	fmt.Fprintf(&b, "%s %v %q %v\n", opts.ControllerName, opts.AddressesOnService, opts.DNSResolvers, opts.ProxyPorts)
 	if p := opts.InvalidParameters; p != nil {
 		for _, k := range slices.Sorted(maps.Keys(p.GatewayClasses)) {
 			fmt.Fprintf(&b, "class %q %q\n", k, p.GatewayClasses[k])
@@ -226,7 +245,7 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 		n += k.Kind.Len(res)
 	}
 	*c = Cache{
-		t: t, optsKey: key, routes: make(map[RouteKey]*routeMemo, n), deps: make(map[types.NamespacedName]*serviceDep, len(res.Services)),
+		t: t, optsKey: key, routes: make(map[RouteKey]*routeMemo, n), deps: make(map[depKey]*serviceDep, len(res.Services)), xbAncestors: map[xbackendAncestor]int{},
 		routeStatus: make(map[RouteKey]*gwapiv1.RouteStatus, n), sliceWarnings: map[types.NamespacedName]string{}, warned: map[RouteKey]bool{},
 	}
 	t.indexBackends(func(k types.NamespacedName, w string) { c.sliceWarnings[k] = w })
@@ -256,12 +275,21 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		k        types.NamespacedName
 		old, new *discoveryv1.EndpointSlice
 	}
+	type xbChange struct {
+		k        types.NamespacedName
+		old, new *gwapixv1alpha1.XBackend
+	}
+	type podChange struct{ old, new *corev1.Pod }
 	var svcs []svcChange
 	var eps []sliceChange
+	var xbs []xbChange
+	var pods []podChange
 	ok = diffSorted(c.res.Services, res.Services, func(k types.NamespacedName, o, n *corev1.Service) { svcs = append(svcs, svcChange{k, o, n}) }) &&
 		diffSorted(c.res.EndpointSlices, res.EndpointSlices, func(k types.NamespacedName, o, n *discoveryv1.EndpointSlice) {
 			eps = append(eps, sliceChange{k, o, n})
-		})
+		}) &&
+		diffSorted(c.res.XBackends, res.XBackends, func(k types.NamespacedName, o, n *gwapixv1alpha1.XBackend) { xbs = append(xbs, xbChange{k, o, n}) }) &&
+		diffSorted(c.res.Pods, res.Pods, func(_ types.NamespacedName, o, n *corev1.Pod) { pods = append(pods, podChange{o, n}) })
 	for _, rk := range routeKindTable {
 		if !ok {
 			break
@@ -285,8 +313,8 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		}
 	}
 	t.res, t.opts = res, opts
-	readers := func(k types.NamespacedName) {
-		if d := c.deps[k]; d != nil {
+	readers := func(kind string, k types.NamespacedName) {
+		if d := c.deps[depKey{kind, k}]; d != nil {
 			for _, rk := range d.routes {
 				if m := c.routes[rk]; m != nil && !m.stale {
 					m.stale = true
@@ -304,7 +332,23 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		} else {
 			t.services[ch.k] = ch.new
 		}
-		readers(ch.k)
+		readers(resources.ServiceKind.Name(), ch.k)
+	}
+	if len(xbs) > 0 {
+		for _, ch := range xbs {
+			readers(resources.XBackendKind.Name(), ch.k)
+		}
+		t.indexXBackends()
+	}
+	// A Pod change reaches the routes of the XBackends that selected it
+	// before or select it now.
+	xbReaders := func(k types.NamespacedName) { readers(resources.XBackendKind.Name(), k) }
+	for _, ch := range pods {
+		t.xbackendsSelecting(ch.old, xbReaders)
+		t.xbackendsSelecting(ch.new, xbReaders)
+	}
+	if len(pods) > 0 || len(xbs) > 0 {
+		t.indexPods()
 	}
 	for _, ch := range eps {
 		for _, es := range []*discoveryv1.EndpointSlice{ch.old, ch.new} {
@@ -318,7 +362,7 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 			if len(t.slices[svc]) == 0 {
 				delete(t.slices, svc)
 			}
-			readers(svc)
+			readers(resources.ServiceKind.Name(), svc)
 		}
 		if svc, ok := sliceService(ch.new); ok {
 			if w := sliceWarning(ch.new); w != "" {
@@ -327,7 +371,7 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 			list := t.slices[svc]
 			i, _ := slices.BinarySearchFunc(list, ch.new, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
 			t.slices[svc] = slices.Insert(slices.Clone(list), i, ch.new)
-			readers(svc)
+			readers(resources.ServiceKind.Name(), svc)
 		}
 	}
 	return dirty, true
@@ -504,7 +548,7 @@ func (c *Cache) read(k RouteKey, obj any) *routeMemo {
 		t.status.Warnings = t.status.Warnings[:before]
 		c.warned[k] = true
 	}
-	slices.SortFunc(m.services, compareNN)
+	slices.SortFunc(m.services, compareDepKeys)
 	m.services = slices.Compact(m.services)
 	for _, s := range m.services {
 		d := c.deps[s]
@@ -516,6 +560,18 @@ func (c *Cache) read(k RouteKey, obj any) *routeMemo {
 	}
 	for _, a := range m.ancestors {
 		a.policy.ancestors[a.gw]++
+	}
+	if m.state != nil {
+		for _, s := range m.services {
+			if s.Kind != resources.XBackendKind.Name() || t.xbackends[s.NamespacedName] == nil {
+				continue
+			}
+			for _, p := range m.state.parents {
+				a := xbackendAncestor{s.NamespacedName, p.gw.nn}
+				m.xbAncestors = append(m.xbAncestors, a)
+				c.xbAncestors[a]++
+			}
+		}
 	}
 	if m.state != nil {
 		for _, p := range m.state.parents {
@@ -585,6 +641,11 @@ func (c *Cache) dropRead(k RouteKey, m *routeMemo) {
 	}
 	for _, a := range m.ancestors {
 		a.policy.ancestors[a.gw]--
+	}
+	for _, a := range m.xbAncestors {
+		if c.xbAncestors[a]--; c.xbAncestors[a] <= 0 {
+			delete(c.xbAncestors, a)
+		}
 	}
 	for _, w := range m.wants {
 		w.l.wants[k.Kind] = slices.DeleteFunc(w.l.wants[k.Kind], func(h heldHosts) bool { return h.key == k })

@@ -194,13 +194,17 @@ func sniOwners(es []*l4Entry) map[string]*l4Entry {
 // policy says, to a cluster of its own ("/tls" appended to the name, as a
 // Passthrough listener may relay to the same Service port without it), and
 // refuses the connections of a backend whose policy cannot be honoured
-// (TLSInvalid: an Invalid backend, also named ".../tls"); any other
-// listener relays the bytes as they are.
+// (TLSInvalid: an Invalid backend, also named ".../tls"). A TCP listener
+// originates the TLS an XBackend's spec.tls asks for (the only TLS a
+// TCPRoute's backend has: BackendTLSPolicy does not apply to TCPRoutes),
+// also to a cluster named ".../tls"; any other listener (a Passthrough
+// one) relays the bytes as they are.
 func (l *listenerState) backendTLS(bs []*ir.Backend) {
 	terminate := l.protocol == ir.ProtocolTLS && l.tls != nil && l.tls.Mode != ir.TLSPassthrough
+	originate := terminate || l.protocol == ir.ProtocolTCP
 	for i, b := range bs {
 		switch {
-		case !terminate:
+		case !originate:
 			b.TLS, b.TLSInvalid = nil, false
 		case b.TLSInvalid:
 			bs[i] = &ir.Backend{Name: b.Name + "/tls", Weight: b.Weight, Invalid: true}

@@ -31,28 +31,33 @@ type PolicyKind interface {
 	// Objects returns the kind's objects in r (nil ones left out), in r's
 	// order, as a new slice.
 	Objects(r *resources.Resources) []resources.Object
-	// Ancestors returns a pointer to obj's status.ancestors, or nil when
-	// obj is not of the kind.
-	Ancestors(obj resources.Object) *[]gwapiv1.PolicyAncestorStatus
+	// Ancestors returns obj's status.ancestors, and false when obj is not
+	// of the kind.
+	Ancestors(obj resources.Object) ([]gwapiv1.PolicyAncestorStatus, bool)
+	// SetAncestors sets obj's status.ancestors; it reports false, and
+	// sets nothing, when obj is not of the kind.
+	SetAncestors(obj resources.Object, as []gwapiv1.PolicyAncestorStatus) bool
 	// References returns the Secrets and ConfigMaps obj reads, which a
 	// provider that fetches referenced objects only must fetch.
 	References(obj resources.Object) (secrets, configMaps []types.NamespacedName)
 }
 
 // PolicyKinds returns every registered policy kind, in the order of
-// registration (a new slice).
+// registration, then XBackend, whose status.ancestors are written the same
+// way and whose references are fetched the same way (xbackendstatus.go):
+// a new slice.
 func PolicyKinds() []PolicyKind {
-	out := make([]PolicyKind, 0, len(policyKinds))
+	out := make([]PolicyKind, 0, len(policyKinds)+1)
 	for _, k := range policyKinds {
 		out = append(out, k)
 	}
-	return out
+	return append(out, xbackendStatusKind{})
 }
 
-// PolicyKindNamed returns the registered policy kind called name, or nil.
+// PolicyKindNamed returns the kind of PolicyKinds called name, or nil.
 func PolicyKindNamed(name string) PolicyKind {
-	for _, k := range policyKinds {
-		if k.name == name {
+	for _, k := range PolicyKinds() {
+		if k.Name() == name {
 			return k
 		}
 	}
@@ -69,11 +74,20 @@ func (k *policyKind) New() resources.Object { return k.newObject() }
 func (k *policyKind) Objects(r *resources.Resources) []resources.Object { return k.objects(r) }
 
 // Ancestors implements PolicyKind.
-func (k *policyKind) Ancestors(obj resources.Object) *[]gwapiv1.PolicyAncestorStatus {
+func (k *policyKind) Ancestors(obj resources.Object) ([]gwapiv1.PolicyAncestorStatus, bool) {
 	if st := k.status(obj); st != nil {
-		return &st.Ancestors
+		return st.Ancestors, true
 	}
-	return nil
+	return nil, false
+}
+
+// SetAncestors implements PolicyKind.
+func (k *policyKind) SetAncestors(obj resources.Object, as []gwapiv1.PolicyAncestorStatus) bool {
+	if st := k.status(obj); st != nil {
+		st.Ancestors = as
+		return true
+	}
+	return false
 }
 
 // References implements PolicyKind.

@@ -145,9 +145,13 @@ func TestTelemetryPolicyValidation(t *testing.T) {
 		{name: "collector not found", tracing: enabled(func(c *gwapixv1alpha1.TracingConfig) { c.Provider.BackendRef.Name = "nope" }),
 			refs: "BackendNotFound", acceptedMsg: "nothing is traced"},
 		{name: "collector of another kind", tracing: enabled(func(c *gwapixv1alpha1.TracingConfig) {
+			c.Provider.BackendRef.Kind = ptr(gwapiv1.Kind("Collector"))
+			c.Provider.BackendRef.Group = ptr(gwapiv1.Group("example.com"))
+		}), refs: "InvalidKind"},
+		{name: "collector an XBackend that does not exist", tracing: enabled(func(c *gwapixv1alpha1.TracingConfig) {
 			c.Provider.BackendRef.Kind = ptr(gwapiv1.Kind("XBackend"))
 			c.Provider.BackendRef.Group = ptr(gwapiv1.Group("gateway.networking.x-k8s.io"))
-		}), refs: "InvalidKind"},
+		}), refs: "BackendNotFound", acceptedMsg: "nothing is traced"},
 		{name: "collector in another namespace, no grant", tracing: enabled(func(c *gwapixv1alpha1.TracingConfig) {
 			c.Provider.BackendRef.Namespace = ptr(gwapiv1.Namespace("obs"))
 		}), refs: "RefNotPermitted"},

@@ -46,6 +46,17 @@ type Options struct {
 	// binds, and a second one is refused (UnsupportedAddress). The types
 	// are validated the same way in both cases (gatewayAddress).
 	AddressesOnService bool
+	// DNSResolvers are the DNS servers ("ip:port", IPv4 or IPv6) Envoy
+	// resolves the host names of XBackends of type ExternalHostname with
+	// (ir.Backend DNSResolvers). Default: none, Envoy's default resolver.
+	DNSResolvers []string
+	// ProxyPorts are the ports the proxy itself listens on besides its
+	// Gateway listeners (Envoy's admin, readiness and metrics listeners,
+	// the SVID agent's probe), on the pod's (or host's) loopback. An
+	// ExternalHostname XBackend on one of them is refused: its name may
+	// resolve to 127.0.0.1, and Envoy would send a tenant's requests to
+	// its own admin interface. Default: none.
+	ProxyPorts []uint32
 }
 
 // Result is the output of one translation.
@@ -114,7 +125,9 @@ type RouteKey = ir.ObjectKey
 //     are; rules.go,
 //     filters.go, backends.go: the rule machinery they share (filters,
 //     backendRefs, ReferenceGrants); session.go: HTTPRoute and GRPCRoute
-//     rules' sessionPersistence;
+//     rules' sessionPersistence; xbackend.go, xbackendstatus.go: XBackend
+//     backendRefs (external host names, selected Pods) and their
+//     status.ancestors;
 //   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
 //     Envoy's constraints every user-supplied value must meet, since in
 //     standalone mode no API server checked them;

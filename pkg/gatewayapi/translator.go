@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
@@ -38,6 +39,12 @@ type translator struct {
 	namespaces map[string]*corev1.Namespace
 	grants     map[string][]*gwapiv1.ReferenceGrant // by namespace
 	configMaps map[types.NamespacedName]*corev1.ConfigMap
+	// xbackends are the XBackends by namespace/name, xbackendsByNS by
+	// namespace, and pods the Pods by namespace, for EndpointSelector
+	// XBackends (xbackend.go).
+	xbackends     map[types.NamespacedName]*gwapixv1alpha1.XBackend
+	xbackendsByNS map[string][]*gwapixv1alpha1.XBackend
+	pods          map[string][]*corev1.Pod
 	// trustBundles are the ClusterTrustBundles by name (casources.go).
 	trustBundles map[string]*certificatesv1.ClusterTrustBundle
 
@@ -132,7 +139,8 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 
 // indexBackends indexes what backend references resolve to: the
 // snapshot's Services by namespace/name and its EndpointSlices by the
-// Service they belong to (sliceService), and calls warn (when not nil)
+// Service they belong to (sliceService), its XBackends and its Pods (by
+// namespace), and calls warn (when not nil)
 // with the warning of each slice that has one (sliceWarning), by
 // namespace/name, replacing what they held. Only backends.go reads these
 // indexes; newTranslator leaves them empty.
@@ -140,6 +148,8 @@ func (t *translator) indexBackends(warn func(types.NamespacedName, string)) {
 	t.services = make(map[types.NamespacedName]*corev1.Service, len(t.res.Services))
 	t.slices = make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(t.res.EndpointSlices))
 	eachObject(t.res.Services, func(k types.NamespacedName, s *corev1.Service) { t.services[k] = s })
+	t.indexXBackends()
+	t.indexPods()
 	eachObject(t.res.EndpointSlices, func(k types.NamespacedName, es *discoveryv1.EndpointSlice) {
 		svc, ok := sliceService(es)
 		if !ok {
@@ -154,12 +164,35 @@ func (t *translator) indexBackends(warn func(types.NamespacedName, string)) {
 	})
 }
 
+// indexXBackends indexes the snapshot's XBackends by namespace/name and
+// by namespace, replacing what the indexes held (XBackends are few).
+func (t *translator) indexXBackends() {
+	t.xbackends = make(map[types.NamespacedName]*gwapixv1alpha1.XBackend, len(t.res.XBackends))
+	t.xbackendsByNS = map[string][]*gwapixv1alpha1.XBackend{}
+	eachObject(t.res.XBackends, func(k types.NamespacedName, xb *gwapixv1alpha1.XBackend) {
+		t.xbackends[k] = xb
+		t.xbackendsByNS[k.Namespace] = append(t.xbackendsByNS[k.Namespace], xb)
+	})
+}
+
+// indexPods indexes the snapshot's Pods by namespace, replacing what the
+// index held. Only the namespaces of EndpointSelector XBackends are
+// kept: no other Pod is ever read (call indexXBackends first).
+func (t *translator) indexPods() {
+	t.pods = map[string][]*corev1.Pod{}
+	eachObject(t.res.Pods, func(k types.NamespacedName, p *corev1.Pod) {
+		if len(t.xbackendsByNS[k.Namespace]) > 0 {
+			t.pods[k.Namespace] = append(t.pods[k.Namespace], p)
+		}
+	})
+}
+
 // service returns the Service k, recorded as read by the route being
 // read: a change to the Service or its EndpointSlices translates the route
 // again (Cache).
 func (t *translator) service(k types.NamespacedName) *corev1.Service {
 	if t.reading != nil {
-		t.reading.services = append(t.reading.services, k)
+		t.reading.services = append(t.reading.services, depKey{resources.ServiceKind.Name(), k})
 	}
 	return t.services[k]
 }

@@ -3,6 +3,7 @@ package infra
 import (
 	"cmp"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -33,6 +34,12 @@ const (
 // remapped (DedicatedBindPorts) instead of making Envoy refuse the listener
 // ("Address already in use").
 var reservedPorts = map[uint32]bool{AdminPort: true, ReadinessPort: true, AgentProbePort: true, MetricsPort: true}
+
+// ReservedPorts are reservedPorts, sorted: the ports an Envoy pod listens
+// on besides its Gateway listeners (gatewayapi.Options.ProxyPorts).
+func ReservedPorts() []uint32 {
+	return slices.Sorted(maps.Keys(reservedPorts))
+}
 
 // ListenerKey identifies a listener port of a Gateway.
 type ListenerKey struct {

@@ -543,6 +543,15 @@ type Backend struct {
 	// of a backendRef-level RequestHeaderModifier that sets Host. The route
 	// then has no URLRewrite hostname.
 	HostRewrite string `json:"hostRewrite,omitempty"`
+	// DNSResolvers are the DNS servers ("ip:port") Envoy resolves the
+	// backend's host-name endpoints with (an XBackend's externalHostname);
+	// empty: Envoy's default resolver (the host's /etc/resolv.conf).
+	DNSResolvers []string `json:"dnsResolvers,omitempty"`
+	// DNSNoSearch makes Envoy resolve the backend's host names as
+	// absolute names, without the search domains of /etc/resolv.conf (an
+	// XBackend's externalHostname: in a pod, "web.other.svc" would
+	// otherwise be a Service of another namespace).
+	DNSNoSearch bool `json:"dnsNoSearch,omitempty"`
 	// SessionPersistence is the session persistence of the backend's
 	// Service (XBackendTrafficPolicy sessionPersistence). Envoy
 	// translation reads the route's only: pkg/gatewayapi makes it the

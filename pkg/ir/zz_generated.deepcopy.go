@@ -29,6 +29,11 @@ func (in *Backend) DeepCopyInto(out *Backend) {
 		*out = new(HeaderModifier)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.DNSResolvers != nil {
+		in, out := &in.DNSResolvers, &out.DNSResolvers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.SessionPersistence != nil {
 		in, out := &in.SessionPersistence, &out.SessionPersistence
 		*out = new(SessionPersistence)

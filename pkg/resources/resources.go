@@ -57,6 +57,13 @@ type Resources struct {
 	// sources of BackendTLSPolicies and Gateway frontend validation
 	// (caCertificateRefs, GEP-5075).
 	ClusterTrustBundles []*certificatesv1.ClusterTrustBundle
+	// XBackends are backendRef targets of group
+	// gateway.networking.x-k8s.io (experimental channel): an external
+	// host name, or the Pods a label selector picks.
+	XBackends []*gwapixv1a1.XBackend
+	// Pods are read for the endpoints of XBackends of type
+	// EndpointSelector (labels, readiness and IPs only).
+	Pods []*corev1.Pod
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -93,6 +100,8 @@ var (
 	ClusterTrustBundleKind = register(certificatesv1.GroupName, "ClusterTrustBundle", func(r *Resources) *[]*certificatesv1.ClusterTrustBundle {
 		return &r.ClusterTrustBundles
 	})
+	XBackendKind = register(gwapixv1a1.GroupName, "XBackend", func(r *Resources) *[]*gwapixv1a1.XBackend { return &r.XBackends })
+	PodKind      = register("", "Pod", func(r *Resources) *[]*corev1.Pod { return &r.Pods })
 )
 
 // Sort orders every list by namespace, then name.

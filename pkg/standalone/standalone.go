@@ -85,6 +85,11 @@ type Config struct {
 	// spec.edge sets them in a cluster (nil: the defaults). Run refuses
 	// values that infra.Validate refuses.
 	Edge *v1alpha1.EdgeSpec
+	// DNSResolvers are the DNS servers ("ip:port") Envoy resolves the host
+	// names of XBackends of type ExternalHostname with
+	// (gatewayapi.Options.DNSResolvers; gatewayapi.ParseDNSResolvers
+	// checks them). Empty: Envoy's default resolver.
+	DNSResolvers []string
 	// TrustDomain of the SPIFFE IDs on the xDS channel.
 	TrustDomain string
 	// SVIDLifetime is the validity of Envoy's SVIDs, renewed at half of it
@@ -291,9 +296,11 @@ func (r *runner) reload(ctx context.Context) {
 		lines["load "+f] = "has errors; serving the last good version of " + strings.Join(keys, ", ")
 	}
 	out, err := r.cache.Run(loaded.Resources, gatewayapi.Options{
-		Scope:      func(*gwapiv1.Gateway) string { return Scope },
-		RouteStats: func(*gwapiv1.Gateway) bool { return r.cfg.RouteStats },
-		Edge:       func(*gwapiv1.Gateway) *ir.HTTPEdge { return infra.HTTPEdge(r.cfg.Edge) },
+		Scope:        func(*gwapiv1.Gateway) string { return Scope },
+		RouteStats:   func(*gwapiv1.Gateway) bool { return r.cfg.RouteStats },
+		Edge:         func(*gwapiv1.Gateway) *ir.HTTPEdge { return infra.HTTPEdge(r.cfg.Edge) },
+		DNSResolvers: r.cfg.DNSResolvers,
+		ProxyPorts:   r.cfg.proxyPorts(),
 	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}),
 		translate.WithHolds(r.quarantine.Holds()))
 	translated := time.Now()
@@ -514,4 +521,15 @@ func (r *runner) writeBootstrap(c *credentials, addr *net.TCPAddr) (string, erro
 	}
 	p := filepath.Join(r.cfg.StateDir, "envoy-bootstrap.yaml")
 	return p, os.WriteFile(p, b, 0o644)
+}
+
+// proxyPorts are the ports the local Envoy listens on besides its Gateway
+// listeners (gatewayapi.Options.ProxyPorts): its admin, readiness and, when
+// set, metrics ports.
+func (c Config) proxyPorts() []uint32 {
+	out := []uint32{c.AdminPort, c.ReadinessPort}
+	if c.EnvoyMetricsPort != 0 {
+		out = append(out, c.EnvoyMetricsPort)
+	}
+	return out
 }

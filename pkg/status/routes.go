@@ -33,30 +33,22 @@ func newObject(kind string) client.Object {
 // getParents returns the status.parents of a route made by newObject, or a
 // policy's status.ancestors as parent entries.
 func getParents(obj client.Object) []gwapiv1.RouteParentStatus {
-	if as := policyAncestors(obj); as != nil {
-		return ancestorsAsParents(*as)
+	for _, pk := range gatewayapi.PolicyKinds() {
+		if as, ok := pk.Ancestors(obj); ok {
+			return ancestorsAsParents(as)
+		}
 	}
 	return *routeParents(obj)
 }
 
 // setParents sets what getParents reads.
 func setParents(obj client.Object, ps []gwapiv1.RouteParentStatus) {
-	if as := policyAncestors(obj); as != nil {
-		*as = parentsAsAncestors(ps)
-		return
-	}
-	*routeParents(obj) = ps
-}
-
-// policyAncestors returns a pointer to the status.ancestors of obj when it
-// is a policy of a registered kind, else nil.
-func policyAncestors(obj client.Object) *[]gwapiv1.PolicyAncestorStatus {
 	for _, pk := range gatewayapi.PolicyKinds() {
-		if as := pk.Ancestors(obj); as != nil {
-			return as
+		if pk.SetAncestors(obj, parentsAsAncestors(ps)) {
+			return
 		}
 	}
-	return nil
+	*routeParents(obj) = ps
 }
 
 func routeParents(obj client.Object) *[]gwapiv1.RouteParentStatus {
@@ -154,8 +146,8 @@ type PolicyObject struct {
 func Policies(pk gatewayapi.PolicyKind, objs []resources.Object) []PolicyObject {
 	out := make([]PolicyObject, 0, len(objs))
 	for _, o := range objs {
-		if as := pk.Ancestors(o); as != nil {
-			out = append(out, PolicyObject{Kind: pk.Name(), Object: o, Ancestors: *as})
+		if as, ok := pk.Ancestors(o); ok {
+			out = append(out, PolicyObject{Kind: pk.Name(), Object: o, Ancestors: as})
 		}
 	}
 	return out

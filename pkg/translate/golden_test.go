@@ -55,7 +55,7 @@ func runCase(t *testing.T, in string) (irYAML, xdsYAML []byte) {
 			fmt.Fprintf(&head, "- %q\n", fmt.Sprintf("%s: %v", p.Object, p.Err))
 		}
 	}
-	out, err := Run(res, gatewayapi.Options{})
+	out, err := Run(res, goldenOptions(t, in))
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
@@ -70,6 +70,16 @@ func runCase(t *testing.T, in string) (irYAML, xdsYAML []byte) {
 		t.Fatal(err)
 	}
 	return append(head.Bytes(), irYAML...), xdsYAML
+}
+
+// goldenOptions are the options of the golden case in (GoldenOptions).
+func goldenOptions(t *testing.T, in string) gatewayapi.Options {
+	t.Helper()
+	b, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return GoldenOptions(b)
 }
 
 func compareGolden(t *testing.T, path string, got []byte) {

@@ -81,6 +81,10 @@ func newWorld(rng *rand.Rand, objs []object) *world {
 			for _, l := range v.Spec.Listeners {
 				w.sections = append(w.sections, string(l.Name))
 			}
+		case *gwapixv1a1.XBackend:
+			ns := gwapiv1.Namespace(v.Namespace)
+			w.services = append(w.services, gwapiv1.BackendObjectReference{Group: ptrTo(gwapiv1.Group(gwapixv1a1.GroupName)),
+				Kind: ptrTo(gwapiv1.Kind("XBackend")), Name: gwapiv1.ObjectName(v.Name), Namespace: &ns})
 		}
 	}
 	w.services = append(w.services, gwapiv1.BackendObjectReference{Name: "missing", Port: ptrTo[int32](80)})
@@ -294,6 +298,40 @@ func (w *world) edit(o object) string {
 			v.Spec.RetryConstraint = &gwapixv1a1.RetryConstraint{Budget: &gwapixv1a1.BudgetDetails{Percent: ptrTo(w.rng.IntN(120))}}
 			return "retry budget percent"
 		}
+	case *gwapixv1a1.XBackend:
+		switch w.rng.IntN(4) {
+		case 0:
+			v.Spec.Port.Number = []gwapixv1a1.PortNumber{443, 8080, 0}[w.rng.IntN(3)]
+			return "port"
+		case 1:
+			if v.Spec.EndpointSelector != nil {
+				v.Spec.EndpointSelector.MatchLabels = map[gwapiv1.LabelKey]gwapiv1.LabelValue{"app": gwapiv1.LabelValue(w.oneOf([]string{"web", "other"}))}
+				return "selector"
+			}
+			if v.Spec.ExternalHostname != nil {
+				v.Spec.ExternalHostname.Hostname = gwapiv1.PreciseHostname(w.oneOf([]string{"a.example.org", "b.example.org", "x.cluster.local"}))
+				return "hostname"
+			}
+		case 2:
+			v.Spec.TLS = nil
+			return "no tls"
+		}
+		return w.swap(o, "Spec")
+	case *corev1.Pod:
+		switch w.rng.IntN(4) {
+		case 0:
+			st := []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse}[w.rng.IntN(2)]
+			v.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+			return "ready " + string(st)
+		case 1:
+			v.Labels = map[string]string{"app": w.oneOf([]string{"web", "other"})}
+			return "labels"
+		case 2:
+			v.Status.PodIP, v.Status.PodIPs = fmt.Sprintf("10.1.%d.%d", w.rng.IntN(3), 1+w.rng.IntN(3)), nil
+			return "IP"
+		}
+		v.DeletionTimestamp = ptrTo(metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+		return "terminating"
 	case *gwapiv1.ReferenceGrant:
 		if len(v.Spec.To) > 0 {
 			v.Spec.To[0].Name = []*gwapiv1.ObjectName{nil, ptrTo(gwapiv1.ObjectName("missing"))}[w.rng.IntN(2)]
@@ -315,7 +353,7 @@ func (w *world) edit(o object) string {
 			if refs := find[gwapiv1.BackendObjectReference](o); len(refs) > 0 {
 				s := w.services[w.rng.IntN(len(w.services))]
 				r := refs[w.rng.IntN(len(refs))]
-				r.Name, r.Port = s.Name, s.Port
+				r.Group, r.Kind, r.Name, r.Port = s.Group, s.Kind, s.Name, s.Port
 				if w.rng.IntN(2) == 0 {
 					r.Namespace = s.Namespace
 				}
@@ -556,7 +594,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
-	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy"} {
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod"} {
 		if changed[kind] < 10 {
 			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
 		}

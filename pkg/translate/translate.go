@@ -199,9 +199,12 @@ func MarshalIR(r *Result, showSecrets bool) ([]byte, error) {
 			}
 			st["ingresses"] = ings
 		}
-		// One map per policy kind: "backendTLSPolicies".
+		// One map per policy kind: "backendTLSPolicies" (and "xBackends").
 		for k, v := range r.Status.Policies {
-			kind := strings.ToLower(k.Kind[:1]) + strings.TrimSuffix(k.Kind[1:], "y") + "ies"
+			kind := strings.ToLower(k.Kind[:1]) + k.Kind[1:] + "s"
+			if base, ok := strings.CutSuffix(k.Kind[1:], "y"); ok {
+				kind = strings.ToLower(k.Kind[:1]) + base + "ies"
+			}
 			m, _ := st[kind].(map[string]any)
 			if m == nil {
 				m = map[string]any{}

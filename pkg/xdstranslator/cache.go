@@ -388,10 +388,10 @@ func mergeSorted(sorted, added []string) []string {
 }
 
 // sameCluster says whether clusters rendered from a and b are equal: what
-// cluster and loadAssignment read (name, protocol, endpoints, TLS, retry
-// budget) is.
+// cluster and loadAssignment read (name, protocol, endpoints, DNS
+// resolvers, TLS, retry budget) is.
 func sameCluster(a, b *ir.Backend) bool {
-	return a.Name == b.Name && a.Protocol == b.Protocol && slices.Equal(a.Endpoints, b.Endpoints) &&
+	return a.Name == b.Name && a.Protocol == b.Protocol && slices.Equal(a.Endpoints, b.Endpoints) && slices.Equal(a.DNSResolvers, b.DNSResolvers) && a.DNSNoSearch == b.DNSNoSearch &&
 		(a.TLS == b.TLS || a.TLS != nil && b.TLS != nil && reflect.DeepEqual(a.TLS, b.TLS)) &&
 		(a.RetryBudget == b.RetryBudget || a.RetryBudget != nil && b.RetryBudget != nil && *a.RetryBudget == *b.RetryBudget)
 }

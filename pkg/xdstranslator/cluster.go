@@ -8,6 +8,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -66,6 +67,7 @@ func cluster(b *ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignme
 	if dns {
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		c.DnsLookupFamily = clusterv3.Cluster_V4_PREFERRED
+		c.TypedDnsResolverConfig = dnsResolver(b.DNSResolvers, b.DNSNoSearch)
 		c.LoadAssignment = cla
 		cla = nil
 	} else {
@@ -191,7 +193,13 @@ func weightedCluster(name string, backends []*ir.Backend) (*clusterv3.Cluster, *
 	}
 	cla := &endpointv3.ClusterLoadAssignment{ClusterName: name}
 	dns := false
+	var resolvers []string
+	noSearch := false
 	for _, b := range backends {
+		if len(b.DNSResolvers) > 0 && resolvers == nil {
+			resolvers = b.DNSResolvers
+		}
+		noSearch = noSearch || b.DNSNoSearch
 		loc := loadAssignment(b).GetEndpoints()
 		lle := &endpointv3.LocalityLbEndpoints{
 			Locality:            &corev3.Locality{Zone: b.Name},
@@ -210,9 +218,45 @@ func weightedCluster(name string, backends []*ir.Backend) (*clusterv3.Cluster, *
 	if dns {
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		c.DnsLookupFamily = clusterv3.Cluster_V4_PREFERRED
+		c.TypedDnsResolverConfig = dnsResolver(resolvers, noSearch)
 		c.EdsClusterConfig = nil
 		c.LoadAssignment = cla
 		return c, nil
 	}
 	return c, cla
+}
+
+// caresResolver is the name of Envoy's c-ares DNS resolver extension.
+const caresResolver = "envoy.network.dns_resolver.cares"
+
+// dnsResolver is the DNS resolver of a STRICT_DNS cluster whose backends
+// name DNS servers (ir.Backend DNSResolvers, "ip:port") or ask for
+// absolute names (DNSNoSearch): Envoy's c-ares resolver asking those
+// servers only (without servers, those of the host's /etc/resolv.conf),
+// without the host's search domains (Cluster typed_dns_resolver_config,
+// CaresDnsResolverConfig resolvers and
+// dns_resolver_options.no_default_search_domain). nil (Envoy's default
+// resolver, the host's /etc/resolv.conf with its search domains) for
+// neither; an address that does not parse is skipped (the flags that set
+// them check them).
+func dnsResolver(servers []string, noSearch bool) *corev3.TypedExtensionConfig {
+	var addrs []*corev3.Address
+	for _, s := range servers {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			continue
+		}
+		addrs = append(addrs, &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Protocol:      corev3.SocketAddress_UDP,
+			Address:       ap.Addr().String(),
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(ap.Port())},
+		}}})
+	}
+	if len(addrs) == 0 && !noSearch {
+		return nil
+	}
+	return &corev3.TypedExtensionConfig{Name: caresResolver, TypedConfig: toAny(&caresv3.CaresDnsResolverConfig{
+		Resolvers:          addrs,
+		DnsResolverOptions: &corev3.DnsResolverOptions{NoDefaultSearchDomain: true},
+	})}
 }

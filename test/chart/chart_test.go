@@ -332,6 +332,8 @@ func TestRBAC(t *testing.T) {
 		"Role /pods": {"get", "list", "watch"},
 		"ClusterRole gateway.networking.x-k8s.io/xtelemetrypolicies":        {"get", "list", "watch"},
 		"ClusterRole gateway.networking.x-k8s.io/xtelemetrypolicies/status": {"patch", "update"},
+		"ClusterRole gateway.networking.x-k8s.io/xbackends":                 {"get", "list", "watch"},
+		"ClusterRole gateway.networking.x-k8s.io/xbackends/status":          {"patch"},
 	}
 	for key, verbs := range want {
 		for _, v := range verbs {
@@ -366,8 +368,7 @@ func TestRBAC(t *testing.T) {
 			t.Errorf("%s: %v, want exactly %v", key, got, w)
 		}
 	}
-	// Nothing writes Gateway API specs, and the controller's own
-	// namespace-wide pod access is read-only.
+	// Nothing writes Gateway API specs, and pod access is read-only.
 	for key, verbs := range allowed {
 		if strings.HasPrefix(key, "ClusterRole gateway.networking.k8s.io/") && !strings.Contains(key, "/status") && !strings.Contains(key, "/finalizers") {
 			for _, v := range verbs {
@@ -377,8 +378,11 @@ func TestRBAC(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := allowed["ClusterRole /pods"]; ok {
-		t.Error("pods must be readable in the controller's namespace only")
+	// Pods everywhere: list and watch only, for the endpoints of
+	// EndpointSelector XBackends (no get, no write); get stays in the
+	// controller's namespace.
+	if got := slices.Sorted(slices.Values(allowed["ClusterRole /pods"])); !slices.Equal(got, []string{"list", "watch"}) {
+		t.Errorf("ClusterRole /pods: %v, want exactly [list watch]", got)
 	}
 }
 

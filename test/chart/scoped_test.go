@@ -182,3 +182,15 @@ func TestScopedRBACFixture(t *testing.T) {
 		t.Errorf("%s is not what the chart renders: go test -run TestScopedRBACFixture -update", rbacFixture)
 	}
 }
+
+// xbackend.dnsResolvers becomes the controller's --dns-resolvers; without
+// it there is no such flag (Envoy's default resolver).
+func TestXBackendDNSResolvers(t *testing.T) {
+	if args := controllerArgs(render(t, nil)); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--dns-resolvers") }) {
+		t.Errorf("default values: args %v have --dns-resolvers", args)
+	}
+	args := controllerArgs(render(t, map[string]any{"xbackend": map[string]any{"dnsResolvers": []any{"10.0.0.10", "10.0.0.11:5353"}}}))
+	if !slices.Contains(args, "--dns-resolvers=10.0.0.10,10.0.0.11:5353") {
+		t.Errorf("args %v lack --dns-resolvers=10.0.0.10,10.0.0.11:5353", args)
+	}
+}

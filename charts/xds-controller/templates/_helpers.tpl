@@ -131,4 +131,18 @@ with a newline.
 - apiGroups: [gateway.networking.x-k8s.io]
   resources: [xbackendtrafficpolicies/status, xtelemetrypolicies/status]
   verbs: [patch, update]
+# XBackends (gateway.networking.x-k8s.io, experimental channel): the
+# backendRefs that name them (watched when the CRD exists), and their
+# status.ancestors.
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xbackends]
+  verbs: [get, list, watch]
+- apiGroups: [gateway.networking.x-k8s.io]
+  resources: [xbackends/status]
+  verbs: [patch, update]
+# Pods: the endpoints of EndpointSelector XBackends (their labels, IPs and
+# readiness only are cached). Never written.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list, watch]
 {{- end }}

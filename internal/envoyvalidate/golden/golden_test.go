@@ -6,6 +6,7 @@ package golden
 
 import (
 	"github.com/xds-controller/xds-controller/internal/testenvoy"
+	"os"
 
 	"context"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/xds-controller/xds-controller/internal/envoyvalidate"
-	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/translate"
 )
@@ -35,7 +35,11 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := translate.Run(res, gatewayapi.Options{})
+			input, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := translate.Run(res, translate.GoldenOptions(input))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -320,3 +320,36 @@ func TestLoaderNumbersGenerations(t *testing.T) {
 		t.Errorf("re-created: generation %d, want 1", got)
 	}
 }
+
+// The loader reads XBackends (gateway.networking.x-k8s.io) and Pods, the
+// inputs of XBackend backendRefs.
+func TestLoadXBackendAndPod(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "x.yaml", `apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XBackend
+metadata: {name: ext}
+spec:
+  type: ExternalHostname
+  port: {number: 443}
+  externalHostname: {hostname: api.example.com}
+  tls:
+    mode: ServerOnly
+    validation: {hostname: api.example.com, wellKnownCACertificates: System}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, labels: {app: a}}
+status: {podIP: 10.0.0.7}
+`)
+	res, problems, err := Load(dir)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("Load: %v %v", err, problems)
+	}
+	if len(res.XBackends) != 1 || res.XBackends[0].Namespace != "default" || res.XBackends[0].Spec.ExternalHostname == nil ||
+		res.XBackends[0].Spec.ExternalHostname.Hostname != "api.example.com" || res.XBackends[0].Spec.TLS.Mode != "ServerOnly" {
+		t.Errorf("XBackends = %+v", res.XBackends)
+	}
+	if len(res.Pods) != 1 || res.Pods[0].Status.PodIP != "10.0.0.7" || res.Pods[0].Labels["app"] != "a" {
+		t.Errorf("Pods = %+v", res.Pods)
+	}
+}

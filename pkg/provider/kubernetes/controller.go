@@ -151,6 +151,11 @@ type Config struct {
 	// of a class without GatewayParameters lives), its GatewayClass to
 	// ingress.DefaultGatewayClass when unset, and RequireGatewayClass.
 	Ingress ingress.Config
+	// DNSResolvers are the DNS servers ("ip:port") the Envoy fleets
+	// resolve the host names of XBackends of type ExternalHostname with
+	// (gatewayapi.Options.DNSResolvers). Empty: Envoy's default resolver
+	// (the pod's /etc/resolv.conf, the cluster's DNS).
+	DNSResolvers []string
 	// Log receives operational messages (default slog.Default()).
 	Log *slog.Logger
 }
@@ -354,6 +359,17 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	if cfg.Hooks.Provisioner != nil {
 		c.pipe.prov = newProvisionLoop(cfg.Hooks.Provisioner, leader, cfg.Log)
+	}
+
+	// The Pods of EndpointSelector XBackends, from a cache of their own
+	// (pods.go), on every replica.
+	podOpts := podCacheOptions(cfg.WatchNamespaces)
+	podOpts.Scheme, podOpts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
+	if c.pipe.pods, err = cache.New(cfg.RestConfig, podOpts); err != nil {
+		return nil, fmt.Errorf("pod cache: %w", err)
+	}
+	if err := mgr.Add(everywhere(c.pipe.pods.Start)); err != nil {
+		return nil, err
 	}
 
 	// The other replicas' data-plane reports, from a cache of their

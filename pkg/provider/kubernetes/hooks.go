@@ -167,5 +167,8 @@ func TranslateOptions(controller gwapiv1.GatewayController, r Resolver) gatewaya
 		// The Gateway's Service carries spec.addresses (infra.Renderer);
 		// Envoy binds the wildcard address in its pods.
 		AddressesOnService: true,
+		// What else an Envoy pod listens on (its loopback admin among
+		// them): no XBackend may point there.
+		ProxyPorts: infra.ReservedPorts(),
 	}
 }

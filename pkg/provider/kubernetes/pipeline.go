@@ -38,9 +38,12 @@ import (
 // snapshot, translate, publish, then hand status and infrastructure to the
 // leader-only writers.
 type pipeline struct {
-	cfg        *Config
-	log        *slog.Logger
-	cache      cache.Cache
+	cfg   *Config
+	log   *slog.Logger
+	cache cache.Cache
+	// pods is the cache of the Pods EndpointSelector XBackends select
+	// (pods.go); nil: they are read from cache.
+	pods       cache.Cache
 	client     client.Client // the manager's: writes (provisioner)
 	api        client.Reader // uncached reads (provisioner)
 	srv        *xdsserver.Server
@@ -196,6 +199,8 @@ func (p *pipeline) watch(ctx context.Context) error {
 		handler toolscache.ResourceEventHandler
 		// optional: the kind's CRD may be missing (optionalKind).
 		optional bool
+		// from is the cache to watch in (nil: p.cache).
+		from cache.Cache
 	}
 	// Each kind of the snapshot is recorded by the object index before
 	// its handler may trigger a run, in one handler: the informer calls
@@ -217,6 +222,8 @@ func (p *pipeline) watch(ctx context.Context) error {
 			watches = append(watches, watch{obj: metadataOf(name), handler: p.referencedHandler(name, func() map[types.NamespacedName]bool { return p.configMapRefs })})
 		case resources.NamespaceKind:
 			watches = append(watches, watch{obj: metadataOf(name), handler: indexed(k, p.namespaceHandler())})
+		case resources.PodKind:
+			watches = append(watches, watch{obj: k.New(), handler: indexed(k, p.podHandler()), from: p.pods})
 		default:
 			h := p.anyHandler(name)
 			if status.Writes(name) {
@@ -233,7 +240,11 @@ func (p *pipeline) watch(ctx context.Context) error {
 	}
 	var synced []toolscache.InformerSynced
 	for _, w := range watches {
-		inf, err := p.cache.GetInformer(ctx, w.obj)
+		from := w.from
+		if from == nil {
+			from = p.cache
+		}
+		inf, err := from.GetInformer(ctx, w.obj)
 		if err != nil && w.optional && meta.IsNoMatchError(err) {
 			p.log.Warn("a CRD is not installed, so its objects are not read (ours: install the chart's crds/, which helm upgrade does not; the Gateway API experimental channel's: gatewayAPI.channel=experimental)", "kind", fmt.Sprintf("%T", w.obj), "error", err)
 			continue
@@ -428,7 +439,9 @@ func (p *pipeline) run(ctx context.Context) {
 	if p.translations == nil {
 		p.translations = translate.NewCache()
 	}
-	out, err := p.translations.Run(res, TranslateOptions(p.cfg.ControllerName, resolver), translate.WithIngress(p.cfg.Ingress),
+	opts := TranslateOptions(p.cfg.ControllerName, resolver)
+	opts.DNSResolvers = p.cfg.DNSResolvers
+	out, err := p.translations.Run(res, opts, translate.WithIngress(p.cfg.Ingress),
 		translate.WithHolds(p.quarantine.Holds()))
 	if err != nil {
 		p.failed.Add(1)

@@ -2,11 +2,17 @@ package kubernetes
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
 
@@ -46,5 +52,29 @@ func TestListResourcesListsEveryKind(t *testing.T) {
 		if len(got) != 1 || got[0].GetName() != "one-"+k.Name() || got[0].GetLabels()["kind"] != k.Name() {
 			t.Errorf("%s: listed %v, want one-%s with its labels", k.Name(), got, k.Name())
 		}
+	}
+}
+
+// An XBackend's tls names a client certificate Secret and CA ConfigMaps:
+// the provider fetches them as it does a policy's references (the
+// translation reads them; without the fetch they would read as missing).
+func TestXBackendReferencesAreFetched(t *testing.T) {
+	res := &resources.Resources{XBackends: []*gwapixv1alpha1.XBackend{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "pay"},
+		Spec: gwapixv1alpha1.BackendSpec{
+			Type:             gwapixv1alpha1.BackendTypeExternalHostname,
+			ExternalHostname: &gwapixv1alpha1.ExternalHostnameBackend{Hostname: "api.example.org"},
+			TLS: &gwapixv1alpha1.BackendTLS{
+				Mode:                 gwapixv1alpha1.BackendTLSModeClientAndServer,
+				ClientCertificateRef: &gwapiv1.SecretObjectReference{Name: "client"},
+				Validation:           &gwapiv1.BackendTLSPolicyValidation{CACertificateRefs: []gwapiv1.LocalObjectReference{{Kind: "ConfigMap", Name: "ca"}}},
+			},
+		},
+	}}}
+	if got := ReferencedSecrets(res, gatewayapi.ControllerName); !slices.Contains(got, types.NamespacedName{Namespace: "shop", Name: "client"}) {
+		t.Errorf("ReferencedSecrets = %v, want shop/client", got)
+	}
+	if got := ReferencedConfigMaps(res); !slices.Contains(got, types.NamespacedName{Namespace: "shop", Name: "ca"}) {
+		t.Errorf("ReferencedConfigMaps = %v, want shop/ca", got)
 	}
 }

@@ -16,7 +16,8 @@ import (
 // experimental fields: HTTPRoute rule sessionPersistence (GEP-1619) and
 // an XBackendTrafficPolicy's across two echo replicas, and an
 // XTelemetryPolicy's spans at an OTLP receiver, and an HTTPRoute
-// ExternalAuth filter of each protocol against real auth services; then
+// ExternalAuth filter of each protocol against real auth services, an
+// EndpointSelector XBackend (xBackend); then
 // address routability, default Gateways and ClusterTrustBundle
 // (gatewayFields).
 func TestExperimentalChannelOnTheLocalCluster(t *testing.T) {
@@ -68,6 +69,7 @@ spec:
 	// OTLP receiver (telemetry_test.go).
 	e.tracing(web)
 	e.extAuth(web)
+	e.xBackend(web)
 	e.gatewayFields()
 }
 

@@ -125,7 +125,9 @@ type RouteKey = ir.ObjectKey
 //     are; rules.go,
 //     filters.go, backends.go: the rule machinery they share (filters,
 //     backendRefs, ReferenceGrants); session.go: HTTPRoute and GRPCRoute
-//     rules' sessionPersistence; xbackend.go, xbackendstatus.go: XBackend
+//     rules' sessionPersistence; extauth.go: the ExternalAuth filter of
+//     rules and of listeners (filters.requests); xbackend.go,
+//     xbackendstatus.go: XBackend
 //     backendRefs (external host names, selected Pods) and their
 //     status.ancestors;
 //   - validation.go: the schema rules (CRD patterns, lengths, CEL) and
@@ -134,6 +136,8 @@ type RouteKey = ir.ObjectKey
 //   - precedence.go: the order of the routes of each listener;
 //   - policy.go, policystatus.go: policy attachment (GEP-713) for every
 //     policy kind, and their status; backendtls.go: BackendTLSPolicy;
+//     backendtraffic.go: XBackendTrafficPolicy; telemetry.go:
+//     XTelemetryPolicy;
 //   - incremental.go: what a Cache keeps from one run to the next;
 //     assemble.go: the IR and status of a run; refs.go: the Cache's
 //     indexes as pkg/ingress resolves references through them (Cache.Refs);

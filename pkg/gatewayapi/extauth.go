@@ -11,7 +11,6 @@ import (
 	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
@@ -200,9 +199,8 @@ func (l *listenerState) listenerFilters() {
 // ListenerSet. What the API refuses makes the listener UnsupportedValue;
 // a backendRef that does not resolve (or whose BackendTLSPolicy cannot be
 // honoured) sets filterProblem: ResolvedRefs=False and the listener is not
-// programmed (fail closed). The Services read are recorded in
-// t.gatewayServices: a change of one of them makes the next incremental
-// translation start over (Cache.update), as Gateway-level state reads it.
+// programmed (fail closed). What they read is Gateway-level state
+// (translator gatewayReads, set by Cache.reset).
 func (t *translator) resolveListenerFilters() {
 	for _, gs := range t.gateways {
 		for _, l := range gs.allListeners() {
@@ -224,10 +222,6 @@ func (t *translator) resolveFiltersOf(l *listenerState) {
 	for k, f := range l.spec.Filters.Requests {
 		ref := f.ExternalAuth.BackendRef
 		svc := nn(string(deref(ref.Namespace, gwapiv1.Namespace(l.namespace()))), string(ref.Name))
-		if t.gatewayServices == nil {
-			t.gatewayServices = map[types.NamespacedName]bool{}
-		}
-		t.gatewayServices[svc] = true
 		res := t.extAuth(referrer, f.ExternalAuth)
 		switch {
 		case len(res.bad) > 0:

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
@@ -253,6 +254,42 @@ func TestListenerFilterServiceChange(t *testing.T) {
 		t.Errorf("listener served without its check's Service: %+v", got.IR.Gateways[0].Listeners)
 	}
 	wantCond(t, got.Status.Gateways[nn("default", "web")].Listeners[0].Conditions, "ResolvedRefs", metav1.ConditionFalse, "BackendNotFound")
+}
+
+// TestListenerFilterXBackendChange: a listener filter's backendRef may be
+// an XBackend; it is Gateway-level state too (translator gatewayReads),
+// so an edit of the XBackend gives, incrementally, what a full
+// translation does (the new host name).
+func TestListenerFilterXBackendChange(t *testing.T) {
+	build := func(host string) *resources.Resources {
+		res := fixture()
+		res.XBackends = []*gwapixv1alpha1.XBackend{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "authz"},
+			Spec: gwapixv1alpha1.BackendSpec{Type: gwapixv1alpha1.BackendTypeExternalHostname, Port: gwapixv1alpha1.BackendPort{Number: 9000},
+				ExternalHostname: &gwapixv1alpha1.ExternalHostnameBackend{Hostname: gwapiv1.PreciseHostname(host)}},
+		}}
+		ref := gwapiv1.BackendObjectReference{Group: ptr(gwapiv1.Group(XBackendGroup)), Kind: ptr(gwapiv1.Kind("XBackend")), Name: "authz"}
+		res.Gateways[0].Spec.Listeners[0].Filters = &gwapiv1.ListenerFilters{Requests: []gwapiv1.ListenerFilter{{Type: gwapiv1.ListenerFilterExternalAuth,
+			ExternalAuth: &gwapiv1.HTTPExternalAuthFilter{ExternalAuthProtocol: gwapiv1.HTTPRouteExternalAuthGRPCProtocol, BackendRef: ref}}}}
+		res.HTTPRoutes = []*gwapiv1.HTTPRoute{httpRoute("app", gwapiv1.HTTPRouteRule{BackendRefs: []gwapiv1.HTTPBackendRef{toApp(80)}})}
+		res.Sort()
+		return res
+	}
+	first := build("authz-a.example.com")
+	var c Cache
+	mustValid(t, c.Translate(first, Options{}))
+	next := &resources.Resources{}
+	*next = *first
+	next.XBackends = build("authz-b.example.com").XBackends // the same Gateways, routes
+	got := c.Translate(next, Options{})
+	full := Translate(next, Options{})
+	mustValid(t, got)
+	if !reflect.DeepEqual(got.IR, full.IR) {
+		t.Fatalf("incremental IR differs from a full translation:\n%+v\n%+v", got.IR.Gateways[0].Listeners[0].ExtAuth[0].Backend, full.IR.Gateways[0].Listeners[0].ExtAuth[0].Backend)
+	}
+	if ep := got.IR.Gateways[0].Listeners[0].ExtAuth[0].Backend.Endpoints; len(ep) != 1 || ep[0].Address != "authz-b.example.com" {
+		t.Errorf("listener check endpoints %+v, want authz-b.example.com", ep)
+	}
 }
 
 // TestExtAuthBackendTLS: a BackendTLSPolicy on the auth service's port

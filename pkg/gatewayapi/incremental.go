@@ -57,6 +57,9 @@ type Cache struct {
 	// deps are the routes that read each Service (and its EndpointSlices)
 	// and each XBackend (and the Pods it selects).
 	deps map[depKey]*serviceDep
+	// gatewayReads are the Services and XBackends Gateway-level state
+	// read at the last reset (translator gatewayReads).
+	gatewayReads map[depKey]bool
 	// xbAncestors count, per XBackend and Gateway, the routes of that
 	// Gateway that use the XBackend (xbackendstatus.go).
 	xbAncestors map[xbackendAncestor]int
@@ -251,8 +254,10 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 	t.indexBackends(func(k types.NamespacedName, w string) { c.sliceWarnings[k] = w })
 	t.translateGatewayClasses()
 	t.translateGateways()
+	t.gatewayReads = map[depKey]bool{}
 	t.readPolicies()
 	t.resolveListenerFilters()
+	c.gatewayReads, t.gatewayReads = t.gatewayReads, nil
 	c.classes = t.status.GatewayClasses
 	c.gatewayWarnings, t.status.Warnings = t.status.Warnings, nil
 	dirty := make([]routeChange, 0, n)
@@ -262,24 +267,29 @@ func (c *Cache) reset(res *resources.Resources, opts Options, key string) []rout
 	return dirty
 }
 
+// The changes update finds in the backend kinds: key, object before and
+// after (nil: none).
+type (
+	svcChange struct {
+		k        types.NamespacedName
+		old, new *corev1.Service
+	}
+	sliceChange struct {
+		k        types.NamespacedName
+		old, new *discoveryv1.EndpointSlice
+	}
+	xbChange struct {
+		k        types.NamespacedName
+		old, new *gwapixv1alpha1.XBackend
+	}
+	podChange struct{ old, new *corev1.Pod }
+)
+
 // update applies what changed from the last snapshot to res to the
 // Services and EndpointSlices, and returns the routes to translate again
 // (a route may be there twice). ok is false when a list of res is not
 // sorted (the caller then starts over).
 func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeChange, ok bool) {
-	type svcChange struct {
-		k        types.NamespacedName
-		old, new *corev1.Service
-	}
-	type sliceChange struct {
-		k        types.NamespacedName
-		old, new *discoveryv1.EndpointSlice
-	}
-	type xbChange struct {
-		k        types.NamespacedName
-		old, new *gwapixv1alpha1.XBackend
-	}
-	type podChange struct{ old, new *corev1.Pod }
 	var svcs []svcChange
 	var eps []sliceChange
 	var xbs []xbChange
@@ -300,17 +310,8 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		return nil, false
 	}
 	t := c.t
-	for _, ch := range svcs {
-		if t.gatewayServices[ch.k] {
-			return nil, false // a listener filter's backend: start over
-		}
-	}
-	for _, ch := range eps {
-		for _, es := range []*discoveryv1.EndpointSlice{ch.old, ch.new} {
-			if svc, ok := sliceService(es); ok && t.gatewayServices[svc] {
-				return nil, false
-			}
-		}
+	if c.readByGateways(svcs, eps, xbs, pods) {
+		return nil, false // Gateway-level state read it: start over
 	}
 	t.res, t.opts = res, opts
 	readers := func(kind string, k types.NamespacedName) {
@@ -324,9 +325,6 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		}
 	}
 	for _, ch := range svcs {
-		if t.policyServices[ch.k] {
-			return nil, false // read by a policy: Gateway-level
-		}
 		if ch.new == nil {
 			delete(t.services, ch.k)
 		} else {
@@ -351,11 +349,6 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		t.indexPods()
 	}
 	for _, ch := range eps {
-		for _, es := range []*discoveryv1.EndpointSlice{ch.old, ch.new} {
-			if svc, ok := sliceService(es); ok && t.policyServices[svc] {
-				return nil, false
-			}
-		}
 		delete(c.sliceWarnings, ch.k)
 		if svc, ok := sliceService(ch.old); ok {
 			t.slices[svc] = slices.DeleteFunc(slices.Clone(t.slices[svc]), func(es *discoveryv1.EndpointSlice) bool { return es == ch.old })
@@ -708,4 +701,39 @@ func diffSorted[E any, T interface {
 			changed(key(old), old, new)
 		}
 	})
+}
+
+// readByGateways says whether a change among svcs, eps, xbs and pods
+// reaches what Gateway-level state read (gatewayReads): a Service, its
+// EndpointSlices, an XBackend or a Pod such an XBackend selects.
+func (c *Cache) readByGateways(svcs []svcChange, eps []sliceChange, xbs []xbChange, pods []podChange) bool {
+	if len(c.gatewayReads) == 0 {
+		return false
+	}
+	svc := func(k types.NamespacedName) bool { return c.gatewayReads[depKey{resources.ServiceKind.Name(), k}] }
+	xb := func(k types.NamespacedName) bool { return c.gatewayReads[depKey{resources.XBackendKind.Name(), k}] }
+	for _, ch := range svcs {
+		if svc(ch.k) {
+			return true
+		}
+	}
+	for _, ch := range eps {
+		for _, es := range []*discoveryv1.EndpointSlice{ch.old, ch.new} {
+			if k, ok := sliceService(es); ok && svc(k) {
+				return true
+			}
+		}
+	}
+	for _, ch := range xbs {
+		if xb(ch.k) {
+			return true
+		}
+	}
+	hit := false
+	for _, ch := range pods {
+		for _, p := range []*corev1.Pod{ch.old, ch.new} {
+			c.t.xbackendsSelecting(p, func(k types.NamespacedName) { hit = hit || xb(k) })
+		}
+	}
+	return hit
 }

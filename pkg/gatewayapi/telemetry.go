@@ -306,9 +306,6 @@ func (t *translator) telemetryPolicy(p *gwapixv1alpha1.XTelemetryPolicy, st *pol
 			return
 		}
 	}
-	if deref(ref.Group, "") == "" && deref(ref.Kind, "Service") == "Service" {
-		t.policyServices[nn(string(deref(ref.Namespace, gwapiv1.Namespace(p.Namespace))), string(ref.Name))] = true
-	}
 	referrer := &routeState{key: RouteKey{Kind: KindXTelemetryPolicy, Namespace: p.Namespace, Name: p.Name}}
 	b, prob := t.resolveBackend(referrer, ref, corev1.ProtocolTCP)
 	switch {

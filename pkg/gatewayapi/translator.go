@@ -53,10 +53,6 @@ type translator struct {
 	// oldest (the one that applies) first.
 	policies       []*policyState
 	policyByTarget map[policyKey][]*policyState
-	// policyServices are the Services policies read (telemetry.go: the
-	// collector), found or not: a change to one of them, or to its
-	// EndpointSlices, translates everything again (Cache.update).
-	policyServices map[types.NamespacedName]bool
 
 	status *Status
 	// allGateways are every Gateway of the snapshot, ours or not, and
@@ -68,10 +64,14 @@ type translator struct {
 	// reading is the memo of the route being read (Cache.read), which
 	// records the Services it reads and the policy ancestors it makes.
 	reading *routeMemo
-	// gatewayServices are the Services Gateway-level state read: the
-	// backends of listener filters (resolveListenerFilters). Cache.update
-	// starts over when one of them changes.
-	gatewayServices map[types.NamespacedName]bool
+	// gatewayReads, while not nil, records the Services and XBackends
+	// that Gateway-level state reads, found or not: the backends of
+	// policies (telemetry.go: the collector) and of listener filters
+	// (resolveListenerFilters), resolved outside any route (Cache.reset
+	// sets it around them). A change to one of them, to a Service's
+	// EndpointSlices or to a Pod an XBackend of them selects translates
+	// everything again (Cache.update).
+	gatewayReads map[depKey]bool
 	// rule is the context of the rule being translated (translateRules).
 	rule ruleContext
 }
@@ -90,7 +90,6 @@ func newTranslator(res *resources.Resources, opts Options) *translator {
 		grants:         map[string][]*gwapiv1.ReferenceGrant{},
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		policyByTarget: map[policyKey][]*policyState{},
-		policyServices: map[types.NamespacedName]bool{},
 		allGateways:    map[types.NamespacedName]*gwapiv1.Gateway{},
 		allClasses:     map[string]bool{},
 		status: &Status{
@@ -187,14 +186,24 @@ func (t *translator) indexPods() {
 	})
 }
 
-// service returns the Service k, recorded as read by the route being
-// read: a change to the Service or its EndpointSlices translates the route
-// again (Cache).
+// service returns the Service k, recorded as read (recordRead): a change
+// to the Service or its EndpointSlices translates its reader again
+// (Cache).
 func (t *translator) service(k types.NamespacedName) *corev1.Service {
-	if t.reading != nil {
-		t.reading.services = append(t.reading.services, depKey{resources.ServiceKind.Name(), k})
-	}
+	t.recordRead(depKey{resources.ServiceKind.Name(), k})
 	return t.services[k]
+}
+
+// recordRead records that k is read: by the route being read (its memo's
+// services), or by Gateway-level state (gatewayReads); a read outside
+// both (an Ingress's, through Cache.Refs) is not recorded.
+func (t *translator) recordRead(k depKey) {
+	switch {
+	case t.reading != nil:
+		t.reading.services = append(t.reading.services, k)
+	case t.gatewayReads != nil:
+		t.gatewayReads[k] = true
+	}
 }
 
 // warnf adds a Status.Warnings entry.

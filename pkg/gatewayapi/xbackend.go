@@ -39,13 +39,11 @@ import (
 // XBackendGroup is the API group of XBackend.
 const XBackendGroup = gwapixv1alpha1.GroupName
 
-// xbackend returns the XBackend k, recorded as read by the route being
-// read: a change to it, or to a Pod it may select, translates the route
-// again (Cache).
+// xbackend returns the XBackend k, recorded as read (recordRead): a
+// change to it, or to a Pod it may select, translates its reader again
+// (Cache).
 func (t *translator) xbackend(k types.NamespacedName) *gwapixv1alpha1.XBackend {
-	if t.reading != nil {
-		t.reading.services = append(t.reading.services, depKey{resources.XBackendKind.Name(), k})
-	}
+	t.recordRead(depKey{resources.XBackendKind.Name(), k})
 	return t.xbackends[k]
 }
 

@@ -210,7 +210,6 @@ func RequestedIPs(gw *gwapiv1.Gateway) []string {
 			ips = append(ips, r.Value)
 		}
 	}
-	ips = slices.DeleteFunc(ips, func(s string) bool { return netip.MustParseAddr(s).IsUnspecified() })
 	if len(ips) == 0 {
 		return nil
 	}

@@ -74,7 +74,9 @@ func routabilityProblem(r gwapiv1.GatewayAddressRoutabilityType) string {
 }
 
 // AddressRequests are the IPAddress entries of gw's spec.addresses, in
-// the order given, values canonical; nil when it has none or when they are
+// the order given, values canonical (empty for the unspecified 0.0.0.0
+// and ::, which ask for no address in particular); nil when it has none
+// or when they are
 // refused (requestedIPs: a type other than IPAddress, an unparsable value
 // or routability).
 func AddressRequests(gw *gwapiv1.Gateway) []AddressRequest {
@@ -84,7 +86,9 @@ func AddressRequests(gw *gwapiv1.Gateway) []AddressRequest {
 	var out []AddressRequest
 	for _, a := range gw.Spec.Addresses {
 		r := AddressRequest{Routability: a.Routability}
-		if ip, err := netip.ParseAddr(a.Value); err == nil {
+		// The unspecified addresses 0.0.0.0 and :: ask for no address in
+		// particular: a Service cannot be given them.
+		if ip, err := netip.ParseAddr(a.Value); err == nil && !ip.IsUnspecified() {
 			r.Value = ip.String()
 		}
 		out = append(out, r)

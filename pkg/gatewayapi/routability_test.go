@@ -62,3 +62,22 @@ func TestRoutability(t *testing.T) {
 		t.Errorf("Cluster only: ClusterOnly %v, RequestedIPs %v", ClusterOnly(gw), RequestedIPs(gw))
 	}
 }
+
+// An unspecified address (0.0.0.0, ::) asks for no address in particular:
+// its request has no value, so status takes whatever the Service has
+// (status.RoutableAddresses) and the Service is asked for none
+// (RequestedIPs).
+func TestAddressRequestsUnspecified(t *testing.T) {
+	gw := &gwapiv1.Gateway{Spec: gwapiv1.GatewaySpec{Addresses: []gwapiv1.GatewaySpecAddress{
+		{Type: ptr(gwapiv1.IPAddressType), Value: "0.0.0.0"},
+		{Type: ptr(gwapiv1.IPAddressType), Value: "::"},
+		{Type: ptr(gwapiv1.IPAddressType), Value: "192.0.2.1"},
+	}}}
+	reqs := AddressRequests(gw)
+	if len(reqs) != 3 || reqs[0].Value != "" || reqs[1].Value != "" || reqs[2].Value != "192.0.2.1" {
+		t.Fatalf("AddressRequests %+v, want empty values for 0.0.0.0 and ::, then 192.0.2.1", reqs)
+	}
+	if got := RequestedIPs(gw); len(got) != 1 || got[0] != "192.0.2.1" {
+		t.Errorf("RequestedIPs %v, want [192.0.2.1]", got)
+	}
+}

@@ -147,7 +147,9 @@ func TestExtAuthInvalidRule(t *testing.T) {
 			if c.Status != tc.conditionValue || c.Reason != tc.reason || !strings.Contains(c.Message, tc.want) {
 				t.Errorf("%s = %s/%s %q, want %s/%s with %q", tc.cond, c.Status, c.Reason, c.Message, tc.conditionValue, tc.reason, tc.want)
 			}
+			seen := map[string]bool{}
 			for _, rt := range r.IR.Gateways[0].Listeners[0].HTTPRoutes {
+				seen[rt.Match.Path.Value] = true
 				switch rt.Match.Path.Value {
 				case "/bad":
 					if rt.DirectResponse == nil || rt.DirectResponse.StatusCode != 500 || rt.Backends != nil {
@@ -158,6 +160,9 @@ func TestExtAuthInvalidRule(t *testing.T) {
 						t.Errorf("/good: %+v, want it served unchecked", rt)
 					}
 				}
+			}
+			if !seen["/bad"] || !seen["/good"] {
+				t.Errorf("IR routes %v, want /bad and /good", seen)
 			}
 		})
 	}
@@ -250,6 +255,10 @@ func TestListenerFilterServiceChange(t *testing.T) {
 	*gone = *first
 	gone.Services = build("").Services
 	got = c.Translate(gone, Options{})
+	mustValid(t, got)
+	if full := Translate(gone, Options{}); !reflect.DeepEqual(got.IR, full.IR) {
+		t.Fatalf("incremental IR without the Service differs from a full translation")
+	}
 	if len(got.IR.Gateways[0].Listeners) != 0 {
 		t.Errorf("listener served without its check's Service: %+v", got.IR.Gateways[0].Listeners)
 	}

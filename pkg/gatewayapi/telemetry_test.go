@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
@@ -217,11 +218,11 @@ func TestTelemetryPolicyValidation(t *testing.T) {
 				}
 				cs := st.Ancestors[0].Conditions
 				acc := cond(t, cs, string(gwapiv1.PolicyConditionAccepted))
-				if want := cmpOr(tc.accepted, "Accepted"); acc.Reason != want || !strings.Contains(acc.Message, tc.acceptedMsg) || acc.ObservedGeneration != 4 {
+				if want := cmp.Or(tc.accepted, "Accepted"); acc.Reason != want || !strings.Contains(acc.Message, tc.acceptedMsg) || acc.ObservedGeneration != 4 {
 					t.Errorf("Accepted: %s %q (generation %d), want reason %s with %q", acc.Reason, acc.Message, acc.ObservedGeneration, want, tc.acceptedMsg)
 				}
 				if tc.accepted == "" {
-					wantCond(t, cs, "ResolvedRefs", map[bool]metav1.ConditionStatus{true: "True", false: "False"}[tc.refs == ""], cmpOr(tc.refs, "ResolvedRefs"))
+					wantCond(t, cs, "ResolvedRefs", map[bool]metav1.ConditionStatus{true: "True", false: "False"}[tc.refs == ""], cmp.Or(tc.refs, "ResolvedRefs"))
 				}
 			}
 			got := r.IR.Gateways[0].Listeners[0].Tracing
@@ -240,13 +241,6 @@ func TestTelemetryPolicyValidation(t *testing.T) {
 			}
 		})
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func yamlOf(t *testing.T, v any) string {

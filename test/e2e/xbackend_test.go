@@ -205,8 +205,8 @@ func TestXBackendExternalHostname(t *testing.T) {
 			break
 		}
 	}
-	if code != 503 {
-		t.Errorf("wrong-ca: got %d %q, want 503 (the server's certificate is not signed by other-ca)", code, body)
+	if code != 503 || !strings.HasPrefix(body, "upstream connect error") {
+		t.Errorf("wrong-ca: got %d %q, want 503 upstream connect error (the server's certificate is not signed by other-ca)", code, body)
 	}
 	if _, after, _ := secure.seen(); len(after) != len(before) {
 		t.Errorf("wrong-ca: the server served %d requests through a certificate Envoy should have refused", len(after)-len(before))

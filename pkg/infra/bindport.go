@@ -36,10 +36,12 @@ const (
 var reservedPorts = map[uint32]bool{AdminPort: true, ReadinessPort: true, AgentProbePort: true, MetricsPort: true}
 
 // ReservedPorts are reservedPorts, sorted: the ports an Envoy pod listens
-// on besides its Gateway listeners (gatewayapi.Options.ProxyPorts).
-func ReservedPorts() []uint32 {
-	return slices.Sorted(maps.Keys(reservedPorts))
-}
+// on besides its Gateway listeners (gatewayapi.Options.ProxyPorts). The
+// slice is shared: do not modify it.
+func ReservedPorts() []uint32 { return reservedPortList }
+
+// reservedPortList is ReservedPorts, sorted once.
+var reservedPortList = slices.Sorted(maps.Keys(reservedPorts))
 
 // ListenerKey identifies a listener port of a Gateway.
 type ListenerKey struct {

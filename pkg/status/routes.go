@@ -44,7 +44,8 @@ func getParents(obj client.Object) []gwapiv1.RouteParentStatus {
 // setParents sets what getParents reads.
 func setParents(obj client.Object, ps []gwapiv1.RouteParentStatus) {
 	for _, pk := range gatewayapi.PolicyKinds() {
-		if pk.SetAncestors(obj, parentsAsAncestors(ps)) {
+		if _, ok := pk.Ancestors(obj); ok {
+			pk.SetAncestors(obj, parentsAsAncestors(ps))
 			return
 		}
 	}

@@ -201,9 +201,11 @@ func MarshalIR(r *Result, showSecrets bool) ([]byte, error) {
 		}
 		// One map per policy kind: "backendTLSPolicies" (and "xBackends").
 		for k, v := range r.Status.Policies {
-			kind := strings.ToLower(k.Kind[:1]) + k.Kind[1:] + "s"
-			if base, ok := strings.CutSuffix(k.Kind[1:], "y"); ok {
-				kind = strings.ToLower(k.Kind[:1]) + base + "ies"
+			kind := strings.ToLower(k.Kind[:1]) + k.Kind[1:]
+			if base, ok := strings.CutSuffix(kind, "y"); ok {
+				kind = base + "ies"
+			} else {
+				kind += "s"
 			}
 			m, _ := st[kind].(map[string]any)
 			if m == nil {

@@ -127,9 +127,10 @@ func extAuthz(a *ir.ExtAuth, k int) (authzFilter, *anypb.Any) {
 			PackAsBytes:         true,
 		}
 	}
-	name := filterExtAuthz + "/route/" + configHash(c)
+	h := configHash(c)
+	name := filterExtAuthz + "/route/" + h
 	if k >= 0 {
-		name = fmt.Sprintf("%s/listener/%02d/%s", filterExtAuthz, k, configHash(c))
+		name = fmt.Sprintf("%s/listener/%02d/%s", filterExtAuthz, k, h)
 	}
 	f := authzFilter{name: name, filter: &hcmv3.HttpFilter{
 		Name:       name,

@@ -341,7 +341,9 @@ func (t *translator) apiKeyAuth(p *v1alpha1.SecurityPolicy, a *v1alpha1.APIKeyAu
 			out.Credentials = append(out.Credentials, ir.APIKeyCredential{Client: client, Key: key})
 		}
 	}
-	slices.SortFunc(out.Credentials, func(a, b ir.APIKeyCredential) int { return cmp.Or(cmp.Compare(a.Client, b.Client), cmp.Compare(a.Key, b.Key)) })
+	slices.SortFunc(out.Credentials, func(a, b ir.APIKeyCredential) int {
+		return cmp.Or(cmp.Compare(a.Client, b.Client), cmp.Compare(a.Key, b.Key))
+	})
 	return out, nil, nil
 }
 

@@ -326,7 +326,7 @@ type BasicAuthUser struct {
 	Name string `json:"name"`
 	// SHA is the base64 of the SHA-1 of the password (28 characters), as
 	// htpasswd's "{SHA}" lines hold it.
-	SHA string `json:"sha"`
+	SHA string `json:"passwordSHA"`
 }
 
 // APIKeyAuth is authentication by an API key.
@@ -344,7 +344,7 @@ type APIKeyAuth struct {
 // APIKeyCredential is one API key and the client it identifies.
 type APIKeyCredential struct {
 	Client string `json:"client"`
-	Key    string `json:"key"`
+	Key    string `json:"apiKey"`
 }
 
 // APIKeySource is one place a key is read from: exactly one of a header,

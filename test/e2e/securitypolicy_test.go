@@ -135,7 +135,7 @@ func (s *securityFixture) write(t *testing.T, users, keys string) {
 	render(t, filepath.Join(s.dir, "security.yaml"), securityYAML, map[string]any{"Users": users, "Keys": keys, "Section": section, "KeysRoute": keysRoute})
 }
 
-func startSecurity(t *testing.T, ) *securityFixture {
+func startSecurity(t *testing.T) *securityFixture {
 	s := &securityFixture{client: &http.Client{Timeout: 20 * time.Second}}
 	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.hits.Add(1)

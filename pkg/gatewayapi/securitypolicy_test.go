@@ -231,3 +231,37 @@ func TestSecurityPolicyPrecedence(t *testing.T) {
 		t.Errorf("realms by path %v, want %v", got, want)
 	}
 }
+
+// TestSecurityPolicyGRPCRoute: a policy on a GRPCRoute renders its gRPC
+// routes like an HTTPRoute's, and the Gateway's other route (an
+// HTTPRoute of another host) is left alone.
+func TestSecurityPolicyGRPCRoute(t *testing.T) {
+	res := fixture()
+	res.GRPCRoutes = []*gwapiv1.GRPCRoute{grpcRoute("g", gwapiv1.GRPCRouteRule{BackendRefs: []gwapiv1.GRPCBackendRef{{BackendRef: gwapiv1.BackendRef{
+		BackendObjectReference: gwapiv1.BackendObjectReference{Name: "app", Port: ptr(gwapiv1.PortNumber(80))}}}}})}
+	res.GRPCRoutes[0].Spec.Hostnames = []gwapiv1.Hostname{"g.example.com"}
+	h := httpRoute("h", gwapiv1.HTTPRouteRule{Matches: pathPrefix("/h"), BackendRefs: []gwapiv1.HTTPBackendRef{toApp(80)}})
+	h.Spec.Hostnames = []gwapiv1.Hostname{"h.example.com"}
+	res.HTTPRoutes = []*gwapiv1.HTTPRoute{h}
+	res.Secrets = []*corev1.Secret{secret("default", "keys", map[string]string{"acme": "k1"})}
+	p := securityPolicyOn(apiKeys(nil))
+	p.Spec.TargetRefs[0].Kind, p.Spec.TargetRefs[0].Name = "GRPCRoute", "g"
+	res.SecurityPolicies = []*v1alpha1.SecurityPolicy{p}
+	res.Sort()
+	r := Translate(res, Options{})
+	mustValid(t, r)
+	var grpc, plain int
+	for _, rt := range r.IR.Gateways[0].Listeners[0].HTTPRoutes {
+		switch {
+		case rt.GRPC && rt.Filters.APIKeyAuth != nil && rt.Filters.APIKeyAuth.Credentials[0].Client == "acme":
+			grpc++
+		case !rt.GRPC && rt.Filters.APIKeyAuth == nil:
+			plain++
+		default:
+			t.Errorf("route %s: grpc %t, API keys %+v", rt.Name, rt.GRPC, rt.Filters.APIKeyAuth)
+		}
+	}
+	if grpc == 0 || plain != 1 {
+		t.Errorf("%d gRPC routes with the keys, %d HTTP routes without; want some and 1", grpc, plain)
+	}
+}

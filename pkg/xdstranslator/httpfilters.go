@@ -18,7 +18,9 @@ package xdstranslator
 // (extauth.go) is access control in two places: a listener's checks run
 // before everything (pre-routing: Gateway listener filters), a route's
 // right after CORS, so that CORS answers preflight requests, which carry
-// no credentials, and adds its headers to a denial too.
+// no credentials, and adds its headers to a denial too. Authentication
+// (authn.go: basic_auth, api_key_auth) sits between CORS and a route's
+// external checks, for the same reason.
 
 import (
 	"slices"

@@ -40,6 +40,26 @@ func TestIngressClassParametersCRD(t *testing.T) {
 	}
 }
 
+func TestSecurityPolicyCRD(t *testing.T) {
+	crd := generatedCRD(t, "gateway.xds-controller.dev_securitypolicies.yaml", SecurityPolicyKind)
+	v := crd.Spec.Versions[0]
+	if v.Subresources == nil || v.Subresources.Status == nil {
+		t.Error("no status subresource")
+	}
+	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+	if len(spec.XValidations) != 1 || len(spec.Required) != 1 || spec.Required[0] != "targetRefs" {
+		t.Errorf("spec: rules %v, required %v; want the at-least-one-method rule and targetRefs required", spec.XValidations, spec.Required)
+	}
+	for _, f := range []string{"targetRefs", "jwt", "oidc", "basicAuth", "apiKeyAuth", "authorization", "extAuth"} {
+		if _, ok := spec.Properties[f]; !ok {
+			t.Errorf("spec.%s missing", f)
+		}
+	}
+	if tr := spec.Properties["targetRefs"]; len(tr.XValidations) != 2 || tr.MaxItems == nil || *tr.MaxItems != 16 {
+		t.Errorf("targetRefs: %d rules, maxItems %v", len(tr.XValidations), tr.MaxItems)
+	}
+}
+
 // generatedCRD reads config/crd/<file>, checks that the chart ships the
 // same bytes, and that it is the namespaced CRD of kind in our group and
 // version.

@@ -1,6 +1,8 @@
 package configdump
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	apikeyauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/api_key_auth/v3"
+	basicauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/basic_auth/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/google/go-cmp/cmp"
@@ -267,5 +271,42 @@ func TestPick(t *testing.T) {
 	}
 	if _, err := Pick([]corev1.Pod{pod("b", false, false)}, ""); err == nil || !strings.Contains(err.Error(), "Ready") {
 		t.Errorf("no Ready pod: %v", err)
+	}
+}
+
+// TestRedactRouteCredentials: a route configuration's API keys and
+// htpasswd users (SecurityPolicy) read "[redacted]" in a filtered dump
+// and on both sides of a diff, which still finds the two the same.
+func TestRedactRouteCredentials(t *testing.T) {
+	r := snapshot()
+	rc := r.Routes[0].(*routev3.RouteConfiguration)
+	rc.VirtualHosts[0].Routes[0].TypedPerFilterConfig = map[string]*anypb.Any{
+		"envoy.filters.http.api_key_auth": mustAny(t, &apikeyauthv3.ApiKeyAuthPerRoute{Credentials: []*apikeyauthv3.Credential{{Key: "api-key-material", Client: "acme"}}}),
+		"envoy.filters.http.basic_auth/x": mustAny(t, &basicauthv3.BasicAuthPerRoute{Users: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "bob:{SHA}htpasswd-material"}}}),
+	}
+	d, err := Parse(dumpOf(t, r, "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typs := range [][]string{nil, {"routes"}} {
+		b, _ := d.Filter(typs).YAML()
+		if strings.Contains(string(b), "api-key-material") || strings.Contains(string(b), "htpasswd-material") || !strings.Contains(string(b), "acme") ||
+			strings.Count(string(b), "'[redacted]'") < 2 {
+			t.Errorf("types %v: the route credentials are not redacted:\n%s", typs, b)
+		}
+	}
+	if raw, _ := d.YAML(); !strings.Contains(string(raw), "api-key-material") {
+		t.Error("Filter modified the dump")
+	}
+	ours, err := SnapshotSet(r, []string{"routes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, _ := d.Resources([]string{"routes"})
+	if b, _ := json.Marshal(ours); strings.Contains(string(b), "api-key-material") {
+		t.Errorf("our routes print the key: %s", b)
+	}
+	if !reflect.DeepEqual(ours, theirs) {
+		t.Errorf("the same routes differ once redacted:\nours %v\ntheirs %v", ours, theirs)
 	}
 }

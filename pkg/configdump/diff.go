@@ -98,7 +98,7 @@ func (d *Dump) Resources(types []string) (Set, map[string]string) {
 // normalize decodes and renders one resource of a dump again (secrets
 // redacted) and returns its name.
 func normalize(typ string, res map[string]any) (string, any) {
-	if typ == "secrets" {
+	if typ == "secrets" || typ == "routes" {
 		res = Redact(res)
 	} else if m, err := canonical(res); err == nil {
 		if j, err := toJSONMap(m); err == nil {
@@ -199,7 +199,7 @@ func SnapshotSet(r *xdstranslator.Resources, types []string) (Set, error) {
 			if err != nil {
 				return nil, err
 			}
-			if typ == "secrets" {
+			if typ == "secrets" || typ == "routes" {
 				m = Redact(m)
 			}
 			key := "name"

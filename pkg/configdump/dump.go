@@ -9,12 +9,12 @@
 package configdump
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -99,7 +99,8 @@ func (d *Dump) Scope() string {
 }
 
 // Filter returns a copy of d with only the sections of types (nil: every
-// section, the bootstrap's included) and every secret redacted (Redact).
+// section, the bootstrap's included) and every secret and route
+// credential redacted (Redact).
 func (d *Dump) Filter(types []string) *Dump {
 	out := &Dump{Configs: []map[string]any{}}
 	for _, c := range d.Configs {
@@ -107,8 +108,11 @@ func (d *Dump) Filter(types []string) *Dump {
 		if len(types) > 0 && !slices.ContainsFunc(types, func(n string) bool { return dumpTypes[n] == t }) {
 			continue
 		}
-		if t == dumpTypes["secrets"] {
-			c = redactSection(c)
+		switch t {
+		case dumpTypes["secrets"]:
+			c = redactSection(c, secretLists, "secret")
+		case dumpTypes["routes"]:
+			c = redactSection(c, routeLists, "route_config")
 		}
 		out.Configs = append(out.Configs, c)
 	}
@@ -121,17 +125,23 @@ func (d *Dump) YAML() ([]byte, error) {
 }
 
 // secretLists are the lists of a SecretsConfigDump whose entries hold a
-// `secret`.
-var secretLists = []string{"static_secrets", "dynamic_active_secrets", "dynamic_warming_secrets"}
+// `secret`; routeLists those of a RoutesConfigDump whose entries hold a
+// `route_config`.
+var (
+	secretLists = []string{"static_secrets", "dynamic_active_secrets", "dynamic_warming_secrets"}
+	routeLists  = []string{"static_route_configs", "dynamic_route_configs"}
+)
 
-// redactSection returns a copy of a SecretsConfigDump section whose every
-// secret went through Redact.
-func redactSection(c map[string]any) map[string]any {
+// redactSection returns a copy of a SecretsConfigDump (field "secret" of
+// the entries of secretLists) or RoutesConfigDump section (field
+// "route_config" of routeLists) whose every secret or route
+// configuration holding credentials went through Redact.
+func redactSection(c map[string]any, lists []string, field string) map[string]any {
 	out := make(map[string]any, len(c))
 	for k, v := range c {
 		out[k] = v
 	}
-	for _, list := range secretLists {
+	for _, list := range lists {
 		entries, _ := c[list].([]any)
 		if entries == nil {
 			continue
@@ -146,8 +156,8 @@ func redactSection(c map[string]any) map[string]any {
 			for k, v := range m {
 				cp[k] = v
 			}
-			if s, ok := m["secret"].(map[string]any); ok {
-				cp["secret"] = Redact(s)
+			if s, ok := m[field].(map[string]any); ok && (field == "secret" || holdsCredentials(s)) {
+				cp[field] = Redact(s)
 			}
 			red[i] = cp
 		}
@@ -156,20 +166,32 @@ func redactSection(c map[string]any) map[string]any {
 	return out
 }
 
-// Redact returns a secret of a config dump (the proto3 JSON of an
-// envoy.extensions.transport_sockets.tls.v3.Secret, with "@type") with its
-// private key replaced by "[redacted]", by translate.Redact (what
-// `translate --output xds` prints). Envoy's admin already redacts private
-// keys; this does not rely on it. A secret that does not decode is
-// withheld: only its name is kept.
+// credentialTypes are the per-route configurations whose credentials
+// translate.Redact hides (SecurityPolicy apiKeyAuth and basicAuth).
+var credentialTypes = []string{"envoy.extensions.filters.http.api_key_auth.v3.ApiKeyAuthPerRoute", "envoy.extensions.filters.http.basic_auth.v3.BasicAuthPerRoute"}
+
+// holdsCredentials says whether a route configuration of a dump has a
+// per-route configuration of credentialTypes (so that the others, which
+// may hold extensions this binary cannot decode, are printed as Envoy
+// gave them).
+func holdsCredentials(rc map[string]any) bool {
+	b, _ := json.Marshal(rc)
+	return slices.ContainsFunc(credentialTypes, func(t string) bool { return bytes.Contains(b, []byte(t)) })
+}
+
+// Redact returns a resource of a config dump (the proto3 JSON of an xDS
+// resource, with "@type") through translate.Redact (what `translate
+// --output xds` prints): a secret's private key, and a route
+// configuration's API keys and htpasswd users, replaced by "[redacted]".
+// Envoy's admin already redacts private keys (not route credentials);
+// this does not rely on it. A resource that does not decode is withheld:
+// only its name is kept.
 func Redact(secret map[string]any) map[string]any {
 	m, err := canonical(secret)
 	if err != nil {
 		return map[string]any{"name": secret["name"], "withheld": "could not be decoded, so it is not printed: " + err.Error()}
 	}
-	if s, ok := m.(*tlsv3.Secret); ok {
-		m = translate.Redact(s).(*tlsv3.Secret)
-	}
+	m = translate.Redact(m)
 	out, err := toJSONMap(m)
 	if err != nil {
 		return map[string]any{"name": secret["name"], "withheld": err.Error()}

@@ -298,6 +298,61 @@ type HTTPFilters struct {
 	// every request of the route before it is forwarded (HTTPRoute
 	// ExternalAuth filter, GEP-1494).
 	ExtAuth *ExtAuth `json:"extAuth,omitempty"`
+	// BasicAuth, when set, admits only requests with a user name and
+	// password of its users (SecurityPolicy basicAuth); others get 401.
+	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
+	// APIKeyAuth, when set, admits only requests with one of its API keys
+	// (SecurityPolicy apiKeyAuth); others get 401.
+	APIKeyAuth *APIKeyAuth `json:"apiKeyAuth,omitempty"`
+}
+
+// BasicAuth is HTTP Basic authentication (RFC 7617) against users whose
+// passwords are SHA-1 hashed (htpasswd -s), as Envoy's basic_auth filter
+// checks them.
+type BasicAuth struct {
+	// Users are the users, sorted by name, names distinct.
+	Users []BasicAuthUser `json:"users"`
+	// Realm is the WWW-Authenticate challenge's realm: no control
+	// characters, no '"' or '\\'.
+	Realm string `json:"realm"`
+	// ForwardUsernameHeader, when set, is the request header that carries
+	// the authenticated user's name to the backend.
+	ForwardUsernameHeader string `json:"forwardUsernameHeader,omitempty"`
+}
+
+// BasicAuthUser is one user of an htpasswd file.
+type BasicAuthUser struct {
+	// Name is the user name: no ':' and no whitespace.
+	Name string `json:"name"`
+	// SHA is the base64 of the SHA-1 of the password (28 characters), as
+	// htpasswd's "{SHA}" lines hold it.
+	SHA string `json:"passwordSHA"`
+}
+
+// APIKeyAuth is authentication by an API key.
+type APIKeyAuth struct {
+	// Credentials are the keys accepted, sorted by client, keys distinct.
+	Credentials []APIKeyCredential `json:"credentials"`
+	// Sources are where the key is read from, the first found wins; the
+	// key is removed from the request forwarded, whatever its source.
+	Sources []APIKeySource `json:"sources"`
+	// ForwardClientIDHeader, when set, is the request header that carries
+	// the matched key's client to the backend.
+	ForwardClientIDHeader string `json:"forwardClientIDHeader,omitempty"`
+}
+
+// APIKeyCredential is one API key and the client it identifies.
+type APIKeyCredential struct {
+	Client string `json:"client"`
+	Key    string `json:"apiKey"`
+}
+
+// APIKeySource is one place a key is read from: exactly one of a header,
+// a query parameter and a cookie.
+type APIKeySource struct {
+	Header string `json:"header,omitempty"`
+	Query  string `json:"query,omitempty"`
+	Cookie string `json:"cookie,omitempty"`
 }
 
 // ExtAuthProtocol is how Envoy asks an external authorization service

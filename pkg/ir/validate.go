@@ -291,6 +291,12 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 	if a := r.Filters.ExtAuth; a != nil {
 		v.extAuth(p, a)
 	}
+	if a := r.Filters.BasicAuth; a != nil {
+		v.basicAuth(p, a)
+	}
+	if a := r.Filters.APIKeyAuth; a != nil {
+		v.apiKeyAuth(p, a)
+	}
 	for _, m := range r.Filters.Mirrors {
 		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
 			v.add(p, "a mirror needs a backend and a percent within 0-100")

@@ -64,6 +64,9 @@ type Resources struct {
 	// Pods are read for the endpoints of XBackends of type
 	// EndpointSelector (labels, readiness and IPs only).
 	Pods []*corev1.Pod
+	// SecurityPolicies authenticate and authorize the requests of the
+	// Gateways, listeners and routes they target (basic auth, API keys).
+	SecurityPolicies []*v1alpha1.SecurityPolicy
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -100,8 +103,11 @@ var (
 	ClusterTrustBundleKind = register(certificatesv1.GroupName, "ClusterTrustBundle", func(r *Resources) *[]*certificatesv1.ClusterTrustBundle {
 		return &r.ClusterTrustBundles
 	})
-	XBackendKind = register(gwapixv1a1.GroupName, "XBackend", func(r *Resources) *[]*gwapixv1a1.XBackend { return &r.XBackends })
-	PodKind      = register("", "Pod", func(r *Resources) *[]*corev1.Pod { return &r.Pods })
+	XBackendKind       = register(gwapixv1a1.GroupName, "XBackend", func(r *Resources) *[]*gwapixv1a1.XBackend { return &r.XBackends })
+	PodKind            = register("", "Pod", func(r *Resources) *[]*corev1.Pod { return &r.Pods })
+	SecurityPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.SecurityPolicyKind, func(r *Resources) *[]*v1alpha1.SecurityPolicy {
+		return &r.SecurityPolicies
+	})
 )
 
 // Sort orders every list by namespace, then name.

@@ -24,6 +24,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapixv1a1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/resources"
@@ -298,6 +299,33 @@ func (w *world) edit(o object) string {
 			v.Spec.RetryConstraint = &gwapixv1a1.RetryConstraint{Budget: &gwapixv1a1.BudgetDetails{Percent: ptrTo(w.rng.IntN(120))}}
 			return "retry budget percent"
 		}
+	case *v1alpha1.SecurityPolicy:
+		switch w.rng.IntN(4) {
+		case 0:
+			// Another target: a route of the world (or one of its rules),
+			// or a Gateway's listener.
+			var routes []objKey
+			for _, k := range w.keys(w.live) {
+				if k.kind == "HTTPRoute" || k.kind == "GRPCRoute" {
+					routes = append(routes, k)
+				}
+			}
+			if len(v.Spec.TargetRefs) > 0 && len(routes) > 0 {
+				k := routes[w.rng.IntN(len(routes))]
+				v.Spec.TargetRefs[0] = gwapiv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
+					Group: gwapiv1.GroupName, Kind: gwapiv1.Kind(k.kind), Name: gwapiv1.ObjectName(k.name)}}
+				return "targetRef " + k.kind + " " + k.name
+			}
+		case 1:
+			if len(v.Spec.TargetRefs) > 0 {
+				v.Spec.TargetRefs[0].SectionName = []*gwapiv1.SectionName{nil, ptrTo(gwapiv1.SectionName(w.oneOf(w.sections)))}[w.rng.IntN(2)]
+				return "targetRef sectionName"
+			}
+		case 2:
+			v.Spec.BasicAuth = nil
+			return "no basicAuth"
+		}
+		return w.swap(o, "Spec")
 	case *gwapixv1a1.XBackend:
 		switch w.rng.IntN(4) {
 		case 0:
@@ -594,7 +622,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
-	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod"} {
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod", "SecurityPolicy"} {
 		if changed[kind] < 10 {
 			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
 		}

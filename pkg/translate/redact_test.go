@@ -74,3 +74,63 @@ func TestRedact(t *testing.T) {
 		t.Errorf("with showSecrets the keys were printed %d times in the IR and %d in the xDS: the test finds no key to hide", shownIR, shownXDS)
 	}
 }
+
+// TestRedactCredentials: for every golden input with SecurityPolicies,
+// neither MarshalIR nor MarshalXDS prints an API key or a password hash
+// of their Secrets unless asked to (both are in Envoy's route
+// configurations, which Redact rewrites).
+func TestRedactCredentials(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/*.in.yaml")
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("golden inputs: %v %v", inputs, err)
+	}
+	shown := 0
+	for _, in := range inputs {
+		res, _, err := file.Load(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.SecurityPolicies) == 0 {
+			continue
+		}
+		out, err := Run(res, gatewayapi.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		irFull, _ := MarshalIR(out.Result, true)
+		irRed, _ := MarshalIR(out.Result, false)
+		xdsFull, _ := MarshalXDS(out.XDS, true)
+		xdsRed, err := MarshalXDS(out.XDS, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var creds []string
+		for _, p := range out.Result.IR.Gateways {
+			for _, l := range p.Listeners {
+				for _, r := range l.HTTPRoutes {
+					if a := r.Filters.APIKeyAuth; a != nil {
+						for _, c := range a.Credentials {
+							creds = append(creds, c.Key)
+						}
+					}
+					if b := r.Filters.BasicAuth; b != nil {
+						for _, u := range b.Users {
+							creds = append(creds, u.SHA)
+						}
+					}
+				}
+			}
+		}
+		for _, c := range creds {
+			if bytes.Contains(irRed, []byte(c)) || bytes.Contains(xdsRed, []byte(c)) {
+				t.Errorf("%s: a redacted output prints the credential %q", in, c)
+			}
+			if bytes.Contains(irFull, []byte(c)) && bytes.Contains(xdsFull, []byte(c)) {
+				shown++
+			}
+		}
+	}
+	if shown == 0 {
+		t.Error("no credential was printed with showSecrets: the test finds nothing to hide")
+	}
+}

@@ -243,7 +243,8 @@ func MarshalIR(r *Result, showSecrets bool) ([]byte, error) {
 // MarshalXDS renders xDS resources as YAML in the proto3 JSON mapping of
 // Envoy's API: scope -> type (listeners, routes, clusters, endpoints,
 // secrets) -> list of resources. Secrets' private keys read Redacted
-// unless showSecrets is set (Redact).
+// and routes' credentials read Redacted unless showSecrets is set
+// (Redact).
 func MarshalXDS(x map[string]*xdstranslator.Resources, showSecrets bool) ([]byte, error) {
 	scopes := map[string]any{}
 	for scope, r := range x {
@@ -260,7 +261,7 @@ func MarshalXDS(x map[string]*xdstranslator.Resources, showSecrets bool) ([]byte
 			}
 			items := make([]any, 0, len(kind.list))
 			for _, res := range kind.list {
-				if kind.name == "secrets" && !showSecrets {
+				if (kind.name == "secrets" || kind.name == "routes") && !showSecrets {
 					res = Redact(res)
 				}
 				v, err := toMap(res)

@@ -18,7 +18,9 @@ package xdstranslator
 // (extauth.go) is access control in two places: a listener's checks run
 // before everything (pre-routing: Gateway listener filters), a route's
 // right after CORS, so that CORS answers preflight requests, which carry
-// no credentials, and adds its headers to a denial too.
+// no credentials, and adds its headers to a denial too. Authentication
+// (authn.go: basic_auth, api_key_auth) sits between CORS and a route's
+// external checks, for the same reason.
 
 import (
 	"slices"
@@ -60,29 +62,42 @@ type filterUse struct {
 	// authz are the ext_authz filters (extauth.go), one per name, sorted
 	// by name: a listener's (in their order) before the routes'.
 	authz []authzFilter
+	// basicAuth are the basic_auth filters (authn.go), one per name,
+	// sorted by name; apiKey is the api_key_auth filter.
+	basicAuth []authzFilter
+	apiKey    bool
 }
 
 func (u *filterUse) add(o filterUse) {
 	u.cors = u.cors || o.cors
 	u.rbac = u.rbac || o.rbac
 	u.session = u.session || o.session
+	u.apiKey = u.apiKey || o.apiKey
 	for _, f := range o.authz {
 		u.addAuthz(f)
 	}
+	for _, f := range o.basicAuth {
+		u.basicAuth = addNamed(u.basicAuth, f)
+	}
 }
 
-// addAuthz adds an ext_authz filter, once per name. The slice may be
-// shared with a memo: an insertion copies it.
-func (u *filterUse) addAuthz(f authzFilter) {
-	i, found := slices.BinarySearchFunc(u.authz, f.name, func(a authzFilter, n string) int { return strings.Compare(a.name, n) })
+// addAuthz adds an ext_authz filter, once per name.
+func (u *filterUse) addAuthz(f authzFilter) { u.authz = addNamed(u.authz, f) }
+
+// addNamed adds f to fs, sorted by name, once per name, and returns fs.
+// The slice may be shared with a memo: an insertion copies it.
+func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
+	i, found := slices.BinarySearchFunc(fs, f.name, func(a authzFilter, n string) int { return strings.Compare(a.name, n) })
 	if !found {
-		u.authz = slices.Insert(slices.Clip(u.authz), i, f)
+		fs = slices.Insert(slices.Clip(fs), i, f)
 	}
+	return fs
 }
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (a listener's ext_authz checks first,
-// then RBAC, CORS, a route's ext_authz checks, stateful session; the
+// then RBAC, CORS, basic_auth, api_key_auth, a route's ext_authz checks,
+// stateful session; the
 // router last), Envoy's stdout access log when log is set, the limits on
 // its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
 // traces nothing).
@@ -108,6 +123,14 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 			Name:       filterCORS,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
 		})
+	}
+	// Authentication (authn.go) after CORS, whose preflight requests
+	// carry no credentials, and before a route's external checks.
+	for _, f := range use.basicAuth {
+		filters = append(filters, f.filter)
+	}
+	if use.apiKey {
+		filters = append(filters, apiKeyAuthFilter())
 	}
 	for _, f := range use.authz[routeAuthz:] {
 		filters = append(filters, f.filter)

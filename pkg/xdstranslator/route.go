@@ -239,6 +239,21 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 		used = append(used, a.Backend)
 		out.RequestBodyBufferLimit = bodyBufferLimit(a)
 	}
+	if a := f.BasicAuth; a != nil && r.DirectResponse == nil {
+		bf, per := basicAuth(a)
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[bf.name] = per
+		use.basicAuth = addNamed(use.basicAuth, bf)
+	}
+	if a := f.APIKeyAuth; a != nil && r.DirectResponse == nil {
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[filterAPIKeyAuth] = apiKeyAuth(a)
+		use.apiKey = true
+	}
 	if len(f.AllowedSourceRanges) > 0 {
 		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
 		if err != nil {

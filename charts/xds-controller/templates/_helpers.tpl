@@ -65,6 +65,13 @@ with a newline.
 - apiGroups: [gateway.xds-controller.dev]
   resources: [gatewayparameters, ingressclassparameters]
   verbs: [get, list, watch]
+# SecurityPolicies (ours): read, and write their status.ancestors.
+- apiGroups: [gateway.xds-controller.dev]
+  resources: [securitypolicies]
+  verbs: [get, list, watch]
+- apiGroups: [gateway.xds-controller.dev]
+  resources: [securitypolicies/status]
+  verbs: [patch, update]
 # Ingresses: read, and write the status.loadBalancer of the Ingresses of
 # our classes (merge patch).
 - apiGroups: [networking.k8s.io]

@@ -1,0 +1,74 @@
+package ir
+
+import (
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// basicAuth checks what Envoy's basic_auth filter would refuse (a NACK):
+// at least one user; names without ':', whitespace or control characters,
+// distinct; each hash the 28-character base64 of a 20-byte SHA-1; a realm
+// without control characters, '"' or '\'; a forwarded header name that is
+// an RFC 7230 token.
+func (v *validator) basicAuth(p string, a *BasicAuth) {
+	if len(a.Users) == 0 {
+		v.add(p, "basic auth needs at least one user")
+	}
+	for i, u := range a.Users {
+		if u.Name == "" || strings.ContainsFunc(u.Name, func(r rune) bool { return r == ':' || r <= ' ' || r == 0x7f }) {
+			v.add(p, fmt.Sprintf("basic auth user name %q is empty or holds ':', whitespace or a control character", u.Name))
+		}
+		if i > 0 && a.Users[i-1].Name >= u.Name {
+			v.add(p, fmt.Sprintf("basic auth users are not sorted and distinct at %q", u.Name))
+		}
+		if b, err := base64.StdEncoding.DecodeString(u.SHA); err != nil || len(b) != 20 || len(u.SHA) != 28 {
+			v.add(p, fmt.Sprintf("basic auth user %q: the hash is not the base64 of a SHA-1", u.Name))
+		}
+	}
+	if a.Realm == "" || strings.ContainsFunc(a.Realm, func(r rune) bool { return r < ' ' || r == 0x7f || r == '"' || r == '\\' }) {
+		v.add(p, fmt.Sprintf("basic auth realm %q is empty or holds a control character, '\"' or '\\'", a.Realm))
+	}
+	if h := a.ForwardUsernameHeader; h != "" && !isToken(h) {
+		v.add(p, fmt.Sprintf("basic auth header name %q is not an RFC 7230 token", h))
+	}
+}
+
+// apiKeyAuth checks what Envoy's api_key_auth filter would refuse: at
+// least one credential, keys and clients not empty, keys distinct; at
+// least one source, each exactly one of a header (an RFC 7230 token), a
+// query parameter and a cookie; a forwarded header name that is a token.
+func (v *validator) apiKeyAuth(p string, a *APIKeyAuth) {
+	if len(a.Credentials) == 0 {
+		v.add(p, "API key auth needs at least one key")
+	}
+	keys := make([]string, 0, len(a.Credentials))
+	for _, c := range a.Credentials {
+		if c.Client == "" || c.Key == "" {
+			v.add(p, "an API key and its client may not be empty")
+		}
+		keys = append(keys, c.Key)
+	}
+	slices.Sort(keys)
+	if len(slices.Compact(keys)) != len(a.Credentials) {
+		v.add(p, "two clients have the same API key")
+	}
+	if len(a.Sources) == 0 {
+		v.add(p, "API key auth needs at least one source")
+	}
+	for _, s := range a.Sources {
+		n := 0
+		for _, x := range []string{s.Header, s.Query, s.Cookie} {
+			if x != "" {
+				n++
+			}
+		}
+		if n != 1 || s.Header != "" && !isToken(s.Header) {
+			v.add(p, fmt.Sprintf("API key source %+v is not exactly one of a header (a token), a query parameter and a cookie", s))
+		}
+	}
+	if h := a.ForwardClientIDHeader; h != "" && !isToken(h) {
+		v.add(p, fmt.Sprintf("API key header name %q is not an RFC 7230 token", h))
+	}
+}

@@ -24,9 +24,13 @@ package oidc
 import (
 	"crypto/rand"
 	"fmt"
+	"html"
 	"html/template"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -308,4 +312,38 @@ func (p *Provider) login(provider *op.Provider) http.HandlerFunc {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		}
 	}
+}
+
+var (
+	formActionRE = regexp.MustCompile(`<form method="POST" action="([^"]+)">`)
+	formIDRE     = regexp.MustCompile(`name="authRequestID" value="([^"]+)"`)
+)
+
+// LogIn does what a person at a browser does: GET startURL with browser
+// (which must follow redirects and should have a cookie jar) until a
+// login form of this package's provider shows, fill in username and
+// password, POST it and follow the redirects. startURL may be the
+// provider's authorization URL or a page of a relying party (such as
+// Envoy's oauth2 filter) that redirects there. It returns the last
+// response, its body read into body, or an error when no login form
+// shows up (the page's status and body are in the error).
+func LogIn(browser *http.Client, startURL, username, password string) (resp *http.Response, body string, err error) {
+	resp, err = browser.Get(startURL)
+	if err != nil {
+		return nil, "", err
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	action, id := formActionRE.FindSubmatch(page), formIDRE.FindSubmatch(page)
+	if resp.StatusCode != http.StatusOK || action == nil || id == nil {
+		return resp, string(page), fmt.Errorf("no login form at the end of %s: %d %q", startURL, resp.StatusCode, page)
+	}
+	resp, err = browser.PostForm(html.UnescapeString(string(action[1])), url.Values{
+		"authRequestID": {html.UnescapeString(string(id[1]))}, "username": {username}, "password": {password}})
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
 }

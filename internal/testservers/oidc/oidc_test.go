@@ -7,7 +7,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -36,34 +35,17 @@ func startCallback(t *testing.T) *callback {
 	return c
 }
 
-var actionRE = regexp.MustCompile(`<form method="POST" action="([^"]+)">`)
-var hiddenRE = regexp.MustCompile(`name="authRequestID" value="([^"]+)"`)
-
-// browserLogin does what a person does: GET authURL following redirects to
-// the login form, fill in username and password, POST it and follow the
-// redirects to the relying party. It returns the status and body of the
-// last response.
+// browserLogin logs in with oidc.LogIn and a fresh browser (a client
+// with a cookie jar that follows redirects); it returns the last status
+// and body.
 func browserLogin(t *testing.T, authURL, username, password string) (int, string) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	resp, err := browser.Get(authURL)
+	resp, body, err := oidc.LogIn(&http.Client{Jar: jar}, authURL, username, password)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	action, id := actionRE.FindSubmatch(page), hiddenRE.FindSubmatch(page)
-	if resp.StatusCode != http.StatusOK || action == nil || id == nil {
-		t.Fatalf("authorization endpoint: %d, no login form:\n%s", resp.StatusCode, page)
-	}
-	resp, err = browser.PostForm(string(action[1]), url.Values{"authRequestID": {string(id[1])}, "username": {username}, "password": {password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return resp.StatusCode, body
 }
 
 // TestLoginFlow drives the authorization code flow as a browser and a

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -369,7 +370,7 @@ func (s storage) GetPrivateClaimsFromScopes(_ context.Context, userID, _ string,
 	s.p.mu.Lock()
 	defer s.p.mu.Unlock()
 	if u, ok := s.p.users[userID]; ok && len(u.Claims) > 0 {
-		return u.Claims, nil
+		return maps.Clone(u.Claims), nil
 	}
 	return nil, nil
 }

@@ -16,18 +16,27 @@ import (
 
 	"github.com/xds-controller/xds-controller/internal/testservers/jwt"
 	"github.com/xds-controller/xds-controller/internal/testservers/oidc"
+	"github.com/xds-controller/xds-controller/internal/xdstest"
 )
 
 // jwtBootstrap is a static Envoy bootstrap with one listener whose
 // jwt_authn filter has three providers:
+//
 //   - remote: issuer https://issuer.test, audience api, JWKS fetched from
 //     the test's JWKS server (cluster jwks) and cached 1s; the sub claim
 //     copied to x-jwt-sub, the payload (scope split into a list) put in
 //     the dynamic metadata for RBAC; the token removed (forward false);
+//
 //   - local: issuer https://local.test, audience api, JWKS inline, token
 //     also read from the access_token query parameter;
+//
 //   - oidc: the OpenID provider's issuer, audience web (its client), JWKS
 //     from the provider's jwks_uri (cluster oidc), cached 1s.
+//
+//   - tls, tls_wrong_ca, tls_wrong_name: like remote, but the JWKS is
+//     fetched over HTTPS from the TLS JWKS server, verified with its CA
+//     and name (jwks.test), with another CA, or with its CA but the
+//     name other.test.
 //
 // Rules: /remote and /scoped need remote, /local needs local, /oidc needs
 // oidc; any other path needs nothing. An RBAC filter after it allows
@@ -73,11 +82,32 @@ static_resources:
                     http_uri: {uri: "{{oidcJWKS}}", cluster: oidc, timeout: 1s}
                     cache_duration: 1s
                   claim_to_headers: [{header_name: x-jwt-sub, claim_name: sub}]
+                tls:
+                  issuer: https://issuer.test
+                  audiences: [api]
+                  remote_jwks:
+                    http_uri: {uri: "{{jwksTLSURL}}", cluster: jwks_tls, timeout: 1s}
+                    cache_duration: 1s
+                tls_wrong_ca:
+                  issuer: https://issuer.test
+                  audiences: [api]
+                  remote_jwks:
+                    http_uri: {uri: "{{jwksTLSURL}}", cluster: jwks_tls_wrong_ca, timeout: 1s}
+                    cache_duration: 1s
+                tls_wrong_name:
+                  issuer: https://issuer.test
+                  audiences: [api]
+                  remote_jwks:
+                    http_uri: {uri: "{{jwksTLSURL}}", cluster: jwks_tls_wrong_name, timeout: 1s}
+                    cache_duration: 1s
               rules:
               - {match: {prefix: /remote}, requires: {provider_name: remote}}
               - {match: {prefix: /scoped}, requires: {provider_name: remote}}
               - {match: {prefix: /local}, requires: {provider_name: local}}
               - {match: {prefix: /oidc}, requires: {provider_name: oidc}}
+              - {match: {prefix: /tls/}, requires: {provider_name: tls}}
+              - {match: {prefix: /tls-wrong-ca/}, requires: {provider_name: tls_wrong_ca}}
+              - {match: {prefix: /tls-wrong-name/}, requires: {provider_name: tls_wrong_name}}
           - name: envoy.filters.http.rbac
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC
@@ -112,6 +142,21 @@ func staticCluster(name, addr string) string {
       cluster_name: %s
       endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %s, port_value: %s}}}}]}]
 `, name, name, host, port)
+}
+
+// tlsCluster is a STATIC cluster to addr over TLS: SNI sni, the server
+// certificate verified against caPEM and its DNS SAN against san.
+func tlsCluster(name, addr, sni string, caPEM []byte, san string) string {
+	return staticCluster(name, addr) + fmt.Sprintf(`    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        sni: %s
+        common_tls_context:
+          validation_context:
+            trusted_ca: {inline_string: %q}
+            match_typed_subject_alt_names: [{san_type: DNS, matcher: {exact: %s}}]
+`, sni, caPEM, san)
 }
 
 // fill replaces each {{key}} of tmpl; a placeholder left fails t.
@@ -169,12 +214,15 @@ func eventually(get func() int, want int) (last, polls int) {
 // metadata) gives 403 without the scope; after a rotation the new key's tokens pass once
 // Envoy refetches the JWKS, the old key's until it is removed; an access
 // token from a real login at the OpenID provider passes, before and after
-// the provider rotates its key.
+// the provider rotates its key; a JWKS over HTTPS is fetched only
+// through a cluster that verifies the server's CA and name.
 func TestJWTBehindEnvoy(t *testing.T) {
 	ctx := context.Background()
 	remoteKey, localKey := jwt.NewRSA(t, "remote-1"), jwt.NewEC(t, "local-1")
 	remoteSet := jwt.NewKeySet(remoteKey)
 	jwks := jwt.StartJWKS(t, remoteSet)
+	jwksTLS := jwt.StartJWKSTLS(t, remoteSet, "jwks.test")
+	otherCA, _ := xdstest.Cert("jwks.test")
 	op := oidc.Start(t)
 	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.URL.Query().Get("code")) }))
 	t.Cleanup(cb.Close)
@@ -186,7 +234,11 @@ func TestJWTBehindEnvoy(t *testing.T) {
 		"adminPort": port(admin), "listenerPort": port(listener),
 		"jwksURL": jwks.URL, "localJWKS": string(jwt.NewKeySet(localKey).JWKS()),
 		"oidcIssuer": op.Issuer, "oidcJWKS": op.Issuer + "/keys",
-		"clusters": staticCluster("backend", echoBackend(t)) + staticCluster("jwks", jwks.Addr) + staticCluster("oidc", op.Addr),
+		"jwksTLSURL": jwksTLS.URL,
+		"clusters": staticCluster("backend", echoBackend(t)) + staticCluster("jwks", jwks.Addr) + staticCluster("oidc", op.Addr) +
+			tlsCluster("jwks_tls", jwksTLS.Addr, "jwks.test", jwksTLS.CA, "jwks.test") +
+			tlsCluster("jwks_tls_wrong_ca", jwksTLS.Addr, "jwks.test", otherCA, "jwks.test") +
+			tlsCluster("jwks_tls_wrong_name", jwksTLS.Addr, "jwks.test", jwksTLS.CA, "other.test"),
 	}), admin)
 	base := "http://" + listener
 
@@ -236,6 +288,23 @@ func TestJWTBehindEnvoy(t *testing.T) {
 			t.Errorf("%s: %d %q www-authenticate %q, want %d %q and a Bearer challenge", tc.name, r.status, r.body, r.headers.Get("www-authenticate"), tc.want, tc.reason)
 		}
 	}
+
+	t.Run("JWKS over TLS", func(t *testing.T) {
+		for _, tc := range []struct {
+			path, want string
+		}{{"/tls/", "backend"}, {"/tls-wrong-ca/", "Jwks remote fetch is failed"}, {"/tls-wrong-name/", "Jwks remote fetch is failed"}} {
+			want := http.StatusOK
+			if tc.want != "backend" {
+				want = http.StatusUnauthorized
+			}
+			if r := do(t, http.MethodGet, base+tc.path, "", bearer(good)); r.status != want || r.body != tc.want {
+				t.Errorf("%s: %d %q, want %d %q", tc.path, r.status, r.body, want, tc.want)
+			}
+		}
+		if jwksTLS.Fetches() != 1 {
+			t.Errorf("the TLS JWKS server served %d fetches, want 1 (the verified cluster's; the others fail the handshake)", jwksTLS.Fetches())
+		}
+	})
 
 	t.Run("scope", func(t *testing.T) {
 		for scope, want := range map[string]int{"": http.StatusForbidden, "write": http.StatusForbidden, "readonly": http.StatusForbidden, "write read": http.StatusOK} {

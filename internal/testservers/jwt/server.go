@@ -1,10 +1,13 @@
 package jwt
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
+
+	"github.com/xds-controller/xds-controller/internal/xdstest"
 )
 
 // JWKSPath is the path the JWKS server serves the key set on.
@@ -15,8 +18,13 @@ const JWKSPath = "/jwks.json"
 type Server struct {
 	// Addr is the listen address, "127.0.0.1:port" for StartJWKS.
 	Addr string
-	// URL is the JWKS URL: "http://" + Addr + JWKSPath.
+	// URL is the JWKS URL: "http://" + Addr + JWKSPath, or https for
+	// StartJWKSTLS.
 	URL string
+	// CA is, for StartJWKSTLS, the PEM certificate that signed the
+	// server's (it is self-signed: the two are one): what a client
+	// trusts, for example Envoy's validation_context.trusted_ca.
+	CA []byte
 
 	set     *KeySet
 	fetches atomic.Int64
@@ -31,6 +39,27 @@ func StartJWKS(t testing.TB, set *KeySet) *Server {
 		t.Fatal(err)
 	}
 	s := ServeJWKS(l, set)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartJWKSTLS serves set over HTTPS on 127.0.0.1:0 until t ends, with a
+// fresh self-signed certificate (xdstest.Cert) whose only DNS SAN is
+// serverName; clients send serverName as SNI and verify it against
+// Server.CA. The URL keeps the IP address (nothing resolves serverName).
+func StartJWKSTLS(t testing.TB, set *KeySet, serverName string) *Server {
+	t.Helper()
+	certPEM, keyPEM := xdstest.Cert(serverName)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ServeJWKS(tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), set)
+	s.URL, s.CA = "https://"+s.Addr+JWKSPath, certPEM
 	t.Cleanup(s.Stop)
 	return s
 }

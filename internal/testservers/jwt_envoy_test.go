@@ -144,19 +144,22 @@ func staticCluster(name, addr string) string {
 `, name, name, host, port)
 }
 
-// tlsCluster is a STATIC cluster to addr over TLS: SNI sni, the server
-// certificate verified against caPEM and its DNS SAN against san.
-func tlsCluster(name, addr, sni string, caPEM []byte, san string) string {
+// tlsCluster is a STATIC cluster to addr over TLS: SNI sni (none when
+// empty), the server certificate verified against caPEM and its SAN of
+// type sanType (DNS, IP_ADDRESS) against san.
+func tlsCluster(name, addr, sni string, caPEM []byte, sanType, san string) string {
+	if sni != "" {
+		sni = "\n        sni: " + sni
+	}
 	return staticCluster(name, addr) + fmt.Sprintf(`    transport_socket:
       name: envoy.transport_sockets.tls
       typed_config:
-        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
-        sni: %s
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext%s
         common_tls_context:
           validation_context:
             trusted_ca: {inline_string: %q}
-            match_typed_subject_alt_names: [{san_type: DNS, matcher: {exact: %s}}]
-`, sni, caPEM, san)
+            match_typed_subject_alt_names: [{san_type: %s, matcher: {exact: %s}}]
+`, sni, caPEM, sanType, san)
 }
 
 // fill replaces each {{key}} of tmpl; a placeholder left fails t.
@@ -236,9 +239,9 @@ func TestJWTBehindEnvoy(t *testing.T) {
 		"oidcIssuer": op.Issuer, "oidcJWKS": op.Issuer + "/keys",
 		"jwksTLSURL": jwksTLS.URL,
 		"clusters": staticCluster("backend", echoBackend(t)) + staticCluster("jwks", jwks.Addr) + staticCluster("oidc", op.Addr) +
-			tlsCluster("jwks_tls", jwksTLS.Addr, "jwks.test", jwksTLS.CA, "jwks.test") +
-			tlsCluster("jwks_tls_wrong_ca", jwksTLS.Addr, "jwks.test", otherCA, "jwks.test") +
-			tlsCluster("jwks_tls_wrong_name", jwksTLS.Addr, "jwks.test", jwksTLS.CA, "other.test"),
+			tlsCluster("jwks_tls", jwksTLS.Addr, "jwks.test", jwksTLS.CA, "DNS", "jwks.test") +
+			tlsCluster("jwks_tls_wrong_ca", jwksTLS.Addr, "jwks.test", otherCA, "DNS", "jwks.test") +
+			tlsCluster("jwks_tls_wrong_name", jwksTLS.Addr, "jwks.test", jwksTLS.CA, "DNS", "other.test"),
 	}), admin)
 	base := "http://" + listener
 

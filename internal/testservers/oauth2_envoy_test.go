@@ -89,9 +89,19 @@ func oidcBackend(t *testing.T) string {
 // refreshes it with the refresh token; a forged cookie sends the browser
 // to log in again; /signout clears the cookies and goes to the
 // provider's end_session endpoint, which returns to the post-logout URI.
+// It runs with the provider on HTTP and on HTTPS (Envoy's token endpoint
+// cluster verifying the provider's certificate).
 func TestOAuth2BehindEnvoy(t *testing.T) {
-	ctx := context.Background()
-	op := oidc.Start(t)
+	t.Run("http", func(t *testing.T) { testOAuth2BehindEnvoy(t, oidc.Start(t)) })
+	t.Run("https", func(t *testing.T) { testOAuth2BehindEnvoy(t, oidc.StartTLS(t)) })
+}
+
+func testOAuth2BehindEnvoy(t *testing.T, op *oidc.Provider) {
+	ctx := gooidc.ClientContext(context.Background(), op.HTTPClient())
+	opCluster := staticCluster("oidc", op.Addr)
+	if op.CA != nil {
+		opCluster = tlsCluster("oidc", op.Addr, "", op.CA, "IP_ADDRESS", "127.0.0.1")
+	}
 	op.AddUser(oidc.User{Username: "alice", Password: "wonderland", Email: "alice@example.test"})
 	admin, listener := freeAddr(t), freeAddr(t)
 	base := "http://" + listener
@@ -99,7 +109,7 @@ func TestOAuth2BehindEnvoy(t *testing.T) {
 	startEnvoy(t, fill(t, oauth2Bootstrap, map[string]string{
 		"adminPort": port(admin), "listenerPort": port(listener),
 		"tokenURL": op.Issuer + oidc.TokenPath, "authURL": op.Issuer + "/authorize", "endSessionURL": op.Issuer + "/end_session",
-		"clusters": staticCluster("backend", oidcBackend(t)) + staticCluster("oidc", op.Addr),
+		"clusters": staticCluster("backend", oidcBackend(t)) + opCluster,
 	}), admin)
 	rp, err := gooidc.NewProvider(ctx, op.Issuer)
 	if err != nil {
@@ -122,7 +132,8 @@ func TestOAuth2BehindEnvoy(t *testing.T) {
 
 	op.SetTokenLifetime(3 * time.Second)
 	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	browser := op.HTTPClient()
+	browser.Jar, browser.Timeout = jar, 10*time.Second
 	resp, body, err := oidc.LogIn(browser, base+"/app?x=1", "alice", "wonderland")
 	if err != nil {
 		t.Fatal(err)

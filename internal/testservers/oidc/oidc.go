@@ -1,6 +1,6 @@
 // Package oidc is a real OpenID provider for tests: zitadel/oidc's op
 // package (an OpenID Certified provider library) over an in-memory
-// storage, on plain HTTP on loopback. It serves discovery
+// storage, on loopback (HTTP, or HTTPS with StartTLS). It serves discovery
 // (/.well-known/openid-configuration), the authorization endpoint
 // (/authorize) with an HTML login form (username and password, POSTed to
 // /login), the token endpoint (/oauth/token: authorization_code with
@@ -13,8 +13,8 @@
 // relying party at Issuer, and reads back the token requests the provider
 // answered (TokenRequests).
 //
-// What it does not do: TLS (a test that needs HTTPS puts it behind a TLS
-// proxy), consent screens, sessions across authorization requests (every
+// What it does not do: consent screens, sessions across authorization
+// requests (every
 // /authorize shows the login form), implicit and hybrid flows, client
 // credentials, device, JWT profile and token exchange grants, dynamic
 // client registration, persistence. It is not hardened: secrets and
@@ -23,6 +23,8 @@ package oidc
 
 import (
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"html"
 	"html/template"
@@ -40,6 +42,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/xds-controller/xds-controller/internal/testservers/jwt"
+	"github.com/xds-controller/xds-controller/internal/xdstest"
 )
 
 // Paths the provider serves besides op's defaults.
@@ -89,6 +92,9 @@ type Provider struct {
 	// Keys signs tokens (its current key) and is published at the JWKS
 	// endpoint (all its keys). Start makes it with one RSA key "key-1".
 	Keys *jwt.KeySet
+	// CA is, for StartTLS, the PEM certificate the provider serves (it is
+	// self-signed, for the IP SAN 127.0.0.1): what clients trust.
+	CA []byte
 
 	mu            sync.Mutex
 	clients       map[string]Client
@@ -119,6 +125,38 @@ func Start(t testing.TB) *Provider {
 	}
 	t.Cleanup(p.Stop)
 	return p
+}
+
+// StartTLS is Start over HTTPS: the issuer is "https://127.0.0.1:port",
+// the certificate a fresh self-signed one (xdstest.Cert) in Provider.CA;
+// Provider.HTTPClient trusts it.
+func StartTLS(t testing.TB) *Provider {
+	t.Helper()
+	certPEM, keyPEM := xdstest.Cert("127.0.0.1")
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	p, err := Serve(tl, "https://"+l.Addr().String(), jwt.NewKeySet(jwt.NewRSA(t, "key-1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.CA = certPEM
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// HTTPClient returns a client that trusts the provider's CA (for
+// StartTLS; for Start any client will do). It does not keep cookies.
+func (p *Provider) HTTPClient() *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(p.CA)
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 }
 
 // Serve runs a provider with issuer URL issuer (no trailing slash; what

@@ -212,3 +212,36 @@ func TestLoginFlow(t *testing.T) {
 		t.Errorf("logins = %d, want 4 (the wrong password not counted)", p.Logins())
 	}
 }
+
+// TestLoginFlowTLS runs discovery, the login and the code exchange against
+// a provider served over HTTPS, trusting only its CA.
+func TestLoginFlowTLS(t *testing.T) {
+	p := oidc.StartTLS(t)
+	cb := startCallback(t)
+	p.AddClient(oidc.Client{ID: "web", Secret: "s3cret", RedirectURIs: []string{cb.URL}})
+	p.AddUser(oidc.User{Username: "alice", Password: "wonderland"})
+	if !strings.HasPrefix(p.Issuer, "https://127.0.0.1:") {
+		t.Fatalf("issuer %q", p.Issuer)
+	}
+	if _, err := gooidc.NewProvider(context.Background(), p.Issuer); err == nil {
+		t.Fatalf("discovery succeeded without trusting the provider's CA")
+	}
+	ctx := gooidc.ClientContext(context.Background(), p.HTTPClient())
+	rp, err := gooidc.NewProvider(ctx, p.Issuer)
+	if err != nil {
+		t.Fatalf("discovery over TLS: %v", err)
+	}
+	conf := oauth2.Config{ClientID: "web", ClientSecret: "s3cret", Endpoint: rp.Endpoint(), RedirectURL: cb.URL, Scopes: []string{gooidc.ScopeOpenID}}
+	browser := p.HTTPClient()
+	browser.Jar, _ = cookiejar.New(nil)
+	if _, _, err := oidc.LogIn(browser, conf.AuthCodeURL("st"), "alice", "wonderland"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := conf.Exchange(ctx, (<-cb.query).Get("code"))
+	if err != nil {
+		t.Fatalf("code exchange over TLS: %v", err)
+	}
+	if id, err := rp.Verifier(&gooidc.Config{ClientID: "web"}).Verify(ctx, tok.Extra("id_token").(string)); err != nil || id.Issuer != p.Issuer {
+		t.Errorf("ID token over TLS: %v, %v", id, err)
+	}
+}

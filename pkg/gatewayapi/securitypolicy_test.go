@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
@@ -153,10 +154,10 @@ func TestSecurityPolicyValidation(t *testing.T) {
 			}
 			cs := st.Ancestors[0].Conditions
 			acc := cond(t, cs, string(gwapiv1.PolicyConditionAccepted))
-			if want := cmpOr(tc.accepted, "Accepted"); acc.Reason != want || !strings.Contains(acc.Message, tc.acceptedMsg) || acc.ObservedGeneration != 4 {
+			if want := cmp.Or(tc.accepted, "Accepted"); acc.Reason != want || !strings.Contains(acc.Message, tc.acceptedMsg) || acc.ObservedGeneration != 4 {
 				t.Errorf("Accepted: %s %q (generation %d), want reason %s with %q", acc.Reason, acc.Message, acc.ObservedGeneration, want, tc.acceptedMsg)
 			}
-			wantCond(t, cs, "ResolvedRefs", map[bool]metav1.ConditionStatus{true: "True", false: "False"}[tc.refs == ""], cmpOr(tc.refs, "ResolvedRefs"))
+			wantCond(t, cs, "ResolvedRefs", map[bool]metav1.ConditionStatus{true: "True", false: "False"}[tc.refs == ""], cmp.Or(tc.refs, "ResolvedRefs"))
 			routes := r.IR.Gateways[0].Listeners[0].HTTPRoutes
 			if len(routes) != 1 {
 				t.Fatalf("%d routes", len(routes))

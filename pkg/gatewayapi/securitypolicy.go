@@ -66,6 +66,7 @@ var securityPolicyKind = registerPolicyKind(resources.SecurityPolicyKind, policy
 type securityEffect struct {
 	basic  *ir.BasicAuth
 	apiKey *ir.APIKeyAuth
+	oidc   *ir.OIDC
 }
 
 // securityRoute renders the effective policy of a rule on r, one IR
@@ -81,11 +82,13 @@ func securityRoute(st *policyState, r *ir.HTTPRoute) {
 		return
 	}
 	r.Filters.BasicAuth, r.Filters.APIKeyAuth = e.basic, e.apiKey
+	r.Filters.OIDC = e.oidc
 }
 
-// securityReferences are the Secrets a policy reads: basicAuth users and
-// apiKeyAuth credentialRefs (core Secrets; the namespace defaults to the
-// policy's).
+// securityReferences are the Secrets a policy reads: basicAuth users,
+// apiKeyAuth credentialRefs and the oidc clientSecret (core Secrets; the
+// namespace defaults to the policy's), and the ConfigMaps: oidc
+// caCertificateRefs.
 func securityReferences(p *v1alpha1.SecurityPolicy) (secrets, configMaps []types.NamespacedName) {
 	var refs []gwapiv1.SecretObjectReference
 	if b := p.Spec.BasicAuth; b != nil {
@@ -94,12 +97,22 @@ func securityReferences(p *v1alpha1.SecurityPolicy) (secrets, configMaps []types
 	if a := p.Spec.APIKeyAuth; a != nil {
 		refs = append(refs, a.CredentialRefs...)
 	}
+	if o := p.Spec.OIDC; o != nil {
+		refs = append(refs, o.ClientSecret)
+	}
 	for _, r := range refs {
 		if deref(r.Group, "") == "" && deref(r.Kind, "Secret") == "Secret" {
 			secrets = append(secrets, nn(string(deref(r.Namespace, gwapiv1.Namespace(p.Namespace))), string(r.Name)))
 		}
 	}
-	return secrets, nil
+	if o := p.Spec.OIDC; o != nil {
+		for _, r := range o.CACertificateRefs {
+			if r.Group == "" && r.Kind == "ConfigMap" {
+				configMaps = append(configMaps, nn(p.Namespace, string(r.Name)))
+			}
+		}
+	}
+	return secrets, configMaps
 }
 
 // securityPolicy validates one policy (SecurityPolicySpec, with the CRD's
@@ -127,7 +140,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		}
 	}
 	var unsupported []string
-	for name, set := range map[string]bool{"jwt": spec.JWT != nil, "oidc": spec.OIDC != nil, "authorization": spec.Authorization != nil, "extAuth": spec.ExtAuth != nil} {
+	for name, set := range map[string]bool{"jwt": spec.JWT != nil, "authorization": spec.Authorization != nil, "extAuth": spec.ExtAuth != nil} {
 		if set {
 			unsupported = append(unsupported, name)
 		}
@@ -137,7 +150,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		invalid("spec.%s: not yet rendered by this controller (docs/security-policy.md)", strings.Join(unsupported, ", spec."))
 		return
 	}
-	if spec.BasicAuth == nil && spec.APIKeyAuth == nil {
+	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.OIDC == nil {
 		invalid("at least one of jwt, oidc, basicAuth, apiKeyAuth, authorization and extAuth is required")
 		return
 	}
@@ -148,6 +161,9 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 	}
 	if a := spec.APIKeyAuth; a != nil && bad == nil && refs == nil {
 		e.apiKey, bad, refs = t.apiKeyAuth(p, a)
+	}
+	if o := spec.OIDC; o != nil && bad == nil && refs == nil {
+		e.oidc, bad, refs = t.oidc(p, o)
 	}
 	switch {
 	case bad != nil:

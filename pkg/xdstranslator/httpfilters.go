@@ -19,8 +19,11 @@ package xdstranslator
 // before everything (pre-routing: Gateway listener filters), a route's
 // right after CORS, so that CORS answers preflight requests, which carry
 // no credentials, and adds its headers to a denial too. Authentication
-// (authn.go: basic_auth, api_key_auth) sits between CORS and a route's
-// external checks, for the same reason.
+// (oauth2.go: the OIDC login; authn.go: basic_auth, api_key_auth) sits
+// between CORS and a route's external checks, for the same reason. The
+// whole order: a listener's ext_authz checks, RBAC (source ranges),
+// CORS, oauth2, jwt_authn, basic_auth, api_key_auth, a route's ext_authz
+// checks, the SecurityPolicy's RBAC, stateful session, router.
 
 import (
 	"slices"
@@ -66,6 +69,9 @@ type filterUse struct {
 	// sorted by name; apiKey is the api_key_auth filter.
 	basicAuth []authzFilter
 	apiKey    bool
+	// oauth2 are the OAuth2 filters (oauth2.go), one per name, sorted by
+	// name, with the SDS secrets each reads.
+	oauth2 []authzFilter
 }
 
 func (u *filterUse) add(o filterUse) {
@@ -78,6 +84,9 @@ func (u *filterUse) add(o filterUse) {
 	}
 	for _, f := range o.basicAuth {
 		u.basicAuth = addNamed(u.basicAuth, f)
+	}
+	for _, f := range o.oauth2 {
+		u.oauth2 = addNamed(u.oauth2, f)
 	}
 }
 
@@ -96,7 +105,7 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (a listener's ext_authz checks first,
-// then RBAC, CORS, basic_auth, api_key_auth, a route's ext_authz checks,
+// then RBAC, CORS, oauth2, basic_auth, api_key_auth, a route's ext_authz checks,
 // stateful session; the
 // router last), Envoy's stdout access log when log is set, the limits on
 // its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
@@ -125,7 +134,15 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		})
 	}
 	// Authentication (authn.go) after CORS, whose preflight requests
-	// carry no credentials, and before a route's external checks.
+	// carry no credentials, and before a route's external checks: first
+	// the OIDC login (oauth2.go), whose session cookies and their SDS
+	// secrets the chain then needs.
+	for _, f := range use.oauth2 {
+		filters = append(filters, f.filter)
+		for _, sec := range f.secrets {
+			s.generic[sec.Name] = sec
+		}
+	}
 	for _, f := range use.basicAuth {
 		filters = append(filters, f.filter)
 	}

@@ -35,6 +35,10 @@ const (
 	reasonDiscoveryFailed = "DiscoveryFailed"
 )
 
+// SecretKeyPurpose is the purpose the controller's CA derives
+// Options.SecretKey for (pki.CA DerivationKey).
+const SecretKeyPurpose = "gatewayapi.Options.SecretKey"
+
 // OIDCProvider is what an OpenID provider's discovery document
 // (<issuer>/.well-known/openid-configuration, OpenID Connect Discovery
 // 1.0 section 4) gives a login, or why it could not be had (Error).

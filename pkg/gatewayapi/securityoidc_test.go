@@ -52,8 +52,8 @@ func oidcTranslate(t *testing.T, spec v1alpha1.SecurityPolicySpec, opts Options,
 func TestSecurityPolicyOIDC(t *testing.T) {
 	key := []byte("controller-key")
 	discovered := map[string]OIDCProvider{
-		OIDCDiscoveryKey(testIssuer, nil): {AuthorizationEndpoint: testIssuer + "/authorize", TokenEndpoint: testIssuer + "/token", EndSessionEndpoint: testIssuer + "/logout"},
-		OIDCDiscoveryKey("https://down.example.com", nil): {Error: "GET .../.well-known/openid-configuration: 503"},
+		OIDCDiscoveryKey(testIssuer, nil):                  {AuthorizationEndpoint: testIssuer + "/authorize", TokenEndpoint: testIssuer + "/token", EndSessionEndpoint: testIssuer + "/logout"},
+		OIDCDiscoveryKey("https://down.example.com", nil):  {Error: "GET .../.well-known/openid-configuration: 503"},
 		OIDCDiscoveryKey("https://plain.example.com", nil): {AuthorizationEndpoint: "http://plain.example.com/authorize", TokenEndpoint: "http://plain.example.com/token"},
 	}
 	for _, tc := range []struct {
@@ -164,7 +164,9 @@ func TestOIDCDiscoveries(t *testing.T) {
 		ConfigMaps: []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca"}, Data: map[string]string{"ca.crt": string(ca)}}},
 		SecurityPolicies: []*v1alpha1.SecurityPolicy{
 			pol("a", nil), pol("b", nil),
-			pol("c", func(o *v1alpha1.OIDC) { o.CACertificateRefs = []gwapiv1.LocalObjectReference{{Kind: "ConfigMap", Name: "ca"}} }),
+			pol("c", func(o *v1alpha1.OIDC) {
+				o.CACertificateRefs = []gwapiv1.LocalObjectReference{{Kind: "ConfigMap", Name: "ca"}}
+			}),
 			pol("d", func(o *v1alpha1.OIDC) {
 				o.Issuer = "https://explicit.example.com"
 				o.AuthorizationEndpoint, o.TokenEndpoint = ptr("https://explicit.example.com/a"), ptr("https://explicit.example.com/t")

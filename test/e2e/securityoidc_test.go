@@ -5,7 +5,9 @@ package e2e
 // op, over TLS with its CA in a ConfigMap): the controller discovers the
 // issuer's endpoints, Envoy's OAuth2 filter logs a browser in (the test
 // client follows the redirects and posts the login form), the backend
-// gets the ID token; a forged cookie and a logout send the browser back
+// gets the ID token; a session outlives a restart of the controller and
+// Envoy (the HMAC key is derived from the CA, not random); a forged
+// cookie and a logout send the browser back
 // to the provider; the client secret changed in its Secret is the one
 // Envoy uses; an issuer whose discovery fails is reported on the policy
 // and its routes answer 500.
@@ -289,6 +291,29 @@ func TestSecurityPolicyOIDC(t *testing.T) {
 		if r := s.get(t, nil, "/public/y"); r.status != 200 || r.header.Get("echo-x-id-token") != "" {
 			t.Errorf("/public without a session: %d %q", r.status, r.body)
 		}
+	})
+	t.Run("session survives a restart", func(t *testing.T) {
+		// The controller and its Envoy start again from the same state
+		// folder (the same CA): the HMAC key derived anew is the same,
+		// and the session cookie still opens the app, without a login
+		// or a refresh at the provider.
+		logins, tokens := s.op.Logins(), len(s.op.TokenRequests())
+		s.stop()
+		s.launch()
+		took := poll(t, "served after the restart", func() error {
+			if r := s.get(t, nil, "/public/z"); r.status != 200 {
+				return fmt.Errorf("/public: %d %q", r.status, r.body)
+			}
+			return nil
+		})
+		nofollow := *browser
+		nofollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		r := s.get(t, &nofollow, "/after-restart")
+		if r.status != 200 || r.body != "app /after-restart" || s.op.Logins() != logins || len(s.op.TokenRequests()) != tokens {
+			t.Fatalf("after the restart: %d %q Location %q, %d logins and %d token requests since; want 200 with the old session, none",
+				r.status, r.body, r.header.Get("Location"), s.op.Logins()-logins, len(s.op.TokenRequests())-tokens)
+		}
+		t.Logf("served again %s after the restart; the session cookie still opens the app", took.Round(time.Millisecond))
 	})
 	t.Run("forged cookie", func(t *testing.T) {
 		u, _ := url.Parse(s.base)

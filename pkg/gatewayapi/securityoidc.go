@@ -75,20 +75,23 @@ func OIDCDiscoveryKey(issuer string, ca []byte) string {
 // ConfigMaps' "ca.crt", ClusterTrustBundles); references that cannot be
 // read are left out (the translation reports them).
 func OIDCDiscoveries(res *resources.Resources) []OIDCDiscovery {
-	if res == nil || len(res.SecurityPolicies) == 0 {
+	if res == nil {
+		return nil
+	}
+	discovers := func(p *v1alpha1.SecurityPolicy) bool {
+		return p != nil && p.Spec.OIDC != nil && (p.Spec.OIDC.AuthorizationEndpoint == nil || p.Spec.OIDC.TokenEndpoint == nil)
+	}
+	if !slices.ContainsFunc(res.SecurityPolicies, discovers) {
 		return nil
 	}
 	t := newTranslator(res, Options{})
 	seen := map[string]bool{}
 	var out []OIDCDiscovery
 	for _, p := range res.SecurityPolicies {
-		if p == nil || p.Spec.OIDC == nil {
+		if !discovers(p) {
 			continue
 		}
 		o := p.Spec.OIDC
-		if o.AuthorizationEndpoint != nil && o.TokenEndpoint != nil {
-			continue
-		}
 		d := OIDCDiscovery{Issuer: o.Issuer, CA: t.oidcCA(p.Namespace, o.CACertificateRefs)}
 		if k := OIDCDiscoveryKey(d.Issuer, d.CA); !seen[k] {
 			seen[k] = true

@@ -15,6 +15,8 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -75,6 +77,12 @@ kind: Secret
 metadata: {name: oidc-client, namespace: default}
 stringData: {client-secret: {{.Secret}}}
 ---
+apiVersion: v1
+kind: Secret
+metadata: {name: gw-cert, namespace: default}
+type: kubernetes.io/tls
+data: {tls.crt: {{.GatewayCert}}, tls.key: {{.GatewayKey}}}
+---
 apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: SecurityPolicy
 metadata: {name: login, namespace: default}
@@ -110,6 +118,10 @@ type oidcFixture struct {
 	base      string
 	hits      atomic.Int64
 	deadIssue string
+	// httpsBase is the Gateway's HTTPS listener, https://localhost:<port>,
+	// whose certificate is gwCert (key gwKey).
+	httpsBase     string
+	gwCert, gwKey []byte
 }
 
 // startOIDCProvider runs the test provider over TLS for the name
@@ -144,11 +156,13 @@ func (s *oidcFixture) write(t *testing.T, secret string) {
 	ca := "    " + strings.ReplaceAll(strings.TrimSpace(string(s.op.CA)), "\n", "\n    ")
 	render(t, filepath.Join(s.dir, "oidc.yaml"), oidcYAML, map[string]any{
 		"CA": ca, "Secret": secret, "Section": section, "Issuer": s.op.Issuer, "DeadIssuer": s.deadIssue,
+		"GatewayCert": base64.StdEncoding.EncodeToString(s.gwCert), "GatewayKey": base64.StdEncoding.EncodeToString(s.gwKey),
 	})
 }
 
 func startOIDC(t *testing.T) *oidcFixture {
 	s := &oidcFixture{op: startOIDCProvider(t)}
+	s.gwCert, s.gwKey = xdstest.Cert("localhost")
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -168,13 +182,16 @@ func startOIDC(t *testing.T) *oidcFixture {
 	go func() { _ = app.Serve(lis) }()
 	t.Cleanup(func() { _ = app.Close() })
 	s.fixture = startWith(t, func(f *fixture) {
+		httpsPort := freePort(t)
 		render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
 			"GatewayPort": f.gwPort,
+			"Listeners":   []string{fmt.Sprintf("{name: https, protocol: HTTPS, port: %d, tls: {certificateRefs: [{name: gw-cert}]}}", httpsPort)},
 			"Backends":    []gatewayBackend{{Name: "app", Port: lis.Addr().(*net.TCPAddr).Port}},
 		})
 		s.fixture = f
 		s.base = fmt.Sprintf("http://127.0.0.1:%d", f.gwPort)
-		s.op.AddClient(oidc.Client{ID: "web", Secret: "s3cret", RedirectURIs: []string{s.base + "/oauth2/callback"}, PostLogoutRedirectURIs: []string{s.base + "/"}})
+		s.httpsBase = fmt.Sprintf("https://localhost:%d", httpsPort)
+		s.addClient("s3cret")
 		s.write(t, "s3cret")
 	})
 	took := poll(t, "routes served", func() error {
@@ -187,6 +204,14 @@ func startOIDC(t *testing.T) *oidcFixture {
 	return s
 }
 
+// addClient registers client web at the provider with secret, both
+// listeners' callbacks and post-logout URIs.
+func (s *oidcFixture) addClient(secret string) {
+	s.op.AddClient(oidc.Client{ID: "web", Secret: secret,
+		RedirectURIs:           []string{s.base + "/oauth2/callback", s.httpsBase + "/oauth2/callback"},
+		PostLogoutRedirectURIs: []string{s.base + "/", s.httpsBase + "/"}})
+}
+
 // setCookies records the Set-Cookie headers of every response.
 type setCookies struct {
 	mu   sync.Mutex
@@ -196,7 +221,7 @@ type setCookies struct {
 
 func (s *setCookies) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := s.next.RoundTrip(r)
-	if err == nil && strings.HasPrefix(r.URL.String(), "http://") {
+	if err == nil && (r.URL.Scheme == "http" || r.URL.Hostname() == "localhost" && r.URL.Port() != "" && !strings.HasPrefix(r.URL.Path, "/authorize") && !strings.HasPrefix(r.URL.Path, "/login")) {
 		s.mu.Lock()
 		s.seen = append(s.seen, resp.Header.Values("Set-Cookie")...)
 		s.mu.Unlock()
@@ -207,7 +232,10 @@ func (s *setCookies) RoundTrip(r *http.Request) (*http.Response, error) {
 // browser is a client with a cookie jar that trusts the provider and
 // follows redirects; rec records Envoy's Set-Cookie headers.
 func (s *oidcFixture) browser() (*http.Client, *setCookies) {
-	c := s.op.HTTPClient()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.op.CA)
+	pool.AppendCertsFromPEM(s.gwCert)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	rec := &setCookies{next: c.Transport}
 	jar, _ := cookiejar.New(nil)
 	c.Transport, c.Jar, c.Timeout = rec, jar, 20*time.Second
@@ -353,7 +381,7 @@ func TestSecurityPolicyOIDC(t *testing.T) {
 	t.Run("client secret changed", func(t *testing.T) {
 		// The provider knows the new secret only: a login with the old
 		// one fails at the code exchange (Envoy answers 401).
-		s.op.AddClient(oidc.Client{ID: "web", Secret: "n3w-secret", RedirectURIs: []string{s.base + "/oauth2/callback"}, PostLogoutRedirectURIs: []string{s.base + "/"}})
+		s.addClient("n3w-secret")
 		fresh, _ := s.browser()
 		resp, body, err := oidc.LogIn(fresh, s.base+"/app", "alice", "wonderland")
 		if err != nil || resp.StatusCode != 401 {
@@ -369,6 +397,43 @@ func TestSecurityPolicyOIDC(t *testing.T) {
 			return nil
 		})
 		t.Logf("old secret: 401 at the callback; the new one logs in %s after the Secret changed", took.Round(time.Millisecond))
+	})
+	t.Run("login on an HTTPS listener", func(t *testing.T) {
+		// x-forwarded-proto is https (Envoy sets it from the
+		// connection): the redirect URI is https, and the session
+		// cookies come back Secure (as they do on HTTP: Envoy always
+		// marks them so).
+		c, rec := s.browser()
+		nofollow := *c
+		nofollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := nofollow.Get(s.httpsBase + "/app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if resp.StatusCode != 302 || loc == nil || loc.Query().Get("redirect_uri") != s.httpsBase+"/oauth2/callback" {
+			t.Fatalf("no session over HTTPS: %d Location %q; want a redirect_uri of %s/oauth2/callback", resp.StatusCode, resp.Header.Get("Location"), s.httpsBase)
+		}
+		resp, body, err := oidc.LogIn(c, s.httpsBase+"/app", "alice", "wonderland")
+		if err != nil || resp.StatusCode != 200 || body != "app /app" {
+			t.Fatalf("login over HTTPS: %v %d %q", err, resp.StatusCode, body)
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var session []string
+		for _, c := range rec.seen {
+			if strings.HasPrefix(c, "OauthHMAC-") || strings.HasPrefix(c, "BearerToken-") {
+				session = append(session, c[:strings.Index(c, "=")]+"=...;"+c[strings.Index(c, ";")+1:])
+				if !strings.Contains(c, ";secure") || !strings.Contains(c, ";HttpOnly") {
+					t.Errorf("session cookie %q is not Secure and HttpOnly", c)
+				}
+			}
+		}
+		if len(session) == 0 {
+			t.Errorf("no session cookie among %q", rec.seen)
+		}
+		t.Logf("HTTPS: redirect_uri %s; session cookies %q", loc.Query().Get("redirect_uri"), session)
 	})
 	t.Run("discovery failure", func(t *testing.T) {
 		line, _ := s.waitOutput("broken policy status", 0, regexp.MustCompile(`SecurityPolicy default/broken[^\n]*ResolvedRefs=False\(DiscoveryFailed\)[^\n]*`), l4Deadline)

@@ -435,6 +435,30 @@ func TestSecurityPolicyOIDC(t *testing.T) {
 		}
 		t.Logf("HTTPS: redirect_uri %s; session cookies %q", loc.Query().Get("redirect_uri"), session)
 	})
+	t.Run("refresh", func(t *testing.T) {
+		// Access tokens of 2 s: once the session's expires, Envoy
+		// renews it with the refresh token (a refresh_token grant at
+		// the provider), without a new login.
+		s.op.SetTokenLifetime(2 * time.Second)
+		c, _ := s.browser()
+		resp, body, err := oidc.LogIn(c, s.base+"/app", "alice", "wonderland")
+		if err != nil || resp.StatusCode != 200 || body != "app /app" {
+			t.Fatalf("login: %v %d %q", err, resp.StatusCode, body)
+		}
+		first, logins, tokens := resp.Header.Get("echo-authorization"), s.op.Logins(), len(s.op.TokenRequests())
+		took := poll(t, "a refreshed access token", func() error {
+			r := s.get(t, c, "/later")
+			if r.status != 200 || r.body != "app /later" || r.header.Get("echo-authorization") == first {
+				return fmt.Errorf("%d %q, same token %t", r.status, r.body, r.header.Get("echo-authorization") == first)
+			}
+			return nil
+		})
+		reqs := s.op.TokenRequests()[tokens:]
+		if s.op.Logins() != logins || len(reqs) == 0 || reqs[0].GrantType != "refresh_token" || reqs[0].Status != 200 {
+			t.Errorf("after the refresh: %d new logins, token requests %+v; want none and a refresh_token grant", s.op.Logins()-logins, reqs)
+		}
+		t.Logf("a new access token %s after the login, by a %s grant, no new login", took.Round(100*time.Millisecond), reqs[0].GrantType)
+	})
 	t.Run("discovery failure", func(t *testing.T) {
 		line, _ := s.waitOutput("broken policy status", 0, regexp.MustCompile(`SecurityPolicy default/broken[^\n]*ResolvedRefs=False\(DiscoveryFailed\)[^\n]*`), l4Deadline)
 		before := s.hits.Load()

@@ -314,6 +314,21 @@ func TestSecurityPolicyOIDC(t *testing.T) {
 		if r := s.get(t, browser, "/again"); r.status != 200 || s.op.Logins() != 1 {
 			t.Errorf("with the session: %d %q, %d logins; want 200 and no new login", r.status, r.body, s.op.Logins())
 		}
+		// A client's own x-id-token and Authorization never reach the
+		// backend: the session's tokens replace them.
+		req, _ := http.NewRequest(http.MethodGet, s.base+"/spoof", nil)
+		req.Header.Set("x-id-token", "forged")
+		req.Header.Set("Authorization", "Bearer forged")
+		sp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp.Body.Close()
+		if got := sp.Header.Get("echo-x-id-token"); sp.StatusCode != 200 || got == "forged" || sp.Header.Get("echo-authorization") == "Bearer forged" {
+			t.Errorf("spoofed headers: %d, backend saw x-id-token %q and %q", sp.StatusCode, got, sp.Header.Get("echo-authorization"))
+		} else if _, err := verifier.Verify(ctx, got); err != nil {
+			t.Errorf("spoofed headers: the backend's ID token does not verify: %v", err)
+		}
 	})
 	t.Run("other rule open", func(t *testing.T) {
 		if r := s.get(t, nil, "/public/y"); r.status != 200 || r.header.Get("echo-x-id-token") != "" {
@@ -436,10 +451,11 @@ func TestSecurityPolicyOIDC(t *testing.T) {
 		t.Logf("HTTPS: redirect_uri %s; session cookies %q", loc.Query().Get("redirect_uri"), session)
 	})
 	t.Run("refresh", func(t *testing.T) {
-		// Access tokens of 2 s: once the session's expires, Envoy
+		// Access tokens of 3 s (whole seconds: Envoy may see one expire up to a
+		// second early): once the session's expires, Envoy
 		// renews it with the refresh token (a refresh_token grant at
 		// the provider), without a new login.
-		s.op.SetTokenLifetime(2 * time.Second)
+		s.op.SetTokenLifetime(3 * time.Second)
 		c, _ := s.browser()
 		resp, body, err := oidc.LogIn(c, s.base+"/app", "alice", "wonderland")
 		if err != nil || resp.StatusCode != 200 || body != "app /app" {

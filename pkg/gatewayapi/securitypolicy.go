@@ -161,7 +161,10 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 }
 
 // policySecret resolves a Secret reference of policy p (field names it in
-// messages): a core Secret, in p's namespace or in another one whose
+// messages): a core Secret of type Opaque (the type of ingress-nginx's
+// auth Secrets, and the only type besides kubernetes.io/tls that the
+// Kubernetes provider reads: a ServiceAccount token or a Helm release is
+// never a credential of ours), in p's namespace or in another one whose
 // ReferenceGrant lets SecurityPolicies of p's namespace use it.
 func (t *translator) policySecret(p *v1alpha1.SecurityPolicy, field string, ref gwapiv1.SecretObjectReference) (*corev1.Secret, *problem) {
 	group, kind := deref(ref.Group, ""), deref(ref.Kind, "Secret")
@@ -176,6 +179,9 @@ func (t *translator) policySecret(p *v1alpha1.SecurityPolicy, field string, ref 
 	s := t.secrets[nn(ns, string(ref.Name))]
 	if s == nil {
 		return nil, &problem{reasonSecretNotFound, name + ": Secret not found"}
+	}
+	if typ := cmp.Or(s.Type, corev1.SecretTypeOpaque); typ != corev1.SecretTypeOpaque {
+		return nil, &problem{reasonInvalidSecret, fmt.Sprintf("%s: Secret type is %q, not %q", name, typ, corev1.SecretTypeOpaque)}
 	}
 	return s, nil
 }

@@ -76,7 +76,7 @@ func (t *translator) jwtProvider(p *v1alpha1.SecurityPolicy, field string, pr *v
 		return nil, &problem{"", field + fmt.Sprintf(format, a...)}, nil
 	}
 	out = &ir.JWTProvider{Name: pr.Name, Issuer: pr.Issuer, ClockSkewSeconds: defaultClockSkew, Forward: pr.ForwardToken}
-	if msg := checkFieldValue(pr.Issuer, 253); msg != "" {
+	if msg := checkFieldValue(pr.Issuer, 253); pr.Issuer != "" && msg != "" {
 		return invalid(".issuer %s", msg)
 	}
 	if len(pr.Audiences) > maxItems16 {
@@ -107,7 +107,7 @@ func (t *translator) jwtProvider(p *v1alpha1.SecurityPolicy, field string, pr *v
 			if msg := checkHeaderName(string(h.Name)); msg != "" {
 				return invalid(".extractFrom.headers: %s", msg)
 			}
-			if len(h.ValuePrefix) > 64 || checkFieldValue(h.ValuePrefix, 64) != "" {
+			if h.ValuePrefix != "" && checkFieldValue(h.ValuePrefix, 64) != "" {
 				return invalid(".extractFrom.headers %s: the value prefix is longer than 64 or holds a control character", string(h.Name))
 			}
 			out.Headers = append(out.Headers, ir.JWTHeader{Name: strings.ToLower(string(h.Name)), ValuePrefix: h.ValuePrefix})

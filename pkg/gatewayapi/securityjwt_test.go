@@ -58,7 +58,9 @@ func TestSecurityPolicyJWTAndAuthorization(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca"}, Data: map[string]string{"ca.crt": string(ca)}},
 	}
 	local := func(name, key string) func(*v1alpha1.SecurityPolicySpec, *v1alpha1.JWTProvider) {
-		return func(_ *v1alpha1.SecurityPolicySpec, p *v1alpha1.JWTProvider) { p.LocalJWKS.Name, p.LocalJWKS.Key = gwapiv1.ObjectName(name), key }
+		return func(_ *v1alpha1.SecurityPolicySpec, p *v1alpha1.JWTProvider) {
+			p.LocalJWKS.Name, p.LocalJWKS.Key = gwapiv1.ObjectName(name), key
+		}
 	}
 	remote := func(uri string, edit func(*v1alpha1.RemoteJWKS)) func(*v1alpha1.SecurityPolicySpec, *v1alpha1.JWTProvider) {
 		return func(_ *v1alpha1.SecurityPolicySpec, p *v1alpha1.JWTProvider) {
@@ -77,6 +79,12 @@ func TestSecurityPolicyJWTAndAuthorization(t *testing.T) {
 		authz               *ir.Authorization
 	}{
 		{name: "local Secret, defaults", spec: jwtSpec(nil), jwt: &ir.JWT{Name: "default/sp", Providers: []ir.JWTProvider{defaults}}},
+		{name: "no issuer", spec: jwtSpec(func(_ *v1alpha1.SecurityPolicySpec, p *v1alpha1.JWTProvider) { p.Issuer = "" }),
+			jwt: &ir.JWT{Name: "default/sp", Providers: []ir.JWTProvider{{Name: "p", LocalJWKS: string(norm), ClockSkewSeconds: 60}}}},
+		{name: "header without prefix", spec: jwtSpec(func(_ *v1alpha1.SecurityPolicySpec, p *v1alpha1.JWTProvider) {
+			p.ExtractFrom = &v1alpha1.JWTExtractFrom{Headers: []v1alpha1.JWTHeader{{Name: "x-jwt"}}}
+		}), jwt: &ir.JWT{Name: "default/sp", Providers: []ir.JWTProvider{{Name: "p", Issuer: "https://issuer.test", LocalJWKS: string(norm), ClockSkewSeconds: 60,
+			Headers: []ir.JWTHeader{{Name: "x-jwt"}}}}}},
 		{name: "local ConfigMap, every field", spec: jwtSpec(func(_ *v1alpha1.SecurityPolicySpec, p *v1alpha1.JWTProvider) {
 			p.LocalJWKS = &v1alpha1.LocalJWKS{Kind: "ConfigMap", Name: "jwks-cm", Key: "keys"}
 			p.Audiences = []string{"api", "web", "api"}
@@ -100,7 +108,9 @@ func TestSecurityPolicyJWTAndAuthorization(t *testing.T) {
 		{name: "remote, CA missing", spec: jwtSpec(remote("https://jwks.test/keys", func(r *v1alpha1.RemoteJWKS) {
 			r.CACertificateRefs = []gwapiv1.LocalObjectReference{{Kind: "ConfigMap", Name: "nowhere"}}
 		})), accepted: "Invalid", msg: "nowhere", refs: "NoValidCACertificate"},
-		{name: "remote, both JWKS", spec: jwtSpec(func(s *v1alpha1.SecurityPolicySpec, p *v1alpha1.JWTProvider) { p.RemoteJWKS = &v1alpha1.RemoteJWKS{URI: "https://jwks.test/"} }),
+		{name: "remote, both JWKS", spec: jwtSpec(func(s *v1alpha1.SecurityPolicySpec, p *v1alpha1.JWTProvider) {
+			p.RemoteJWKS = &v1alpha1.RemoteJWKS{URI: "https://jwks.test/"}
+		}),
 			accepted: "Invalid", msg: "exactly one of remoteJWKS and localJWKS"},
 		{name: "provider twice", spec: jwtSpec(func(s *v1alpha1.SecurityPolicySpec, _ *v1alpha1.JWTProvider) {
 			s.JWT.Providers = append(s.JWT.Providers, s.JWT.Providers[0])
@@ -133,7 +143,7 @@ func TestSecurityPolicyJWTAndAuthorization(t *testing.T) {
 				{Action: v1alpha1.AuthorizationAllow, JWT: &v1alpha1.JWTPrincipal{Provider: "p", Claims: []v1alpha1.JWTClaim{{Name: "role", Values: []string{"admin"}}}, Scopes: []string{"write"}},
 					Headers: []gwapiv1.HTTPHeaderMatch{{Name: "X-Env", Value: "prod"}, {Name: "x-ver", Type: ptr(gwapiv1.HeaderMatchRegularExpression), Value: "v[0-9]+"}},
 					Methods: []gwapiv1.HTTPMethod{"GET", "POST", "GET"},
-					Paths: []gwapiv1.HTTPPathMatch{{Value: ptr("/api")}, {Type: ptr(gwapiv1.PathMatchExact), Value: ptr("/x")}, {Type: ptr(gwapiv1.PathMatchRegularExpression), Value: ptr("/v[0-9]/.*")}}},
+					Paths:   []gwapiv1.HTTPPathMatch{{Value: ptr("/api")}, {Type: ptr(gwapiv1.PathMatchExact), Value: ptr("/x")}, {Type: ptr(gwapiv1.PathMatchRegularExpression), Value: ptr("/v[0-9]/.*")}}},
 			}}
 		}), jwt: &ir.JWT{Name: "default/sp", Providers: []ir.JWTProvider{defaults}}, authz: &ir.Authorization{DefaultAllow: true, Rules: []ir.AuthorizationRule{
 			{Name: "office", ClientCIDRs: []string{"10.0.0.0/8", "192.168.1.1/32", "2001:db8::/32"}},

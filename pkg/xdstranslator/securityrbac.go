@@ -72,7 +72,11 @@ func securityRBAC(a *ir.Authorization) (*rbacv3.RBACPerRoute, error) {
 		for _, m := range a.RequireJWT {
 			reqs = append(reqs, jwtPrincipal(&m))
 		}
-		decision = allOf(anyOf(reqs...), decision)
+		if _, all := decision.Identifier.(*rbacconfigv3.Principal_Any); all {
+			decision = anyOf(reqs...)
+		} else {
+			decision = allOf(anyOf(reqs...), decision)
+		}
 	}
 	return &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
 		Action: rbacconfigv3.RBAC_ALLOW,

@@ -139,12 +139,14 @@ spec:
     - name: idp
       issuer: https://idp.test
       localJWKS: {kind: ConfigMap, name: idp-jwks}
-      requiredClaims: [{name: org, values: [acme]}]
-  authorization:
+{{if not .Removed}}      requiredClaims: [{name: org, values: [acme]}]
+{{end}}  authorization:
     defaultAction: {{.AuthzDefault}}
     rules:
-    - {name: no-delete, action: Deny, methods: [DELETE]}
-    - {name: admins, action: Allow, jwt: {provider: idp, claims: [{name: roles, values: [admin]}]}}
+{{if not .Removed}}    - {name: no-delete, action: Deny, methods: [DELETE]}
+{{end}}    - {name: admins, action: Allow, jwt: {provider: idp, claims: [{name: roles, values: [admin]}]}}
+{{if .Removed}}    - {name: no-delete, action: Deny, methods: [DELETE]}
+{{end}}
     - name: readers
       action: Allow
       methods: [GET]
@@ -189,12 +191,14 @@ type jwtFixture struct {
 
 // write (re)renders jwtPoliciesYAML with f.vals. With
 // XDS_E2E_PROTECTION_REMOVED=1 in the environment, policy jwt targets a
-// route that does not exist, and the authorization's default action and
-// its /secret rule allow: the tests' protection removed, to show that
-// they fail then.
+// route that does not exist, policy authz has no requiredClaims, its
+// Deny rule comes after the Allow rule it must precede and its default
+// action allows, and policy open's /secret rule allows: the tests'
+// protection removed, to show that they fail then.
 func (f *jwtFixture) write(t *testing.T) {
-	f.vals["JWTRoute"], f.vals["AuthzDefault"], f.vals["SecretAction"] = "jwt", "Deny", "Deny"
-	if os.Getenv("XDS_E2E_PROTECTION_REMOVED") == "1" {
+	removed := os.Getenv("XDS_E2E_PROTECTION_REMOVED") == "1"
+	f.vals["JWTRoute"], f.vals["AuthzDefault"], f.vals["SecretAction"], f.vals["Removed"] = "jwt", "Deny", "Deny", removed
+	if removed {
 		f.vals["JWTRoute"], f.vals["AuthzDefault"], f.vals["SecretAction"] = "elsewhere", "Allow", "Allow"
 	}
 	f.vals["LocalJWKS"] = base64.StdEncoding.EncodeToString(f.local.JWKS())

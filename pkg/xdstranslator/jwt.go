@@ -58,9 +58,11 @@ type jwtRequirement struct {
 // fetched through the JWKS URL's cluster (remote_jwks: http_uri with the
 // backend's cluster, cache_duration, async_fetch with fast_listener: the
 // JWKS is fetched when the configuration arrives and refetched when the
-// cache expires, the listener never waits for it; a JWKS server that
-// cannot be reached makes the provider's tokens fail with 401 "Jwks
-// remote fetch is failed" until a fetch succeeds, retried every second);
+// cache expires, the listener never waits for it; while the JWKS server
+// cannot be reached Envoy keeps the JWKS it fetched last, and a provider
+// whose JWKS was never fetched fails its tokens with 401 "Jwks remote
+// fetch is failed", the fetch retried every second: test/e2e
+// securityjwt_test.go shows both);
 // the token from the headers, query parameters and cookies given, else
 // from "Authorization: Bearer"; claim_to_headers (Envoy removes the
 // header a client sent before it sets the claim); forward; clock skew;

@@ -79,6 +79,15 @@ spec:
   rules:
   - backendRefs: [{name: app, port: 80}]
 ---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: down, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [down.example.com]
+  rules:
+  - backendRefs: [{name: app, port: 80}]
+---
 apiVersion: v1
 kind: Secret
 metadata: {name: jwks, namespace: default}
@@ -167,6 +176,17 @@ spec:
 ---
 apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: SecurityPolicy
+metadata: {name: down, namespace: default}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: down}]
+  jwt:
+    providers:
+    - name: remote
+      issuer: https://remote.test
+      remoteJWKS: {uri: "https://down.jwt.test:{{.DownPort}}/jwks.json", caCertificateRefs: [{group: "", kind: ConfigMap, name: jwks-ca}]}
+---
+apiVersion: gateway.xds-controller.dev/v1alpha1
+kind: SecurityPolicy
 metadata: {name: broken, namespace: default}
 spec:
   targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: broken}]
@@ -232,7 +252,7 @@ func startJWT(t *testing.T) *jwtFixture {
 			"Backends":    []gatewayBackend{{Name: "app", Port: lis.Addr().(*net.TCPAddr).Port}},
 		})
 		f.fixture = fx
-		f.vals = map[string]any{"RemoteURL": f.remoteURL, "CA": string(f.jwks.CA)}
+		f.vals = map[string]any{"RemoteURL": f.remoteURL, "CA": string(f.jwks.CA), "DownPort": freePort(t)}
 		f.write(t)
 	}, func(fx *fixture) { fx.args = append(fx.args, "--dns-resolvers", resolver.addr) })
 	good := f.localToken(t, nil)
@@ -413,6 +433,32 @@ func TestSecurityPolicyJWT(t *testing.T) {
 		before = f.hits.Load()
 		f.refused(t, "old remote key after rotation", 401, before, f.do("jwt.example.com", "/r", "Authorization", "Bearer "+old))
 		t.Logf("rotated at the URL: the new key's token passed after %s (cacheDuration 1s), the removed key's is refused", took.Round(time.Millisecond))
+	})
+	t.Run("JWKS server down", func(t *testing.T) {
+		tok := f.remote.Current().Sign(t, jwt.Valid("https://remote.test", "api"))
+		if r := f.do("jwt.example.com", "/d", "Authorization", "Bearer "+tok); r.status != 200 {
+			t.Fatalf("before: %d %q", r.status, r.body)
+		}
+		fetches := f.jwks.Fetches()
+		f.jwks.Stop()
+		time.Sleep(3 * time.Second) // three cache durations
+		for i := range 5 {
+			// A token never seen before: not one of jwt_authn's cache of
+			// verified tokens.
+			c := jwt.Valid("https://remote.test", "api")
+			c.Subject = fmt.Sprintf("user-%d", i)
+			r := f.do("jwt.example.com", "/d", "Authorization", "Bearer "+f.remote.Current().Sign(t, c))
+			if r.status != 200 {
+				t.Errorf("JWKS server down, token %d: %d %q; want 200 (Envoy keeps the JWKS it fetched last)", i, r.status, r.body)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		t.Logf("JWKS server stopped after %d fetches: 5 new tokens of its key 3-6s later (cacheDuration 1s) still pass: Envoy keeps the last JWKS it fetched", fetches)
+		// A JWKS never fetched: nothing listens at its URL.
+		before := f.hits.Load()
+		r := f.do("down.example.com", "/", "Authorization", "Bearer "+tok)
+		f.refused(t, "JWKS never fetched", 401, before, r)
+		t.Logf("a provider whose JWKS URL never answered: %d %q", r.status, r.body)
 	})
 	t.Run("fail closed", func(t *testing.T) {
 		before := f.hits.Load()

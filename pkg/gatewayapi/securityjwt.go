@@ -184,8 +184,8 @@ func (t *translator) jwtProvider(p *v1alpha1.SecurityPolicy, field string, pr *v
 
 // localJWKS reads the JWKS of l, in p's namespace: the entry l.Key
 // (default "jwks.json") of a Secret (data) or ConfigMap (data, then
-// binaryData), which go-jose must read as a JWK Set (RFC 7517 section 5)
-// of 1 to 64 valid public keys. The JWKS returned is go-jose's encoding
+// binaryData; a Secret as policySecret reads it), which go-jose must
+// read as a JWK Set (RFC 7517 section 5) of 1 to 64 valid public keys. The JWKS returned is go-jose's encoding
 // of those keys (private or symmetric keys are refused, never copied).
 func (t *translator) localJWKS(p *v1alpha1.SecurityPolicy, field string, l *v1alpha1.LocalJWKS) (jwks string, bad, refs *problem) {
 	key := cmp.Or(l.Key, defaultJWKSKey)
@@ -197,9 +197,10 @@ func (t *translator) localJWKS(p *v1alpha1.SecurityPolicy, field string, l *v1al
 	var found bool
 	switch l.Kind {
 	case "Secret":
-		s := t.secrets[nn(p.Namespace, string(l.Name))]
-		if s == nil {
-			return "", nil, &problem{reasonSecretNotFound, name + ": Secret not found"}
+		// The one way a policy reads a Secret (its type checked there).
+		s, refs := t.policySecret(p, field, gwapiv1.SecretObjectReference{Name: l.Name})
+		if refs != nil {
+			return "", nil, refs
 		}
 		data, found = s.Data[key]
 	case "ConfigMap":

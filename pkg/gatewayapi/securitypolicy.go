@@ -66,6 +66,8 @@ var securityPolicyKind = registerPolicyKind(resources.SecurityPolicyKind, policy
 type securityEffect struct {
 	basic  *ir.BasicAuth
 	apiKey *ir.APIKeyAuth
+	jwt    *ir.JWT           // securityjwt.go
+	authz  *ir.Authorization // securityauthz.go: authorization and jwt's required claims
 }
 
 // securityRoute renders the effective policy of a rule on r, one IR
@@ -81,6 +83,7 @@ func securityRoute(st *policyState, r *ir.HTTPRoute) {
 		return
 	}
 	r.Filters.BasicAuth, r.Filters.APIKeyAuth = e.basic, e.apiKey
+	r.Filters.JWT, r.Filters.Authorization = e.jwt, e.authz
 }
 
 // securityReferences are the Secrets a policy reads: basicAuth users and
@@ -99,7 +102,8 @@ func securityReferences(p *v1alpha1.SecurityPolicy) (secrets, configMaps []types
 			secrets = append(secrets, nn(string(deref(r.Namespace, gwapiv1.Namespace(p.Namespace))), string(r.Name)))
 		}
 	}
-	return secrets, nil
+	secrets, configMaps = jwtReferences(p, secrets, configMaps)
+	return secrets, configMaps
 }
 
 // securityPolicy validates one policy (SecurityPolicySpec, with the CRD's
@@ -127,7 +131,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		}
 	}
 	var unsupported []string
-	for name, set := range map[string]bool{"jwt": spec.JWT != nil, "oidc": spec.OIDC != nil, "authorization": spec.Authorization != nil, "extAuth": spec.ExtAuth != nil} {
+	for name, set := range map[string]bool{"oidc": spec.OIDC != nil, "extAuth": spec.ExtAuth != nil} {
 		if set {
 			unsupported = append(unsupported, name)
 		}
@@ -137,7 +141,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		invalid("spec.%s: not yet rendered by this controller (docs/security-policy.md)", strings.Join(unsupported, ", spec."))
 		return
 	}
-	if spec.BasicAuth == nil && spec.APIKeyAuth == nil {
+	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.JWT == nil && spec.Authorization == nil {
 		invalid("at least one of jwt, oidc, basicAuth, apiKeyAuth, authorization and extAuth is required")
 		return
 	}
@@ -148,6 +152,9 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 	}
 	if a := spec.APIKeyAuth; a != nil && bad == nil && refs == nil {
 		e.apiKey, bad, refs = t.apiKeyAuth(p, a)
+	}
+	if bad == nil && refs == nil {
+		e.jwt, e.authz, bad, refs = t.jwtAndAuthorization(p)
 	}
 	switch {
 	case bad != nil:

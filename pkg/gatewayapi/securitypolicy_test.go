@@ -136,8 +136,8 @@ func TestSecurityPolicyValidation(t *testing.T) {
 		{name: "api keys, no source", spec: apiKeys(func(a *v1alpha1.APIKeyAuth) { a.ExtractFrom = nil }), accepted: "Invalid", acceptedMsg: "extractFrom: 0 entries"},
 		{name: "api keys, no Secret", spec: apiKeys(func(a *v1alpha1.APIKeyAuth) { a.CredentialRefs = nil }), accepted: "Invalid", acceptedMsg: "credentialRefs: 0 entries"},
 		{name: "nothing", spec: v1alpha1.SecurityPolicySpec{}, accepted: "Invalid", acceptedMsg: "at least one of"},
-		{name: "jwt, not yet rendered", spec: v1alpha1.SecurityPolicySpec{JWT: &v1alpha1.JWT{}, BasicAuth: basic("users").BasicAuth},
-			accepted: "Invalid", acceptedMsg: "spec.jwt: not yet rendered"},
+		{name: "jwt without providers", spec: v1alpha1.SecurityPolicySpec{JWT: &v1alpha1.JWT{}, BasicAuth: basic("users").BasicAuth},
+			accepted: "Invalid", acceptedMsg: "jwt.providers: 0 entries"},
 		{name: "extAuth and oidc, not yet rendered", spec: v1alpha1.SecurityPolicySpec{ExtAuth: &gwapiv1.HTTPExternalAuthFilter{}, OIDC: &v1alpha1.OIDC{}},
 			accepted: "Invalid", acceptedMsg: "spec.extAuth, spec.oidc: not yet rendered"},
 	} {

@@ -297,6 +297,12 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 	if a := r.Filters.APIKeyAuth; a != nil {
 		v.apiKeyAuth(p, a)
 	}
+	if j := r.Filters.JWT; j != nil {
+		v.jwt(p, j)
+	}
+	if a := r.Filters.Authorization; a != nil {
+		v.authorization(p, a, r.Filters.JWT)
+	}
 	for _, m := range r.Filters.Mirrors {
 		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
 			v.add(p, "a mirror needs a backend and a percent within 0-100")

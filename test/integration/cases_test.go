@@ -61,6 +61,10 @@ var goldenCases = []string{
 	"108-security-basic-auth",
 	"109-security-api-keys",
 	"110-security-conflict",
+	"111-security-jwt",
+	"112-security-jwt-invalid",
+	"113-security-authorization",
+	"114-security-authorization-gateway",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks

@@ -304,6 +304,13 @@ type HTTPFilters struct {
 	// APIKeyAuth, when set, admits only requests with one of its API keys
 	// (SecurityPolicy apiKeyAuth); others get 401.
 	APIKeyAuth *APIKeyAuth `json:"apiKeyAuth,omitempty"`
+	// JWT, when set, admits only requests with a JSON Web Token one of
+	// its providers validates (SecurityPolicy jwt); others get 401.
+	JWT *JWT `json:"jwt,omitempty"`
+	// Authorization, when set, allows or denies requests by ordered rules
+	// after every authentication (SecurityPolicy authorization, and the
+	// claims jwt requires); a denied request gets 403.
+	Authorization *Authorization `json:"authorization,omitempty"`
 	// OIDC, when set, logs browsers in with an OpenID provider before
 	// their requests are forwarded (SecurityPolicy oidc); requests
 	// without a valid session are redirected to the provider.

@@ -19,11 +19,14 @@ package xdstranslator
 // before everything (pre-routing: Gateway listener filters), a route's
 // right after CORS, so that CORS answers preflight requests, which carry
 // no credentials, and adds its headers to a denial too. Authentication
-// (oauth2.go: the OIDC login; authn.go: basic_auth, api_key_auth) sits
-// between CORS and a route's external checks, for the same reason. The
-// whole order: a listener's ext_authz checks, RBAC (source ranges),
-// CORS, oauth2, jwt_authn, basic_auth, api_key_auth, a route's ext_authz
-// checks, the SecurityPolicy's RBAC, stateful session, router.
+// (oauth2.go: the OIDC login; jwt.go: jwt_authn; authn.go: basic_auth,
+// api_key_auth) sits between CORS and a route's external checks, for the
+// same reason. A SecurityPolicy's authorization (securityrbac.go: a
+// second RBAC filter) comes after every check that authenticates, whose
+// results (jwt_authn's metadata) it reads. The whole order: a listener's
+// ext_authz checks, RBAC (source ranges), CORS, oauth2, jwt_authn,
+// basic_auth, api_key_auth, a route's ext_authz checks, the
+// SecurityPolicy's RBAC, stateful session, router.
 
 import (
 	"slices"
@@ -69,6 +72,11 @@ type filterUse struct {
 	// sorted by name; apiKey is the api_key_auth filter.
 	basicAuth []authzFilter
 	apiKey    bool
+	// jwt are the requirements of the chain's jwt_authn filter (jwt.go),
+	// sorted by name; securityRBAC says whether a route has an
+	// authorization (securityrbac.go).
+	jwt          []jwtRequirement
+	securityRBAC bool
 	// oauth2 are the OAuth2 filters (oauth2.go), one per name, sorted by
 	// name, with the SDS secrets each reads.
 	oauth2 []authzFilter
@@ -85,6 +93,10 @@ func (u *filterUse) add(o filterUse) {
 	for _, f := range o.basicAuth {
 		u.basicAuth = addNamed(u.basicAuth, f)
 	}
+	for _, r := range o.jwt {
+		u.jwt = addJWT(u.jwt, r)
+	}
+	u.securityRBAC = u.securityRBAC || o.securityRBAC
 	for _, f := range o.oauth2 {
 		u.oauth2 = addNamed(u.oauth2, f)
 	}
@@ -105,8 +117,8 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (a listener's ext_authz checks first,
-// then RBAC, CORS, oauth2, basic_auth, api_key_auth, a route's ext_authz checks,
-// stateful session; the
+// then RBAC, CORS, oauth2, jwt_authn, basic_auth, api_key_auth, a route's
+// ext_authz checks, the SecurityPolicy's RBAC, stateful session; the
 // router last), Envoy's stdout access log when log is set, the limits on
 // its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
 // traces nothing).
@@ -133,15 +145,18 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
 		})
 	}
-	// Authentication (authn.go) after CORS, whose preflight requests
-	// carry no credentials, and before a route's external checks: first
-	// the OIDC login (oauth2.go), whose session cookies and their SDS
-	// secrets the chain then needs.
+	// Authentication (oauth2.go, jwt.go, authn.go) after CORS, whose
+	// preflight requests carry no credentials, and before a route's
+	// external checks: first the OIDC login, whose session cookies and
+	// their SDS secrets the chain then needs.
 	for _, f := range use.oauth2 {
 		filters = append(filters, f.filter)
 		for _, sec := range f.secrets {
 			s.generic[sec.Name] = sec
 		}
+	}
+	if len(use.jwt) > 0 {
+		filters = append(filters, jwtAuthnFilter(use.jwt))
 	}
 	for _, f := range use.basicAuth {
 		filters = append(filters, f.filter)
@@ -151,6 +166,10 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 	}
 	for _, f := range use.authz[routeAuthz:] {
 		filters = append(filters, f.filter)
+	}
+	if use.securityRBAC {
+		// After every authentication: it reads jwt_authn's metadata.
+		filters = append(filters, securityRBACFilter())
 	}
 	if use.session {
 		// No session state: routes without a per-route one have no

@@ -68,6 +68,7 @@ type securityEffect struct {
 	apiKey *ir.APIKeyAuth
 	jwt    *ir.JWT           // securityjwt.go
 	authz  *ir.Authorization // securityauthz.go: authorization and jwt's required claims
+	oidc   *ir.OIDC
 }
 
 // securityRoute renders the effective policy of a rule on r, one IR
@@ -84,11 +85,13 @@ func securityRoute(st *policyState, r *ir.HTTPRoute) {
 	}
 	r.Filters.BasicAuth, r.Filters.APIKeyAuth = e.basic, e.apiKey
 	r.Filters.JWT, r.Filters.Authorization = e.jwt, e.authz
+	r.Filters.OIDC = e.oidc
 }
 
-// securityReferences are the Secrets a policy reads: basicAuth users and
-// apiKeyAuth credentialRefs (core Secrets; the namespace defaults to the
-// policy's).
+// securityReferences are the Secrets a policy reads: basicAuth users,
+// apiKeyAuth credentialRefs and the oidc clientSecret (core Secrets; the
+// namespace defaults to the policy's), and the ConfigMaps: oidc
+// caCertificateRefs.
 func securityReferences(p *v1alpha1.SecurityPolicy) (secrets, configMaps []types.NamespacedName) {
 	var refs []gwapiv1.SecretObjectReference
 	if b := p.Spec.BasicAuth; b != nil {
@@ -97,12 +100,22 @@ func securityReferences(p *v1alpha1.SecurityPolicy) (secrets, configMaps []types
 	if a := p.Spec.APIKeyAuth; a != nil {
 		refs = append(refs, a.CredentialRefs...)
 	}
+	if o := p.Spec.OIDC; o != nil {
+		refs = append(refs, o.ClientSecret)
+	}
 	for _, r := range refs {
 		if deref(r.Group, "") == "" && deref(r.Kind, "Secret") == "Secret" {
 			secrets = append(secrets, nn(string(deref(r.Namespace, gwapiv1.Namespace(p.Namespace))), string(r.Name)))
 		}
 	}
 	secrets, configMaps = jwtReferences(p, secrets, configMaps)
+	if o := p.Spec.OIDC; o != nil {
+		for _, r := range o.CACertificateRefs {
+			if r.Group == "" && r.Kind == "ConfigMap" {
+				configMaps = append(configMaps, nn(p.Namespace, string(r.Name)))
+			}
+		}
+	}
 	return secrets, configMaps
 }
 
@@ -131,7 +144,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		}
 	}
 	var unsupported []string
-	for name, set := range map[string]bool{"oidc": spec.OIDC != nil, "extAuth": spec.ExtAuth != nil} {
+	for name, set := range map[string]bool{"extAuth": spec.ExtAuth != nil} {
 		if set {
 			unsupported = append(unsupported, name)
 		}
@@ -141,7 +154,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		invalid("spec.%s: not yet rendered by this controller (docs/security-policy.md)", strings.Join(unsupported, ", spec."))
 		return
 	}
-	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.JWT == nil && spec.Authorization == nil {
+	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.JWT == nil && spec.Authorization == nil && spec.OIDC == nil {
 		invalid("at least one of jwt, oidc, basicAuth, apiKeyAuth, authorization and extAuth is required")
 		return
 	}
@@ -155,6 +168,9 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 	}
 	if bad == nil && refs == nil {
 		e.jwt, e.authz, bad, refs = t.jwtAndAuthorization(p)
+	}
+	if o := spec.OIDC; o != nil && bad == nil && refs == nil {
+		e.oidc, bad, refs = t.oidc(p, o)
 	}
 	switch {
 	case bad != nil:

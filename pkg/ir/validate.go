@@ -303,6 +303,9 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 	if a := r.Filters.Authorization; a != nil {
 		v.authorization(p, a, r.Filters.JWT)
 	}
+	if o := r.Filters.OIDC; o != nil {
+		v.oidc(p, o)
+	}
 	for _, m := range r.Filters.Mirrors {
 		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
 			v.add(p, "a mirror needs a backend and a percent within 0-100")

@@ -11,8 +11,10 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -97,9 +99,9 @@ func TestClusterChangeReachesEnvoyAtOnce(t *testing.T) {
 		// The route change comes once Envoy got the cluster change.
 		for _, e := range envoys {
 			poll(t, e.name+": svc cluster warming or active with the new budget", func() error {
-				_, err := clusterBudget(e.admin, percent, "dynamic_warming_clusters")
+				_, err := clusterBudget(e.admin, svcCluster, percent, "dynamic_warming_clusters")
 				if err != nil {
-					_, err = clusterBudget(e.admin, percent, "dynamic_active_clusters")
+					_, err = clusterBudget(e.admin, svcCluster, percent, "dynamic_active_clusters")
 				}
 				return err
 			})
@@ -118,7 +120,7 @@ func TestClusterChangeReachesEnvoyAtOnce(t *testing.T) {
 		t.Logf("retry budget %d%%: the route added after it served %s after the budget was written",
 			percent, time.Since(began).Round(time.Millisecond))
 		for _, e := range envoys {
-			if _, err := clusterBudget(e.admin, percent, "dynamic_active_clusters"); err != nil {
+			if _, err := clusterBudget(e.admin, svcCluster, percent, "dynamic_active_clusters"); err != nil {
 				t.Errorf("%s: retry budget %d%%: %v", e.name, percent, err)
 			}
 			for _, stat := range []string{"cluster." + svcCluster + ".init_fetch_timeout", "cluster_manager.warming_clusters"} {
@@ -143,7 +145,7 @@ func TestClusterChangeReachesEnvoyAtOnce(t *testing.T) {
 // among dynamic_warming_clusters.
 func activeCluster(admin int, name string) error {
 	for _, list := range []string{"dynamic_active_clusters", "dynamic_warming_clusters"} {
-		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/config_dump?resource=%s", admin, list))
+		body, err := clusterDump(admin, name, list)
 		if err != nil {
 			return err
 		}
@@ -155,11 +157,18 @@ func activeCluster(admin int, name string) error {
 	return nil
 }
 
-// clusterBudget reads the svc cluster from list (dynamic_active_clusters
-// or dynamic_warming_clusters) of Envoy's config dump and checks that its
+// clusterDump returns the entries of cluster name in list
+// (dynamic_active_clusters or dynamic_warming_clusters) of Envoy's config
+// dump (admin: its admin port).
+func clusterDump(admin int, name, list string) (string, error) {
+	return httpGet(fmt.Sprintf("http://127.0.0.1:%d/config_dump?resource=%s&name_regex=%s", admin, list, url.QueryEscape("^"+regexp.QuoteMeta(name)+"$")))
+}
+
+// clusterBudget reads cluster name from list (dynamic_active_clusters or
+// dynamic_warming_clusters) of Envoy's config dump and checks that its
 // retry budget is percent; it returns the cluster's version_info.
-func clusterBudget(admin, percent int, list string) (string, error) {
-	body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/config_dump?resource=%s", admin, list))
+func clusterBudget(admin int, name string, percent int, list string) (string, error) {
+	body, err := clusterDump(admin, name, list)
 	if err != nil {
 		return "", err
 	}
@@ -184,7 +193,7 @@ func clusterBudget(admin, percent int, list string) (string, error) {
 		return "", fmt.Errorf("config dump: %w", err)
 	}
 	for _, c := range dump.Configs {
-		if c.Cluster.Name != svcCluster {
+		if c.Cluster.Name != name {
 			continue
 		}
 		for _, th := range c.Cluster.CircuitBreakers.Thresholds {
@@ -192,7 +201,7 @@ func clusterBudget(admin, percent int, list string) (string, error) {
 				return c.Version, nil
 			}
 		}
-		return "", fmt.Errorf("%s: cluster %s has no retry budget of %d%%: %+v", list, svcCluster, percent, c.Cluster.CircuitBreakers)
+		return "", fmt.Errorf("%s: cluster %s has no retry budget of %d%%: %+v", list, name, percent, c.Cluster.CircuitBreakers)
 	}
-	return "", fmt.Errorf("%s: no cluster %s", list, svcCluster)
+	return "", fmt.Errorf("%s: no cluster %s", list, name)
 }

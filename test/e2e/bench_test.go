@@ -78,7 +78,29 @@ spec:
 func BenchmarkStandalonePropagation(b *testing.B) {
 	for _, n := range []int{100, 1000, 3000} {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
-			f := benchStandalone(b, n)
+			extra := backend(b, "extra")
+			var f *fixture
+			f = startWith(b, func(f *fixture) {
+				if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, n, f.gwPort), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
+					map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: portOf(extra)}}})
+			})
+			f.client.Timeout = time.Second
+			// Ready: the last bench route answers (from no backend: 503 or
+			// 500; anything but 404 and a failed connection).
+			began := time.Now()
+			for {
+				if code, _ := f.get(fmt.Sprintf("svc-%d.example.com", n-1), "/"); code > 0 && code != 404 {
+					break
+				}
+				if time.Since(began) > 2*time.Minute {
+					b.Fatalf("the bench routes were not served after %s", time.Since(began))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			b.Logf("%d routes served %s after start", n, time.Since(began).Round(time.Millisecond))
 			var adds, dels []time.Duration
 			i := 0
 			for b.Loop() {
@@ -107,21 +129,47 @@ func BenchmarkStandalonePropagation(b *testing.B) {
 	}
 }
 
+// benchQuiet is the pause before each change of the propagation
+// benchmark: longer than standalone mode's debounce (50 ms).
+const benchQuiet = 200 * time.Millisecond
+
+// until polls host every millisecond until it answers status, and returns
+// the time since since; it fails after 30 s.
+func (f *fixture) until(host string, status int, since time.Time) time.Duration {
+	f.t.Helper()
+	for {
+		if code, _ := f.get(host, "/"); code == status {
+			return time.Since(since)
+		}
+		if time.Since(since) > 30*time.Second {
+			f.t.Fatalf("%s did not answer %d within 30s", host, status)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// quantile returns the q-quantile (0..1, nearest rank) of ds.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
 // benchStandalone starts standalone mode on the shared benchmark input
-// for n routes, with the Service extra (a backend answering 200, by an
-// EndpointSlice: an EDS cluster once a route uses it), and waits until
-// the last bench route is served.
-func benchStandalone(b *testing.B, n int, files ...func(f *fixture)) *fixture {
-	extra := backend(b, "extra")
+// for n routes and the files files writes, and waits until the last
+// bench route is served (as BenchmarkStandalonePropagation does).
+func benchStandalone(b *testing.B, n int, files func(f *fixture)) *fixture {
 	f := startWith(b, func(f *fixture) {
 		if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, n, f.gwPort), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
-			map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: portOf(extra)}}})
-		for _, file := range files {
-			file(f)
-		}
+		files(f)
 	})
 	f.client.Timeout = time.Second
 	// Ready: the last bench route answers (from no backend: 503 or
@@ -226,35 +274,3 @@ func BenchmarkStandalonePropagationCluster(b *testing.B) {
 		})
 	}
 }
-
-// benchQuiet is the pause before each change of the propagation
-// benchmark: longer than standalone mode's debounce (50 ms).
-const benchQuiet = 200 * time.Millisecond
-
-// until polls host every millisecond until it answers status, and returns
-// the time since since; it fails after 30 s.
-func (f *fixture) until(host string, status int, since time.Time) time.Duration {
-	f.t.Helper()
-	for {
-		if code, _ := f.get(host, "/"); code == status {
-			return time.Since(since)
-		}
-		if time.Since(since) > 30*time.Second {
-			f.t.Fatalf("%s did not answer %d within 30s", host, status)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// quantile returns the q-quantile (0..1, nearest rank) of ds.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(q*float64(len(s))+0.5) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

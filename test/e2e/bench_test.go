@@ -116,31 +116,13 @@ func BenchmarkStandalonePropagation(b *testing.B) {
 	for _, n := range []int{100, 1000, 3000} {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			extra := backend(b, "extra")
-			var f *fixture
-			f = startWith(b, func(f *fixture) {
-				if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, n, f.gwPort), 0o644); err != nil {
-					b.Fatal(err)
-				}
+			f := benchStandalone(b, n, func(f *fixture) {
 				render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
 					map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: portOf(extra)}}})
 				if err := os.WriteFile(filepath.Join(f.dir, "bench-users.yaml"), []byte(benchUsersYAML), 0o644); err != nil {
 					b.Fatal(err)
 				}
 			})
-			f.client.Timeout = time.Second
-			// Ready: the last bench route answers (from no backend: 503 or
-			// 500; anything but 404 and a failed connection).
-			began := time.Now()
-			for {
-				if code, _ := f.get(fmt.Sprintf("svc-%d.example.com", n-1), "/"); code > 0 && code != 404 {
-					break
-				}
-				if time.Since(began) > 2*time.Minute {
-					b.Fatalf("the bench routes were not served after %s", time.Since(began))
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			b.Logf("%d routes served %s after start", n, time.Since(began).Round(time.Millisecond))
 			var adds, dels, policyAdds, policyDels []time.Duration
 			policy := filepath.Join(f.dir, "bench-policy.yaml")
 			i := 0
@@ -216,7 +198,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // benchStandalone starts standalone mode on the shared benchmark input
 // for n routes and the files files writes, and waits until the last
-// bench route is served (as BenchmarkStandalonePropagation does).
+// bench route is served.
 func benchStandalone(b *testing.B, n int, files func(f *fixture)) *fixture {
 	f := startWith(b, func(f *fixture) {
 		if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, n, f.gwPort), 0o644); err != nil {

@@ -18,7 +18,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -253,13 +252,7 @@ func (s *oidcFixture) get(t *testing.T, c *http.Client, path string, cookie ...s
 	if len(cookie) > 0 {
 		req.Header.Set("Cookie", cookie[0])
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return reply{status: -1, body: err.Error()}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, body: string(b), header: resp.Header}
+	return exchange(c, req)
 }
 
 // toProvider asserts that r is a redirect to the provider's

@@ -66,6 +66,8 @@ var securityPolicyKind = registerPolicyKind(resources.SecurityPolicyKind, policy
 type securityEffect struct {
 	basic  *ir.BasicAuth
 	apiKey *ir.APIKeyAuth
+	// extAuth is spec.extAuth resolved (securityextauth.go).
+	extAuth *ir.ExtAuth
 }
 
 // securityRoute renders the effective policy of a rule on r, one IR
@@ -81,6 +83,7 @@ func securityRoute(st *policyState, r *ir.HTTPRoute) {
 		return
 	}
 	r.Filters.BasicAuth, r.Filters.APIKeyAuth = e.basic, e.apiKey
+	r.Filters.SecurityExtAuth = e.extAuth
 }
 
 // securityReferences are the Secrets a policy reads: basicAuth users and
@@ -105,7 +108,7 @@ func securityReferences(p *v1alpha1.SecurityPolicy) (secrets, configMaps []types
 // securityPolicy validates one policy (SecurityPolicySpec, with the CRD's
 // schema and CEL rules, which standalone mode has no API server to
 // apply): a schema violation, or a field not yet rendered (jwt, oidc,
-// authorization, extAuth), is Accepted=False reason Invalid; a Secret
+// authorization), is Accepted=False reason Invalid; a Secret
 // that cannot be used is ResolvedRefs=False (reasons RefNotPermitted,
 // InvalidKind, SecretNotFound, InvalidSecret) and Accepted=False. In
 // every such case the effect is nil and the routes the policy covers
@@ -127,7 +130,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		}
 	}
 	var unsupported []string
-	for name, set := range map[string]bool{"jwt": spec.JWT != nil, "oidc": spec.OIDC != nil, "authorization": spec.Authorization != nil, "extAuth": spec.ExtAuth != nil} {
+	for name, set := range map[string]bool{"jwt": spec.JWT != nil, "oidc": spec.OIDC != nil, "authorization": spec.Authorization != nil} {
 		if set {
 			unsupported = append(unsupported, name)
 		}
@@ -137,7 +140,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		invalid("spec.%s: not yet rendered by this controller (docs/security-policy.md)", strings.Join(unsupported, ", spec."))
 		return
 	}
-	if spec.BasicAuth == nil && spec.APIKeyAuth == nil {
+	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.ExtAuth == nil {
 		invalid("at least one of jwt, oidc, basicAuth, apiKeyAuth, authorization and extAuth is required")
 		return
 	}
@@ -148,6 +151,9 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 	}
 	if a := spec.APIKeyAuth; a != nil && bad == nil && refs == nil {
 		e.apiKey, bad, refs = t.apiKeyAuth(p, a)
+	}
+	if f := spec.ExtAuth; f != nil && bad == nil && refs == nil {
+		e.extAuth, bad, refs = t.securityExtAuth(p, f)
 	}
 	switch {
 	case bad != nil:

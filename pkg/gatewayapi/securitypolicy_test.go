@@ -132,8 +132,8 @@ func TestSecurityPolicyValidation(t *testing.T) {
 		{name: "nothing", spec: v1alpha1.SecurityPolicySpec{}, accepted: "Invalid", acceptedMsg: "at least one of"},
 		{name: "jwt, not yet rendered", spec: v1alpha1.SecurityPolicySpec{JWT: &v1alpha1.JWT{}, BasicAuth: basic("users").BasicAuth},
 			accepted: "Invalid", acceptedMsg: "spec.jwt: not yet rendered"},
-		{name: "extAuth and oidc, not yet rendered", spec: v1alpha1.SecurityPolicySpec{ExtAuth: &gwapiv1.HTTPExternalAuthFilter{}, OIDC: &v1alpha1.OIDC{}},
-			accepted: "Invalid", acceptedMsg: "spec.extAuth, spec.oidc: not yet rendered"},
+		{name: "oidc, not yet rendered", spec: v1alpha1.SecurityPolicySpec{ExtAuth: &gwapiv1.HTTPExternalAuthFilter{}, OIDC: &v1alpha1.OIDC{}},
+			accepted: "Invalid", acceptedMsg: "spec.oidc: not yet rendered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := fixture()

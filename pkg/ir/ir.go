@@ -304,6 +304,12 @@ type HTTPFilters struct {
 	// APIKeyAuth, when set, admits only requests with one of its API keys
 	// (SecurityPolicy apiKeyAuth); others get 401.
 	APIKeyAuth *APIKeyAuth `json:"apiKeyAuth,omitempty"`
+	// SecurityExtAuth, when set, is the external authorization check of
+	// the SecurityPolicy that covers the route (spec.extAuth). It runs
+	// before ExtAuth, the rule's own ExternalAuth filter, and a request
+	// must pass both: the policy's owner and the route's each get a say
+	// (an equal check is asked once).
+	SecurityExtAuth *ExtAuth `json:"securityExtAuth,omitempty"`
 }
 
 // BasicAuth is HTTP Basic authentication (RFC 7617) against users whose
@@ -395,6 +401,25 @@ type ExtAuth struct {
 	// MaxBodyBytes, when not 0, forwards the request body to the service,
 	// at most this many bytes (a longer body is cut to this size).
 	MaxBodyBytes uint32 `json:"maxBodyBytes,omitempty"`
+	// SignIn, when set (HTTP only), turns the service's 401 denial into a
+	// 302 redirect to a sign-in page (ingress-nginx auth-signin).
+	SignIn *ExtAuthSignIn `json:"signIn,omitempty"`
+}
+
+// ExtAuthSignIn is where a client the authorization service answered 401
+// is sent: a 302 whose Location is URL with the original request's URL
+// (scheme, Host, path and query) in the query parameter Param, as
+// ingress-nginx's auth-signin does.
+type ExtAuthSignIn struct {
+	// URL is an absolute http or https URL. Its host and path may hold
+	// the request's own Host and path: the Envoy command operators
+	// %REQ(:authority)%, %REQ(:path)% and %REQ(:scheme)%, the only "%"
+	// sequences it holds besides "%%" (a literal '%').
+	URL string `json:"url"`
+	// Param is the query parameter that carries the original URL
+	// (ingress-nginx auth-signin-redirect-param; "rd"); "" when URL
+	// already has it (ingress-nginx then adds nothing).
+	Param string `json:"param,omitempty"`
 }
 
 // Header is a header name and value.

@@ -297,6 +297,9 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 	if a := r.Filters.APIKeyAuth; a != nil {
 		v.apiKeyAuth(p, a)
 	}
+	if a := r.Filters.SecurityExtAuth; a != nil {
+		v.extAuth(p, a)
+	}
 	for _, m := range r.Filters.Mirrors {
 		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
 			v.add(p, "a mirror needs a backend and a percent within 0-100")
@@ -444,6 +447,9 @@ func (v *validator) extAuth(p string, a *ExtAuth) {
 		}
 	default:
 		v.add(p, fmt.Sprintf("external authorization protocol %q is unknown", a.Protocol))
+	}
+	if a.SignIn != nil {
+		v.extAuthSignIn(p, a)
 	}
 	for _, h := range append(slices.Clone(a.AllowedRequestHeaders), a.AllowedResponseHeaders...) {
 		if !isToken(h) {

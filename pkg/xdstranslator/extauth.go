@@ -16,6 +16,8 @@ package xdstranslator
 import (
 	"fmt"
 	"hash/fnv"
+	"reflect"
+	"strings"
 	"time"
 
 	mutationrulesv3 "github.com/envoyproxy/go-control-plane/envoy/config/common/mutation_rules/v3"
@@ -34,8 +36,11 @@ import (
 const (
 	// filterExtAuthz starts the names of the ext_authz filters:
 	// "<filterExtAuthz>/listener/<k>/<hash>" for the k-th filter of a
-	// listener, "<filterExtAuthz>/route/<hash>" for a route's; hash is of
-	// the filter's configuration, so equal checks share a filter.
+	// listener, "<filterExtAuthz>/policy/<hash>" for a SecurityPolicy's
+	// check of a route, "<filterExtAuthz>/route/<hash>" for a route
+	// rule's own; hash is of the filter's configuration, so equal checks
+	// share a filter. The chain holds them sorted by name: a listener's,
+	// then the policies', then the rules'.
 	filterExtAuthz = "envoy.filters.http.ext_authz"
 	// extAuthTimeout bounds each check: a service slower than this
 	// denies (403), as one that cannot be reached does.
@@ -178,4 +183,28 @@ func configHash(m proto.Message) string {
 	h := fnv.New64a()
 	_, _ = h.Write(b)
 	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// routeChecks are the external checks of a route, in the order they run:
+// its SecurityPolicy's (ir.HTTPFilters SecurityExtAuth), then its rule's
+// own ExternalAuth filter; a check equal to the policy's is asked once.
+func routeChecks(f *ir.HTTPFilters) []*ir.ExtAuth {
+	var out []*ir.ExtAuth
+	if a := f.SecurityExtAuth; a != nil {
+		out = append(out, a)
+	}
+	if a := f.ExtAuth; a != nil && (f.SecurityExtAuth == nil || !reflect.DeepEqual(a, f.SecurityExtAuth)) {
+		out = append(out, a)
+	}
+	return out
+}
+
+// policyCheck renames f, a route's ext_authz filter (extAuthz with k < 0),
+// as a SecurityPolicy's: "<filterExtAuthz>/policy/<hash>", which sorts
+// before every rule's filter, so that the policy's check runs first.
+func policyCheck(f authzFilter) authzFilter {
+	name := filterExtAuthz + "/policy/" + strings.TrimPrefix(f.name, filterExtAuthz+"/route/")
+	hf := proto.Clone(f.filter).(*hcmv3.HttpFilter)
+	hf.Name = name
+	return authzFilter{name: name, filter: hf}
 }

@@ -20,7 +20,10 @@ package xdstranslator
 // right after CORS, so that CORS answers preflight requests, which carry
 // no credentials, and adds its headers to a denial too. Authentication
 // (authn.go: basic_auth, api_key_auth) sits between CORS and a route's
-// external checks, for the same reason.
+// external checks, for the same reason. A route's external checks are a
+// SecurityPolicy's, then the rule's own (both must allow); custom_response
+// (signin.go) sits right before them, so that it sees their 401 replies
+// and turns them into sign-in redirects.
 
 import (
 	"slices"
@@ -66,6 +69,9 @@ type filterUse struct {
 	// sorted by name; apiKey is the api_key_auth filter.
 	basicAuth []authzFilter
 	apiKey    bool
+	// signIn: a route's check turns 401 into a sign-in redirect
+	// (signin.go: the custom_response filter).
+	signIn bool
 }
 
 func (u *filterUse) add(o filterUse) {
@@ -73,6 +79,7 @@ func (u *filterUse) add(o filterUse) {
 	u.rbac = u.rbac || o.rbac
 	u.session = u.session || o.session
 	u.apiKey = u.apiKey || o.apiKey
+	u.signIn = u.signIn || o.signIn
 	for _, f := range o.authz {
 		u.addAuthz(f)
 	}
@@ -96,8 +103,9 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (a listener's ext_authz checks first,
-// then RBAC, CORS, basic_auth, api_key_auth, a route's ext_authz checks,
-// stateful session; the
+// then RBAC, CORS, basic_auth, api_key_auth, custom_response (sign-in
+// redirects), a route's ext_authz checks (a SecurityPolicy's, then the
+// rule's own), stateful session; the
 // router last), Envoy's stdout access log when log is set, the limits on
 // its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
 // traces nothing).
@@ -131,6 +139,10 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 	}
 	if use.apiKey {
 		filters = append(filters, apiKeyAuthFilter())
+	}
+	if use.signIn {
+		// Before the route's checks: their 401 replies pass through it.
+		filters = append(filters, customResponseFilter())
 	}
 	for _, f := range use.authz[routeAuthz:] {
 		filters = append(filters, f.filter)

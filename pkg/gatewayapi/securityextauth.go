@@ -1,0 +1,45 @@
+package gatewayapi
+
+// SecurityPolicy spec.extAuth: the Gateway API's HTTPExternalAuthFilter
+// (the HTTPRoute ExternalAuth filter's type) at any attachment level of
+// the policy. It is validated and resolved by the filter's own function,
+// extAuth (extauth.go), with the policy standing for the route: its
+// backendRef in the policy's namespace, or in another one whose
+// ReferenceGrant lets SecurityPolicies (gateway.xds-controller.dev) of the
+// policy's namespace use it; a BackendTLSPolicy on the port applies. The
+// check lands in ir.HTTPFilters SecurityExtAuth of every IR route the
+// policy covers and is rendered as the filter's is (pkg/xdstranslator
+// extauth.go): a route rule with its own ExternalAuth filter asks both,
+// the policy's first, and a request must pass both.
+
+import (
+	"fmt"
+	"strings"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
+	"github.com/xds-controller/xds-controller/pkg/ir"
+)
+
+// securityExtAuth validates spec.extAuth of policy p and resolves its
+// backendRef: bad is a value the API or we do not accept (extAuth's
+// rules: protocol and its config, http.path, header names,
+// forwardBody.maxSize up to MaxExtAuthBody, port and namespace), refs a
+// backendRef that does not resolve (reasons BackendNotFound, InvalidKind,
+// RefNotPermitted) or whose BackendTLSPolicy cannot be honoured. In both
+// cases out is nil, and the routes the policy covers answer 500.
+func (t *translator) securityExtAuth(p *v1alpha1.SecurityPolicy, f *gwapiv1.HTTPExternalAuthFilter) (out *ir.ExtAuth, bad, refs *problem) {
+	referrer := &routeState{key: RouteKey{Kind: KindSecurityPolicy, Namespace: p.Namespace, Name: p.Name}}
+	res := t.extAuth(referrer, f)
+	svc := string(deref(f.BackendRef.Namespace, gwapiv1.Namespace(p.Namespace))) + "/" + string(f.BackendRef.Name)
+	switch {
+	case len(res.bad) > 0:
+		return nil, &problem{"", "extAuth: " + strings.Join(res.bad, "; ")}, nil
+	case res.ref != nil:
+		return nil, nil, &problem{res.ref.reason, "extAuth.backendRef: " + res.ref.msg}
+	case res.auth == nil:
+		return nil, nil, &problem{string(gwapiv1.RouteReasonBackendNotFound), fmt.Sprintf("extAuth.backendRef: the BackendTLSPolicy of %s cannot be honoured (see its status)", svc)}
+	}
+	return res.auth, nil, nil
+}

@@ -96,3 +96,24 @@ func (v *validator) extAuthSignIn(p string, a *ExtAuth) {
 		v.add(p, fmt.Sprintf("sign-in redirect parameter %q is not an RFC 7230 token", s.Param))
 	}
 }
+
+// extAuthHTTPOptions checks an HTTP check's path override, a path (and
+// query) starting with "/", without whitespace, control characters or
+// '#', never beside a path prefix (Envoy HttpService: only one of
+// path_prefix and path_override); and that AllRequestHeaders comes
+// without a list of request headers.
+func (v *validator) extAuthHTTPOptions(p string, a *ExtAuth) {
+	if a.AllRequestHeaders && len(a.AllowedRequestHeaders) > 0 {
+		v.add(p, "an external authorization check sends every request header and a list of them")
+	}
+	o := a.PathOverride
+	if o == "" {
+		return
+	}
+	if a.PathPrefix != "" {
+		v.add(p, "an external authorization check has a path prefix and a path override")
+	}
+	if !strings.HasPrefix(o, "/") || strings.ContainsFunc(o, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '#' }) {
+		v.add(p, fmt.Sprintf("external authorization path override %q is not a path and query starting with /", o))
+	}
+}

@@ -401,6 +401,15 @@ type ExtAuth struct {
 	// MaxBodyBytes, when not 0, forwards the request body to the service,
 	// at most this many bytes (a longer body is cut to this size).
 	MaxBodyBytes uint32 `json:"maxBodyBytes,omitempty"`
+	// AllRequestHeaders sends every client request header to the service
+	// (HTTP; AllowedRequestHeaders is then empty), as ingress-nginx's
+	// auth-url does: the service reads the session cookie.
+	AllRequestHeaders bool `json:"allRequestHeaders,omitempty"`
+	// PathOverride, when set (HTTP only), is the whole path (and query) of
+	// every check request, in place of PathPrefix followed by the
+	// request's path (ingress-nginx auth-url: the URL's own path). It
+	// starts with "/"; PathPrefix is then "".
+	PathOverride string `json:"pathOverride,omitempty"`
 	// SignIn, when set (HTTP only), turns the service's 401 denial into a
 	// 302 redirect to a sign-in page (ingress-nginx auth-signin).
 	SignIn *ExtAuthSignIn `json:"signIn,omitempty"`

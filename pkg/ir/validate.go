@@ -445,6 +445,7 @@ func (v *validator) extAuth(p string, a *ExtAuth) {
 		if a.PathPrefix != "" && !strings.HasPrefix(a.PathPrefix, "/") {
 			v.add(p, fmt.Sprintf("external authorization path prefix %q must start with /", a.PathPrefix))
 		}
+		v.extAuthHTTPOptions(p, a)
 	default:
 		v.add(p, fmt.Sprintf("external authorization protocol %q is unknown", a.Protocol))
 	}

@@ -70,7 +70,8 @@ type authzFilter struct {
 //
 //   - GRPC: grpc_service to the backend's cluster; allowed_headers the
 //     check's request headers (none: Envoy sends every header).
-//   - HTTP: http_service to the backend's cluster with path_prefix;
+//   - HTTP: http_service to the backend's cluster with path_prefix (or
+//     path_override);
 //     allowed_headers the check's request headers (Envoy always adds Host,
 //     Method, Path, Content-Length and Authorization, as
 //     HTTPAuthConfig allowedHeaders says); the 200 answer's headers copied
@@ -119,11 +120,26 @@ func extAuthz(a *ir.ExtAuth, k int) (authzFilter, *anypb.Any) {
 				Timeout:          durationpb.New(extAuthTimeout),
 			},
 			PathPrefix:            a.PathPrefix,
+			PathOverride:          a.PathOverride,
 			AuthorizationResponse: resp,
 		}}
 	}
 	if len(a.AllowedRequestHeaders) > 0 {
 		c.AllowedHeaders = headerNames(a.AllowedRequestHeaders)
+	}
+	if a.AllRequestHeaders {
+		c.AllowedHeaders = &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{{
+			MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: ".*"}},
+		}}}
+	}
+	if hs, ok := c.Services.(*extauthzv3.ExtAuthz_HttpService); ok && a.PathOverride != "" {
+		// The service is asked a fixed path: the original URL and
+		// method go in headers, as ingress-nginx's auth_request sends
+		// them.
+		hs.HttpService.AuthorizationRequest = &extauthzv3.AuthorizationRequest{HeadersToAdd: []*corev3.HeaderValue{
+			{Key: "x-original-url", Value: "%REQ(:scheme)%://%REQ(:authority)%%REQ(:path)%"},
+			{Key: "x-original-method", Value: "%REQ(:method)%"},
+		}}
 	}
 	if a.MaxBodyBytes > 0 {
 		c.WithRequestBody = &extauthzv3.BufferSettings{

@@ -43,3 +43,25 @@ func (t *translator) securityExtAuth(p *v1alpha1.SecurityPolicy, f *gwapiv1.HTTP
 	}
 	return res.auth, nil, nil
 }
+
+// applyPolicyClientCert gives the TLS backend of r's SecurityPolicy check
+// (r an IR route of a listener of g, owned by the caller, the policies
+// just applied) g's client certificate, as applyBackendClientCert does
+// for the rule's own check; the policy's check is copied, never changed
+// in place (every route of the policy shares it). A clientCertificateRef
+// that does not resolve makes r answer 500: the check is never made
+// without the certificate the Gateway was told to present, nor skipped.
+func (g *gatewayState) applyPolicyClientCert(r *ir.HTTPRoute) {
+	a := r.Filters.SecurityExtAuth
+	if g.backendCert == nil || a == nil || a.Backend.TLS == nil || a.Backend.TLS.ClientCertificate != nil {
+		return
+	}
+	c := a.DeepCopy()
+	if c.Backend = g.backendCert.apply(c.Backend); c.Backend.Invalid {
+		r.Filters = ir.HTTPFilters{ResponseHeaders: r.Filters.ResponseHeaders}
+		r.Backends, r.SessionPersistence, r.Retry = nil, nil, nil
+		r.DirectResponse = &ir.DirectResponse{StatusCode: 500}
+		return
+	}
+	r.Filters.SecurityExtAuth = c
+}

@@ -154,3 +154,36 @@ func TestSecurityPolicyExtAuthBesideRuleFilter(t *testing.T) {
 		t.Errorf("policy and rule checks by path %v, want %v", got, want)
 	}
 }
+
+// TestSecurityPolicyExtAuthClientCert: a policy's check whose Service has
+// a BackendTLSPolicy presents the Gateway's client certificate, as a
+// rule's own check does; when the clientCertificateRef does not resolve,
+// the route answers 500 (never a check without it, never no check).
+func TestSecurityPolicyExtAuthClientCert(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ref  gwapiv1.SecretObjectReference
+	}{{"resolved", gwapiv1.SecretObjectReference{Name: "client"}}, {"unresolved", gwapiv1.SecretObjectReference{Name: "nope"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := backendCertFixture(tc.ref)
+			f.GRPCRoutes = nil
+			f.SecurityPolicies = []*v1alpha1.SecurityPolicy{securityPolicyOn(extAuthSpec("", "app", nil))}
+			f.Sort()
+			r := Translate(f.Resources, Options{})
+			mustValid(t, r)
+			rt := r.IR.Gateways[0].Listeners[0].HTTPRoutes[0]
+			if tc.name == "unresolved" {
+				if rt.DirectResponse == nil || rt.DirectResponse.StatusCode != 500 || rt.Filters.SecurityExtAuth != nil {
+					t.Fatalf("route %+v, want 500 (fail closed)", rt)
+				}
+				return
+			}
+			a := rt.Filters.SecurityExtAuth
+			if a == nil || a.Backend.TLS == nil || a.Backend.TLS.ClientCertificate == nil || a.Backend.Name != "service/default/app/80/client-certificate/default/client" {
+				t.Fatalf("check %+v, want its backend presenting default/client", a)
+			}
+			st := r.Status.Policies[PolicyKey{Kind: KindSecurityPolicy, Namespace: "default", Name: "sp"}]
+			wantCond(t, st.Ancestors[0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+		})
+	}
+}

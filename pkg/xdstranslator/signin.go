@@ -7,8 +7,12 @@ package xdstranslator
 // per-filter configuration matches the response status 401 of a local
 // reply (HttpResponseLocalReplyMatchInput: the ext_authz denial, never a
 // backend's own 401) and replaces it with a LocalResponsePolicy of status
-// 302 and a Location header. The filter sits before the route's ext_authz
-// filters in the chain, so that their local replies pass through it.
+// 302 and a Location header. The filter sits right before the route's
+// ext_authz filters in the chain (httpfilters.go). Envoy sends a local
+// reply through every encoder filter of the stream, so the 401 of an
+// earlier filter of the same route (basic_auth) is redirected too, as
+// ingress-nginx's error_page 401 catches auth_basic's (test/e2e
+// ingressauth_test.go shows both).
 
 import (
 	"strings"

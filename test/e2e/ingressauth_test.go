@@ -25,10 +25,11 @@ import (
 )
 
 // ingressAuthYAML: IngressClass e2e-auth; Ingress sso (sso.example.com:
-// auth-url {{.AuthURL}}, auth-signin, auth-response-headers) and Ingress
-// basic (basic.example.com: auth-type basic, Secret users, realm), both to
-// Service app; the Secret users ({{.Users}}). {{.Prefix}} is the
-// annotations' prefix.
+// auth-url {{.AuthURL}}, auth-signin, auth-response-headers), Ingress
+// basic (basic.example.com: auth-type basic, Secret users, realm) and
+// Ingress both (both.example.com: basic auth and auth-url with
+// auth-signin), all to Service app; the Secret users ({{.Users}}).
+// {{.Prefix}} is the annotations' prefix.
 const ingressAuthYAML = `apiVersion: networking.k8s.io/v1
 kind: IngressClass
 metadata: {name: e2e-auth}
@@ -64,6 +65,24 @@ spec:
   ingressClassName: e2e-auth
   rules:
   - host: basic.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: app, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: both
+  namespace: default
+  annotations:
+    {{.Prefix}}auth-type: basic
+    {{.Prefix}}auth-secret: users
+    {{.Prefix}}auth-url: {{.AuthURL}}
+    {{.Prefix}}auth-signin: https://auth.example.com/oauth2/start
+spec:
+  ingressClassName: e2e-auth
+  rules:
+  - host: both.example.com
     http:
       paths:
       - {path: /, pathType: Prefix, backend: {service: {name: app, port: {number: 80}}}}
@@ -250,6 +269,22 @@ func TestIngressAuth(t *testing.T) {
 		r2 := do("basic.example.com", "/b")
 		refused(t, "no credentials", before, r2, http.StatusUnauthorized)
 		t.Logf("wrong: %d WWW-Authenticate %q; missing: %d", r.status, r.header.Get("WWW-Authenticate"), r2.status)
+	})
+	t.Run("basic and auth-url: both required", func(t *testing.T) {
+		if r := do("both.example.com", "/z", "basic", "bob:builder", "cookie", "_oauth2_proxy=alice"); r.status != 200 || r.body != "app /z user=alice email=alice@example.com" {
+			t.Fatalf("both passed: %d %q", r.status, r.body)
+		}
+		before := hits.Load()
+		r := do("both.example.com", "/z", "basic", "bob:builder")
+		refused(t, "basic passed, no session", before, r, http.StatusFound)
+		// basic_auth's own 401 is a local reply too, which custom_response
+		// sees (Envoy sends a local reply through every encoder filter):
+		// redirected as well, as ingress-nginx's error_page 401 catches
+		// auth_basic's 401 in the same location.
+		r2 := do("both.example.com", "/z", "cookie", "_oauth2_proxy=alice")
+		refused(t, "session, no basic credentials", before, r2, http.StatusFound)
+		t.Logf("basic only: %d Location %q; session only: %d Location %q WWW-Authenticate %q", r.status, r.header.Get("Location"),
+			r2.status, r2.header.Get("Location"), r2.header.Get("WWW-Authenticate"))
 	})
 	t.Run("auth service down denies", func(t *testing.T) {
 		_ = auth.srv.Close()

@@ -7,12 +7,15 @@ package e2e
 // route wins over the Gateway); a rule with its own ExternalAuth filter
 // (gRPC) under the Gateway's policy is asked by both, and a request must
 // pass both. A server that is down denies (403): never forwarded.
+// XDS_E2E_PROTECTION_REMOVED=1 retargets the policies at nothing: the
+// tests then fail.
 
 import (
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -56,7 +59,7 @@ apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: SecurityPolicy
 metadata: {name: gateway-check, namespace: default}
 spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: gw}]
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: {{.Gateway}}}]
   extAuth:
     protocol: HTTP
     backendRef: {name: authz-http, port: 80}
@@ -66,7 +69,7 @@ apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: SecurityPolicy
 metadata: {name: rpc-check, namespace: default}
 spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: rpc}]
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: {{.Route}}}]
   extAuth: {protocol: GRPC, backendRef: {name: authz-grpc, port: 80}, grpc: {}}
 `
 
@@ -92,7 +95,11 @@ func TestSecurityPolicyExtAuth(t *testing.T) {
 				{Name: "authz-http", Port: portOfAddr(t, httpSrv.Addr)},
 			},
 		})
-		render(t, filepath.Join(f.dir, "routes.yaml"), securityExtAuthYAML, nil)
+		targets := map[string]string{"Gateway": "gw", "Route": "rpc"}
+		if os.Getenv("XDS_E2E_PROTECTION_REMOVED") == "1" {
+			targets = map[string]string{"Gateway": "nothing", "Route": "nothing"}
+		}
+		render(t, filepath.Join(f.dir, "routes.yaml"), securityExtAuthYAML, targets)
 	})
 	client := &http.Client{Timeout: 20 * time.Second}
 	do := func(host, path string, headers ...string) reply {

@@ -66,7 +66,8 @@ type SecurityPolicySpec struct {
 	// ExtAuth asks an external authorization service about every request,
 	// as the Gateway API's HTTPRoute ExternalAuth filter does (the same
 	// type and the same rendering: Envoy's ext_authz HTTP filter, fail
-	// closed), at any attachment level. Not yet rendered.
+	// closed), at any attachment level. A rule with its own ExternalAuth
+	// filter asks both, this one first: a request must pass both.
 	// +optional
 	ExtAuth *gwapiv1.HTTPExternalAuthFilter `json:"extAuth,omitempty"`
 }

@@ -286,6 +286,20 @@ func TestIngressAuth(t *testing.T) {
 		t.Logf("basic only: %d Location %q; session only: %d Location %q WWW-Authenticate %q", r.status, r.header.Get("Location"),
 			r2.status, r2.header.Get("Location"), r2.header.Get("WWW-Authenticate"))
 	})
+	t.Run("Secret changed", func(t *testing.T) {
+		render(t, filepath.Join(f.dir, "ingress.yaml"), ingressAuthYAML, map[string]any{
+			"Prefix": prefix, "AuthURL": "http://" + auth.addr + "/oauth2/auth", "Users": htpasswdSHA("bob", "rebuilt"),
+		})
+		took := poll(t, "the new password", func() error {
+			if r := do("basic.example.com", "/c", "basic", "bob:rebuilt"); r.status != 200 {
+				return fmt.Errorf("%d %q", r.status, r.body)
+			}
+			return nil
+		})
+		before := hits.Load()
+		refused(t, "the old password after the change", before, do("basic.example.com", "/c", "basic", "bob:builder"), http.StatusUnauthorized)
+		t.Logf("new password accepted %s after the Secret changed; the old one gets 401", took.Round(time.Millisecond))
+	})
 	t.Run("auth service down denies", func(t *testing.T) {
 		_ = auth.srv.Close()
 		before := hits.Load()
@@ -293,5 +307,4 @@ func TestIngressAuth(t *testing.T) {
 		refused(t, "auth service down", before, r, http.StatusForbidden)
 		t.Logf("auth service down: %d %q", r.status, r.body)
 	})
-	_ = f
 }

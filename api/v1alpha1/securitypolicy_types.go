@@ -33,8 +33,7 @@ type SecurityPolicySpec struct {
 	TargetRefs []gwapiv1.LocalPolicyTargetReferenceWithSectionName `json:"targetRefs"`
 
 	// JWT validates JSON Web Tokens (Envoy's jwt_authn HTTP filter,
-	// envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication). Not
-	// yet rendered.
+	// envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication).
 	// +optional
 	JWT *JWT `json:"jwt,omitempty"`
 
@@ -59,7 +58,8 @@ type SecurityPolicySpec struct {
 
 	// Authorization allows or denies requests by client address, JWT
 	// claim, header, method and path (Envoy's RBAC HTTP filter,
-	// envoy.extensions.filters.http.rbac.v3.RBAC). Not yet rendered.
+	// envoy.extensions.filters.http.rbac.v3.RBAC), after every
+	// authentication method.
 	// +optional
 	Authorization *Authorization `json:"authorization,omitempty"`
 
@@ -237,6 +237,14 @@ type RemoteJWKS struct {
 	// cache_duration). Default 5m.
 	// +optional
 	CacheDuration *gwapiv1.Duration `json:"cacheDuration,omitempty"`
+	// CACertificateRefs are the CA certificates the JWKS server's
+	// certificate is verified against, as BackendTLSPolicy's: ConfigMaps
+	// (key "ca.crt") in the policy's namespace or ClusterTrustBundles.
+	// Default: the system trust store.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	CACertificateRefs []gwapiv1.LocalObjectReference `json:"caCertificateRefs,omitempty"`
 }
 
 // LocalJWKS is a JWKS held in the cluster.
@@ -246,7 +254,7 @@ type LocalJWKS struct {
 	Kind string `json:"kind"`
 	// Name of the Secret or ConfigMap, in the policy's namespace.
 	Name gwapiv1.ObjectName `json:"name"`
-	// Key of the entry holding the JWKS (JSON). Default "jwks".
+	// Key of the entry holding the JWKS (JSON). Default "jwks.json".
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Key string `json:"key,omitempty"`

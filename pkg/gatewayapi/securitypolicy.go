@@ -66,6 +66,8 @@ var securityPolicyKind = registerPolicyKind(resources.SecurityPolicyKind, policy
 type securityEffect struct {
 	basic  *ir.BasicAuth
 	apiKey *ir.APIKeyAuth
+	jwt    *ir.JWT           // securityjwt.go
+	authz  *ir.Authorization // securityauthz.go: authorization and jwt's required claims
 	// extAuth is spec.extAuth resolved (securityextauth.go).
 	extAuth *ir.ExtAuth
 }
@@ -83,6 +85,7 @@ func securityRoute(st *policyState, r *ir.HTTPRoute) {
 		return
 	}
 	r.Filters.BasicAuth, r.Filters.APIKeyAuth = e.basic, e.apiKey
+	r.Filters.JWT, r.Filters.Authorization = e.jwt, e.authz
 	r.Filters.SecurityExtAuth = e.extAuth
 }
 
@@ -102,13 +105,14 @@ func securityReferences(p *v1alpha1.SecurityPolicy) (secrets, configMaps []types
 			secrets = append(secrets, nn(string(deref(r.Namespace, gwapiv1.Namespace(p.Namespace))), string(r.Name)))
 		}
 	}
-	return secrets, nil
+	secrets, configMaps = jwtReferences(p, secrets, configMaps)
+	return secrets, configMaps
 }
 
 // securityPolicy validates one policy (SecurityPolicySpec, with the CRD's
 // schema and CEL rules, which standalone mode has no API server to
-// apply): a schema violation, or a field not yet rendered (jwt, oidc,
-// authorization), is Accepted=False reason Invalid; a Secret
+// apply): a schema violation, or a field not yet rendered (oidc), is
+// Accepted=False reason Invalid; a Secret
 // that cannot be used is ResolvedRefs=False (reasons RefNotPermitted,
 // InvalidKind, SecretNotFound, InvalidSecret) and Accepted=False. In
 // every such case the effect is nil and the routes the policy covers
@@ -130,7 +134,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		}
 	}
 	var unsupported []string
-	for name, set := range map[string]bool{"jwt": spec.JWT != nil, "oidc": spec.OIDC != nil, "authorization": spec.Authorization != nil} {
+	for name, set := range map[string]bool{"oidc": spec.OIDC != nil} {
 		if set {
 			unsupported = append(unsupported, name)
 		}
@@ -140,7 +144,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		invalid("spec.%s: not yet rendered by this controller (docs/security-policy.md)", strings.Join(unsupported, ", spec."))
 		return
 	}
-	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.ExtAuth == nil {
+	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.JWT == nil && spec.Authorization == nil && spec.ExtAuth == nil {
 		invalid("at least one of jwt, oidc, basicAuth, apiKeyAuth, authorization and extAuth is required")
 		return
 	}
@@ -151,6 +155,9 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 	}
 	if a := spec.APIKeyAuth; a != nil && bad == nil && refs == nil {
 		e.apiKey, bad, refs = t.apiKeyAuth(p, a)
+	}
+	if bad == nil && refs == nil {
+		e.jwt, e.authz, bad, refs = t.jwtAndAuthorization(p)
 	}
 	if f := spec.ExtAuth; f != nil && bad == nil && refs == nil {
 		e.extAuth, bad, refs = t.securityExtAuth(p, f)
@@ -167,7 +174,10 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 }
 
 // policySecret resolves a Secret reference of policy p (field names it in
-// messages): a core Secret, in p's namespace or in another one whose
+// messages): a core Secret of type Opaque (the type of ingress-nginx's
+// auth Secrets, and the only type besides kubernetes.io/tls that the
+// Kubernetes provider reads: a ServiceAccount token or a Helm release is
+// never a credential of ours), in p's namespace or in another one whose
 // ReferenceGrant lets SecurityPolicies of p's namespace use it.
 func (t *translator) policySecret(p *v1alpha1.SecurityPolicy, field string, ref gwapiv1.SecretObjectReference) (*corev1.Secret, *problem) {
 	group, kind := deref(ref.Group, ""), deref(ref.Kind, "Secret")
@@ -182,6 +192,9 @@ func (t *translator) policySecret(p *v1alpha1.SecurityPolicy, field string, ref 
 	s := t.secrets[nn(ns, string(ref.Name))]
 	if s == nil {
 		return nil, &problem{reasonSecretNotFound, name + ": Secret not found"}
+	}
+	if typ := cmp.Or(s.Type, corev1.SecretTypeOpaque); typ != corev1.SecretTypeOpaque {
+		return nil, &problem{reasonInvalidSecret, fmt.Sprintf("%s: Secret type is %q, not %q", name, typ, corev1.SecretTypeOpaque)}
 	}
 	return s, nil
 }

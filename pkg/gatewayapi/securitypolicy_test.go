@@ -76,6 +76,11 @@ func TestSecurityPolicyValidation(t *testing.T) {
 		secret("default", "newline-key", map[string]string{"acme": "k1\n"}),
 		secret("default", "no-keys", nil),
 		secret("other", "users", map[string]string{"auth": "carol:{SHA}" + shaBuilder}),
+		func() *corev1.Secret {
+			s := secret("default", "sa-token", map[string]string{"auth": "bob:{SHA}" + shaBuilder})
+			s.Type = corev1.SecretTypeServiceAccountToken
+			return s
+		}(),
 	}
 	bob := []ir.BasicAuthUser{{Name: "alice", SHA: shaWonderland}, {Name: "bob", SHA: shaBuilder}}
 	for _, tc := range []struct {
@@ -101,6 +106,7 @@ func TestSecurityPolicyValidation(t *testing.T) {
 		{name: "basic, no colon", spec: basic("no-colon"), accepted: "Invalid", acceptedMsg: "line 1 is not user:hash", refs: "InvalidSecret"},
 		{name: "basic, no users", spec: basic("empty"), accepted: "Invalid", acceptedMsg: "no users", refs: "InvalidSecret"},
 		{name: "basic, no auth key", spec: basic("other-key"), accepted: "Invalid", acceptedMsg: "no key auth or .htpasswd", refs: "InvalidSecret"},
+		{name: "basic, not Opaque", spec: basic("sa-token"), accepted: "Invalid", acceptedMsg: `Secret type is "kubernetes.io/service-account-token", not "Opaque"`, refs: "InvalidSecret"},
 		{name: "basic, missing Secret", spec: basic("nowhere"), accepted: "Invalid", acceptedMsg: "Secret not found; the routes it covers answer 500", refs: "SecretNotFound"},
 		{name: "basic, another namespace", spec: basic("users", func(b *v1alpha1.BasicAuth) { b.Users.Namespace = ptr(gwapiv1.Namespace("other")) }),
 			accepted: "Invalid", acceptedMsg: "no ReferenceGrant", refs: "RefNotPermitted"},
@@ -130,8 +136,8 @@ func TestSecurityPolicyValidation(t *testing.T) {
 		{name: "api keys, no source", spec: apiKeys(func(a *v1alpha1.APIKeyAuth) { a.ExtractFrom = nil }), accepted: "Invalid", acceptedMsg: "extractFrom: 0 entries"},
 		{name: "api keys, no Secret", spec: apiKeys(func(a *v1alpha1.APIKeyAuth) { a.CredentialRefs = nil }), accepted: "Invalid", acceptedMsg: "credentialRefs: 0 entries"},
 		{name: "nothing", spec: v1alpha1.SecurityPolicySpec{}, accepted: "Invalid", acceptedMsg: "at least one of"},
-		{name: "jwt, not yet rendered", spec: v1alpha1.SecurityPolicySpec{JWT: &v1alpha1.JWT{}, BasicAuth: basic("users").BasicAuth},
-			accepted: "Invalid", acceptedMsg: "spec.jwt: not yet rendered"},
+		{name: "jwt without providers", spec: v1alpha1.SecurityPolicySpec{JWT: &v1alpha1.JWT{}, BasicAuth: basic("users").BasicAuth},
+			accepted: "Invalid", acceptedMsg: "jwt.providers: 0 entries"},
 		{name: "oidc, not yet rendered", spec: v1alpha1.SecurityPolicySpec{ExtAuth: &gwapiv1.HTTPExternalAuthFilter{}, OIDC: &v1alpha1.OIDC{}},
 			accepted: "Invalid", acceptedMsg: "spec.oidc: not yet rendered"},
 	} {

@@ -3,6 +3,7 @@ package ir
 import (
 	"encoding/base64"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 )
@@ -70,6 +71,120 @@ func (v *validator) apiKeyAuth(p string, a *APIKeyAuth) {
 	}
 	if h := a.ForwardClientIDHeader; h != "" && !isToken(h) {
 		v.add(p, fmt.Sprintf("API key header name %q is not an RFC 7230 token", h))
+	}
+}
+
+// jwt checks what Envoy's jwt_authn filter would refuse or could not
+// tell apart: a requirement name; at least one provider, names distinct
+// and not empty; each with exactly one of a local JWKS (JSON) and a
+// remote one (an absolute https URI, a valid backend, a positive cache
+// duration); header names that are RFC 7230 tokens, claim headers too;
+// claims (of claim headers and requirements) that are not empty.
+func (v *validator) jwt(p string, j *JWT) {
+	if j.Name == "" {
+		v.add(p, "JWT authentication needs a name")
+	}
+	if len(j.Providers) == 0 {
+		v.add(p, "JWT authentication needs at least one provider")
+	}
+	seen := map[string]bool{}
+	for _, pr := range j.Providers {
+		if pr.Name == "" || seen[pr.Name] {
+			v.add(p, fmt.Sprintf("JWT provider name %q is empty or given twice", pr.Name))
+		}
+		seen[pr.Name] = true
+		switch r := pr.RemoteJWKS; {
+		case (r == nil) == (pr.LocalJWKS == ""):
+			v.add(p, fmt.Sprintf("JWT provider %q needs exactly one of a local and a remote JWKS", pr.Name))
+		case r != nil:
+			if !strings.HasPrefix(r.URI, "https://") || r.CacheDuration <= 0 {
+				v.add(p, fmt.Sprintf("JWT provider %q: the remote JWKS needs an https URI and a positive cache duration", pr.Name))
+			}
+			if r.Backend == nil || r.Backend.Invalid {
+				v.add(p, fmt.Sprintf("JWT provider %q: the remote JWKS needs a valid backend", pr.Name))
+			} else {
+				v.backend(p, r.Backend)
+			}
+		}
+		for _, h := range pr.Headers {
+			if !isToken(h.Name) {
+				v.add(p, fmt.Sprintf("JWT provider %q: header name %q is not an RFC 7230 token", pr.Name, h.Name))
+			}
+		}
+		for _, c := range pr.ClaimToHeaders {
+			if !isToken(c.Header) || c.Claim == "" {
+				v.add(p, fmt.Sprintf("JWT provider %q: claim %q to header %q: a claim and a token header name are required", pr.Name, c.Claim, c.Header))
+			}
+		}
+		v.claims(p, pr.RequiredClaims)
+	}
+}
+
+// authorization checks an authorization's rules: CIDRs that parse,
+// header names that are tokens, regular expressions RE2 accepts, paths
+// that start with "/" (but regular expressions), methods not empty, JWT
+// matches that name a provider of the route's JWT j (nil: none may).
+func (v *validator) authorization(p string, a *Authorization, j *JWT) {
+	provider := func(name string) bool {
+		return j != nil && slices.ContainsFunc(j.Providers, func(pr JWTProvider) bool { return pr.Name == name })
+	}
+	for _, m := range a.RequireJWT {
+		if !provider(m.Provider) {
+			v.add(p, fmt.Sprintf("authorization requires JWT provider %q, which the route's JWT authentication does not have", m.Provider))
+		}
+		v.claims(p, m.Claims)
+	}
+	for i, r := range a.Rules {
+		for _, c := range r.ClientCIDRs {
+			if pf, err := netip.ParsePrefix(c); err != nil || pf != pf.Masked() {
+				v.add(p, fmt.Sprintf("authorization rule %d: client CIDR %q is not a canonical prefix", i, c))
+			}
+		}
+		if m := r.JWT; m != nil {
+			if !provider(m.Provider) {
+				v.add(p, fmt.Sprintf("authorization rule %d: JWT provider %q is not one of the route's JWT authentication", i, m.Provider))
+			}
+			v.claims(p, m.Claims)
+		}
+		for _, h := range r.Headers {
+			if !isToken(h.Name) {
+				v.add(p, fmt.Sprintf("authorization rule %d: header name %q is not an RFC 7230 token", i, h.Name))
+			}
+			if h.Type == MatchRegex {
+				if msg := re2Syntax(h.Value); msg != "" {
+					v.add(p, fmt.Sprintf("authorization rule %d: header %q: %s", i, h.Name, msg))
+				}
+			}
+		}
+		for _, m := range r.Methods {
+			if !isToken(m) {
+				v.add(p, fmt.Sprintf("authorization rule %d: method %q is not a token", i, m))
+			}
+		}
+		for _, pm := range r.Paths {
+			switch pm.Type {
+			case MatchRegex:
+				if msg := re2Syntax(pm.Value); msg != "" {
+					v.add(p, fmt.Sprintf("authorization rule %d: path: %s", i, msg))
+				}
+			case MatchExact, MatchPathPrefix:
+				if !strings.HasPrefix(pm.Value, "/") {
+					v.add(p, fmt.Sprintf("authorization rule %d: path %q does not start with /", i, pm.Value))
+				}
+			default:
+				v.add(p, fmt.Sprintf("authorization rule %d: path match type %q is unknown", i, pm.Type))
+			}
+		}
+	}
+}
+
+// claims checks claim matches: a name whose dot-separated segments are
+// not empty, and at least one value.
+func (v *validator) claims(p string, cs []Claim) {
+	for _, c := range cs {
+		if c.Name == "" || slices.Contains(strings.Split(c.Name, "."), "") || len(c.Values) == 0 {
+			v.add(p, fmt.Sprintf("claim %q needs a name of non-empty dot-separated segments and at least one value", c.Name))
+		}
 	}
 }
 

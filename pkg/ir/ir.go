@@ -304,6 +304,13 @@ type HTTPFilters struct {
 	// APIKeyAuth, when set, admits only requests with one of its API keys
 	// (SecurityPolicy apiKeyAuth); others get 401.
 	APIKeyAuth *APIKeyAuth `json:"apiKeyAuth,omitempty"`
+	// JWT, when set, admits only requests with a JSON Web Token one of
+	// its providers validates (SecurityPolicy jwt); others get 401.
+	JWT *JWT `json:"jwt,omitempty"`
+	// Authorization, when set, allows or denies requests by ordered rules
+	// after every authentication (SecurityPolicy authorization, and the
+	// claims jwt requires); a denied request gets 403.
+	Authorization *Authorization `json:"authorization,omitempty"`
 	// SecurityExtAuth, when set, is the external authorization check of
 	// the SecurityPolicy that covers the route (spec.extAuth). It runs
 	// before ExtAuth, the rule's own ExternalAuth filter, and a request

@@ -297,6 +297,12 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 	if a := r.Filters.APIKeyAuth; a != nil {
 		v.apiKeyAuth(p, a)
 	}
+	if j := r.Filters.JWT; j != nil {
+		v.jwt(p, j)
+	}
+	if a := r.Filters.Authorization; a != nil {
+		v.authorization(p, a, r.Filters.JWT)
+	}
 	if a := r.Filters.SecurityExtAuth; a != nil {
 		v.extAuth(p, a)
 	}

@@ -300,7 +300,7 @@ func (w *world) edit(o object) string {
 			return "retry budget percent"
 		}
 	case *v1alpha1.SecurityPolicy:
-		switch w.rng.IntN(4) {
+		switch w.rng.IntN(8) {
 		case 0:
 			// Another target: a route of the world (or one of its rules),
 			// or a Gateway's listener.
@@ -324,6 +324,36 @@ func (w *world) edit(o object) string {
 		case 2:
 			v.Spec.BasicAuth = nil
 			return "no basicAuth"
+		case 4: // jwt: a provider's requirements, claim headers, or none
+			if j := v.Spec.JWT; j != nil && len(j.Providers) > 0 {
+				p := &j.Providers[w.rng.IntN(len(j.Providers))]
+				switch w.rng.IntN(3) {
+				case 0:
+					p.RequiredScopes = [][]string{nil, {"read"}, {"write", "read"}}[w.rng.IntN(3)]
+					return "jwt requiredScopes"
+				case 1:
+					p.ClaimToHeaders = [][]v1alpha1.ClaimToHeader{nil, {{Header: "x-sub", Claim: "sub"}}}[w.rng.IntN(2)]
+					return "jwt claimToHeaders"
+				}
+				v.Spec.JWT = nil
+				return "no jwt"
+			}
+		case 5: // authorization: the default action, a rule more or less, or none
+			if a := v.Spec.Authorization; a != nil {
+				switch w.rng.IntN(3) {
+				case 0:
+					a.DefaultAction = ptrTo([]v1alpha1.AuthorizationAction{v1alpha1.AuthorizationAllow, v1alpha1.AuthorizationDeny}[w.rng.IntN(2)])
+					return "authorization defaultAction"
+				case 1:
+					a.Rules = append([]v1alpha1.AuthorizationRule{{Action: v1alpha1.AuthorizationDeny, ClientCIDRs: []string{w.oneOf([]string{"10.0.0.0/8", "192.0.2.1", "bad"})}}}, a.Rules...)
+					return "authorization rule added"
+				}
+				v.Spec.Authorization = nil
+				return "no authorization"
+			}
+			v.Spec.Authorization = &v1alpha1.Authorization{DefaultAction: ptrTo(v1alpha1.AuthorizationAllow),
+				Rules: []v1alpha1.AuthorizationRule{{Action: v1alpha1.AuthorizationDeny, Methods: []gwapiv1.HTTPMethod{"DELETE"}}}}
+			return "authorization set"
 		}
 		return w.swap(o, "Spec")
 	case *gwapixv1a1.XBackend:

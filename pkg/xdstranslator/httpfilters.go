@@ -19,11 +19,14 @@ package xdstranslator
 // before everything (pre-routing: Gateway listener filters), a route's
 // right after CORS, so that CORS answers preflight requests, which carry
 // no credentials, and adds its headers to a denial too. Authentication
-// (authn.go: basic_auth, api_key_auth) sits between CORS and a route's
-// external checks, for the same reason. A route's external checks are a
-// SecurityPolicy's, then the rule's own (both must allow); custom_response
-// (signin.go) sits right before them, so that it sees their 401 replies
-// and turns them into sign-in redirects.
+// (jwt.go: jwt_authn; authn.go: basic_auth, api_key_auth) sits between
+// CORS and a route's external checks, for the same reason. A route's
+// external checks are a SecurityPolicy's, then the rule's own (both must
+// allow); custom_response (signin.go) sits right before them, so that it
+// sees their 401 replies and turns them into sign-in redirects. A
+// SecurityPolicy's authorization (securityrbac.go: a second RBAC filter)
+// comes after every check that authenticates, whose results (jwt_authn's
+// metadata) it reads.
 
 import (
 	"slices"
@@ -69,6 +72,11 @@ type filterUse struct {
 	// sorted by name; apiKey is the api_key_auth filter.
 	basicAuth []authzFilter
 	apiKey    bool
+	// jwt are the requirements of the chain's jwt_authn filter (jwt.go),
+	// sorted by name; securityRBAC says whether a route has an
+	// authorization (securityrbac.go).
+	jwt          []jwtRequirement
+	securityRBAC bool
 	// signIn: a route's check turns 401 into a sign-in redirect
 	// (signin.go: the custom_response filter).
 	signIn bool
@@ -86,6 +94,10 @@ func (u *filterUse) add(o filterUse) {
 	for _, f := range o.basicAuth {
 		u.basicAuth = addNamed(u.basicAuth, f)
 	}
+	for _, r := range o.jwt {
+		u.jwt = addJWT(u.jwt, r)
+	}
+	u.securityRBAC = u.securityRBAC || o.securityRBAC
 }
 
 // addAuthz adds an ext_authz filter, once per name.
@@ -103,9 +115,9 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (a listener's ext_authz checks first,
-// then RBAC, CORS, basic_auth, api_key_auth, custom_response (sign-in
-// redirects), a route's ext_authz checks (a SecurityPolicy's, then the
-// rule's own), stateful session; the
+// then RBAC, CORS, jwt_authn, basic_auth, api_key_auth, custom_response
+// (sign-in redirects), a route's ext_authz checks (a SecurityPolicy's,
+// then the rule's own), the SecurityPolicy's RBAC, stateful session; the
 // router last), Envoy's stdout access log when log is set, the limits on
 // its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
 // traces nothing).
@@ -132,8 +144,11 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
 		})
 	}
-	// Authentication (authn.go) after CORS, whose preflight requests
-	// carry no credentials, and before a route's external checks.
+	// Authentication (jwt.go, authn.go) after CORS, whose preflight
+	// requests carry no credentials, and before a route's external checks.
+	if len(use.jwt) > 0 {
+		filters = append(filters, jwtAuthnFilter(use.jwt))
+	}
 	for _, f := range use.basicAuth {
 		filters = append(filters, f.filter)
 	}
@@ -146,6 +161,10 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 	}
 	for _, f := range use.authz[routeAuthz:] {
 		filters = append(filters, f.filter)
+	}
+	if use.securityRBAC {
+		// After every authentication: it reads jwt_authn's metadata.
+		filters = append(filters, securityRBACFilter())
 	}
 	if use.session {
 		// No session state: routes without a per-route one have no

@@ -20,16 +20,24 @@ func sourceRangesRBAC(ranges []string) (*rbacv3.RBACPerRoute, error) {
 		Permissions: []*rbacconfigv3.Permission{{Rule: &rbacconfigv3.Permission_Any{Any: true}}},
 	}
 	for _, r := range ranges {
-		p, err := netip.ParsePrefix(r)
+		c, err := cidrRange(r)
 		if err != nil {
-			return nil, fmt.Errorf("source range %q: %w", r, err)
+			return nil, err
 		}
-		policy.Principals = append(policy.Principals, &rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_RemoteIp{
-			RemoteIp: &corev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(p.Bits()))},
-		}})
+		policy.Principals = append(policy.Principals, &rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_RemoteIp{RemoteIp: c}})
 	}
 	return &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
 		Action:   rbacconfigv3.RBAC_ALLOW,
 		Policies: map[string]*rbacconfigv3.Policy{"allowed-source-ranges": policy},
 	}}}, nil
+}
+
+// cidrRange reads an IR client range (a CIDR, "10.0.0.0/8") as Envoy's
+// CidrRange, the one parsing of client ranges for every RBAC rule.
+func cidrRange(r string) (*corev3.CidrRange, error) {
+	p, err := netip.ParsePrefix(r)
+	if err != nil {
+		return nil, fmt.Errorf("source range %q: %w", r, err)
+	}
+	return &corev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(p.Bits()))}, nil
 }

@@ -267,6 +267,30 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 		out.TypedPerFilterConfig[filterAPIKeyAuth] = apiKeyAuth(a)
 		use.apiKey = true
 	}
+	if j := f.JWT; j != nil && r.DirectResponse == nil {
+		req, per := jwtAuthn(j)
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[filterJWTAuthn] = per
+		use.jwt = addJWT(use.jwt, req)
+		for _, p := range j.Providers {
+			if p.RemoteJWKS != nil {
+				used = append(used, p.RemoteJWKS.Backend)
+			}
+		}
+	}
+	if a := f.Authorization; a != nil && r.DirectResponse == nil {
+		p, err := securityRBAC(a)
+		if err != nil {
+			return nil, use, nil, err
+		}
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[filterSecurityRBAC] = toAny(p)
+		use.securityRBAC = true
+	}
 	if len(f.AllowedSourceRanges) > 0 {
 		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
 		if err != nil {

@@ -2,8 +2,6 @@ package e2ecluster
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -79,19 +77,9 @@ func (e *env) extAuth(web string) {
 // allow is not empty, x-e2e-auth: allow; it returns the status, body and
 // headers.
 func (e *env) authzGet(web, path, allow string) (int, string, http.Header, error) {
-	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(web, "80")+path, nil)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	req.Host = "authz.example.com"
+	h := http.Header{}
 	if allow != "" {
-		req.Header.Set("x-e2e-auth", allow)
+		h.Set("x-e2e-auth", allow)
 	}
-	resp, err := e.http.Do(req)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, string(body), resp.Header, nil
+	return e.request(web, "authz.example.com", path, h)
 }

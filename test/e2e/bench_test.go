@@ -61,14 +61,51 @@ spec:
   - backendRefs: [{name: extra, port: 80}]
 `
 
+// benchPolicyYAML is a SecurityPolicy on the bench route route-0 (whose
+// Service nothing serves: 503) with basic auth from Secret bench-users,
+// which benchUsersYAML holds: a request without credentials gets 401
+// while it is in place.
+const benchPolicyYAML = `apiVersion: gateway.xds-controller.dev/v1alpha1
+kind: SecurityPolicy
+metadata: {name: bench, namespace: default}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: route-0}]
+  basicAuth: {users: {name: bench-users}}
+`
+
+// benchUsersYAML is the Secret of benchPolicyYAML, and a policy of the
+// same kind on route-1 that stays: the chain's basic_auth filter is there
+// from the start, so that a policy change is a route configuration change
+// (RDS), as a route change is. The first policy of a kind on a listener
+// adds its filter to the chain, a listener change: existing connections
+// keep the old chain until Envoy drains them (--drain-time-s, 1 s in
+// standalone mode), docs/security-policy.md.
+const benchUsersYAML = `apiVersion: v1
+kind: Secret
+metadata: {name: bench-users, namespace: default}
+stringData: {auth: "bob:{SHA}9SMYoF5RilWWASry7TjeaKwmpGg="}
+---
+apiVersion: gateway.xds-controller.dev/v1alpha1
+kind: SecurityPolicy
+metadata: {name: bench-steady, namespace: default}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: route-1}]
+  basicAuth: {users: {name: bench-users}}
+`
+
 // BenchmarkStandalonePropagation measures how long one more route takes to
 // reach Envoy in standalone mode with the shared benchmark input in place
 // (routes=100, 1000, 3000): each iteration writes one more HTTPRoute file
 // (write and rename, as editors do) and polls Envoy every millisecond
 // until the new hostname answers 200 from its backend, then deletes the
-// file and polls until it answers 404 again; each change comes after a
-// pause of benchQuiet, as a single edit does. Reported per sample, in
-// milliseconds: add-median, add-p90, add-max, del-median, del-max.
+// file and polls until it answers 404 again; then it writes a
+// SecurityPolicy file on the bench route route-0 and polls until that
+// answers 401, and deletes it and polls until 503 again. Each change
+// comes after a pause of benchQuiet, as a single edit does. Reported per
+// sample, in milliseconds: add-median, add-p90, add-max, del-median,
+// del-max, and policy-add-median, policy-add-max, policy-del-median,
+// policy-del-max (issue 28: a policy change reaches Envoy as a route
+// change does).
 //
 //	go test ./test/e2e -run '^$' -bench StandalonePropagation -benchtime 20x
 //
@@ -84,6 +121,9 @@ func BenchmarkStandalonePropagation(b *testing.B) {
 				}
 				render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
 					map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: portOf(extra)}}})
+				if err := os.WriteFile(filepath.Join(f.dir, "bench-users.yaml"), []byte(benchUsersYAML), 0o644); err != nil {
+					b.Fatal(err)
+				}
 			})
 			f.client.Timeout = time.Second
 			// Ready: the last bench route answers (from no backend: 503 or
@@ -99,7 +139,8 @@ func BenchmarkStandalonePropagation(b *testing.B) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			b.Logf("%d routes served %s after start", n, time.Since(began).Round(time.Millisecond))
-			var adds, dels []time.Duration
+			var adds, dels, policyAdds, policyDels []time.Duration
+			policy := filepath.Join(f.dir, "bench-policy.yaml")
 			i := 0
 			for b.Loop() {
 				host := fmt.Sprintf("extra-%d.example.com", i)
@@ -115,6 +156,14 @@ func BenchmarkStandalonePropagation(b *testing.B) {
 					b.Fatal(err)
 				}
 				dels = append(dels, f.until(host, 404, time.Now()))
+				time.Sleep(benchQuiet)
+				render(b, policy, benchPolicyYAML, nil)
+				policyAdds = append(policyAdds, f.until("svc-0.example.com", 401, time.Now()))
+				time.Sleep(benchQuiet)
+				if err := os.Remove(policy); err != nil {
+					b.Fatal(err)
+				}
+				policyDels = append(policyDels, f.until("svc-0.example.com", 503, time.Now()))
 				i++
 			}
 			b.ReportMetric(0, "ns/op")
@@ -123,6 +172,10 @@ func BenchmarkStandalonePropagation(b *testing.B) {
 			b.ReportMetric(ms(quantile(adds, 1)), "add-max-ms")
 			b.ReportMetric(ms(quantile(dels, 0.5)), "del-median-ms")
 			b.ReportMetric(ms(quantile(dels, 1)), "del-max-ms")
+			b.ReportMetric(ms(quantile(policyAdds, 0.5)), "policy-add-median-ms")
+			b.ReportMetric(ms(quantile(policyAdds, 1)), "policy-add-max-ms")
+			b.ReportMetric(ms(quantile(policyDels, 0.5)), "policy-del-median-ms")
+			b.ReportMetric(ms(quantile(policyDels, 1)), "policy-del-max-ms")
 		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/status"
 )
@@ -55,6 +56,15 @@ var goldenCases = []string{
 	// 77-listenerset-conflicts orders ListenerSets by the creationTimestamp
 	// its input sets, which the API server replaces.
 	"78-listenerset-certificate-grant",
+	// SecurityPolicies: their Opaque Secrets come from the credential
+	// cache (pkg/provider/kubernetes credentials.go).
+	"108-security-basic-auth",
+	"109-security-api-keys",
+	"110-security-conflict",
+	"111-security-jwt",
+	"112-security-jwt-invalid",
+	"113-security-authorization",
+	"114-security-authorization-gateway",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks
@@ -177,6 +187,7 @@ type goldenStatus struct {
 	TCPRoutes      map[string]*gwapiv1.RouteStatus        `json:"tcpRoutes"`
 	UDPRoutes      map[string]*gwapiv1.RouteStatus        `json:"udpRoutes"`
 	Policies       map[string]*gwapiv1.PolicyStatus       `json:"backendTLSPolicies"`
+	Security       map[string]*gwapiv1.PolicyStatus       `json:"securityPolicies"`
 }
 
 func readGoldenStatus(t *testing.T, path string) *goldenStatus {
@@ -270,17 +281,31 @@ func checkStatus(ctx context.Context, want *goldenStatus) error {
 			}
 		}
 	}
-	for key, w := range want.Policies {
-		// Ancestor entries have a route parent entry's shape.
-		rs := &gwapiv1.RouteStatus{}
-		for _, a := range w.Ancestors {
-			rs.Parents = append(rs.Parents, gwapiv1.RouteParentStatus{ParentRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions})
-		}
-		if err := checkRouteStatus(ctx, "BackendTLSPolicy", key, &gwapiv1.BackendTLSPolicy{}, rs); err != nil {
-			return err
+	for _, kind := range []struct {
+		name   string
+		want   map[string]*gwapiv1.PolicyStatus
+		object func() client.Object
+	}{
+		{"BackendTLSPolicy", want.Policies, func() client.Object { return &gwapiv1.BackendTLSPolicy{} }},
+		{"SecurityPolicy", want.Security, func() client.Object { return &v1alpha1.SecurityPolicy{} }},
+	} {
+		for key, w := range kind.want {
+			// Ancestor entries have a route parent entry's shape.
+			if err := checkRouteStatus(ctx, kind.name, key, kind.object(), &gwapiv1.RouteStatus{Parents: asParents(w.Ancestors)}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// asParents are policy ancestor entries in a route parent entry's shape.
+func asParents(as []gwapiv1.PolicyAncestorStatus) []gwapiv1.RouteParentStatus {
+	var out []gwapiv1.RouteParentStatus
+	for _, a := range as {
+		out = append(out, gwapiv1.RouteParentStatus{ParentRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions})
+	}
+	return out
 }
 
 // checkRouteStatus compares our parents entries of the live route key (of
@@ -303,9 +328,9 @@ func checkRouteStatus(ctx context.Context, kind, key string, obj client.Object, 
 	case *gwapiv1.UDPRoute:
 		parents = r.Status.Parents
 	case *gwapiv1.BackendTLSPolicy:
-		for _, a := range r.Status.Ancestors {
-			parents = append(parents, gwapiv1.RouteParentStatus{ParentRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions})
-		}
+		parents = asParents(r.Status.Ancestors)
+	case *v1alpha1.SecurityPolicy:
+		parents = asParents(r.Status.Ancestors)
 	}
 	// The API server defaults parentRef group and kind in the spec (the
 	// golden files' input has no defaulting), and status repeats the

@@ -184,8 +184,8 @@ spec:
 			if c == nil || string(c.Status) != want[l.Name] {
 				return fmt.Errorf("listener %s ResolvedRefs %+v, want %s", l.Name, c, want[l.Name])
 			}
-			if l.Name == "opaque" && (c.Reason != "InvalidCertificateRef" || !strings.Contains(c.Message, "Secret not found")) {
-				return fmt.Errorf("listener opaque: %s %q, want InvalidCertificateRef, Secret not found", c.Reason, c.Message)
+			if l.Name == "opaque" && (c.Reason != "InvalidCertificateRef" || !strings.Contains(c.Message, `Secret type is "Opaque", not "kubernetes.io/tls"`)) {
+				return fmt.Errorf("listener opaque: %s %q, want InvalidCertificateRef, Secret type is Opaque", c.Reason, c.Message)
 			}
 		}
 		if len(gw.Status.Listeners) != 3 {
@@ -234,8 +234,13 @@ spec:
 		t.Errorf("Service %s/outside-%s: %v, want not found", other, class, err)
 	}
 	s := r.Stats()
-	if s.WatchedSecrets != 1 || s.CachedSecrets != 1 {
-		t.Errorf("%d Secrets watched, %d held, want 1 and 1 (%s/cert)", s.WatchedSecrets, s.CachedSecrets, watched)
+	// The Secrets of the watched namespaces of type kubernetes.io/tls and
+	// Opaque (the credential cache): cert and opaque, and the CA Secret
+	// of the release namespace (Opaque), not those of the other
+	// namespace. cert and opaque are referenced, so both are held (opaque
+	// to be refused); the CA is not a reference.
+	if s.WatchedSecrets != 3 || s.CachedSecrets != 2 {
+		t.Errorf("%d Secrets watched, %d held, want 3 and 2 (%s/cert, %s/opaque, the CA Secret; the first two held)", s.WatchedSecrets, s.CachedSecrets, watched, watched)
 	}
 	if n, first := r.writes.forbiddenCount(); n != 0 {
 		t.Errorf("%d requests of the controller were forbidden, the first %s", n, first)

@@ -49,6 +49,16 @@ func TestSecurityPolicyCRDValidation(t *testing.T) {
 			JWT: &v1alpha1.JWT{Providers: []v1alpha1.JWTProvider{{Name: "p"}}}}, "exactly one of remoteJWKS and localJWKS"},
 		{"a JWKS over http", v1alpha1.SecurityPolicySpec{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{route("a")},
 			JWT: &v1alpha1.JWT{Providers: []v1alpha1.JWTProvider{{Name: "p", RemoteJWKS: &v1alpha1.RemoteJWKS{URI: "http://issuer/jwks"}}}}}, "uri"},
+		{"jwt and authorization", v1alpha1.SecurityPolicySpec{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{route("a")},
+			JWT: &v1alpha1.JWT{Providers: []v1alpha1.JWTProvider{
+				{Name: "p", RemoteJWKS: &v1alpha1.RemoteJWKS{URI: "https://issuer/jwks", CACertificateRefs: []gwapiv1.LocalObjectReference{{Kind: "ConfigMap", Name: "ca"}}}},
+				{Name: "q", LocalJWKS: &v1alpha1.LocalJWKS{Kind: "ConfigMap", Name: "jwks"}, RequiredScopes: []string{"read"}}}},
+			Authorization: &v1alpha1.Authorization{Rules: []v1alpha1.AuthorizationRule{{Action: v1alpha1.AuthorizationAllow, ClientCIDRs: []string{"10.0.0.0/8"},
+				JWT: &v1alpha1.JWTPrincipal{Provider: "q", Claims: []v1alpha1.JWTClaim{{Name: "roles", Values: []string{"admin"}}}}}}}}, ""},
+		{"a JWT provider name not a DNS label", v1alpha1.SecurityPolicySpec{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{route("a")},
+			JWT: &v1alpha1.JWT{Providers: []v1alpha1.JWTProvider{{Name: "P_1", LocalJWKS: &v1alpha1.LocalJWKS{Kind: "Secret", Name: "jwks"}}}}}, "name"},
+		{"an authorization rule without an action", v1alpha1.SecurityPolicySpec{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{route("a")},
+			Authorization: &v1alpha1.Authorization{Rules: []v1alpha1.AuthorizationRule{{Methods: []gwapiv1.HTTPMethod{"GET"}}}}}, "action"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &v1alpha1.SecurityPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "crd-" + string(rune('a'+i))}, Spec: tc.spec}

@@ -336,8 +336,8 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		writer:     writer,
 		leader:     leader,
 		ident:      ident,
-		secrets:    newSecretCache(mgr.GetCache(), mgr.GetAPIReader()),
-		configMaps: newConfigMapCache(mgr.GetCache(), mgr.GetAPIReader()),
+		secrets:    newSecretCache(mgr.GetAPIReader(), mgr.GetCache()),
+		configMaps: newConfigMapCache(mgr.GetAPIReader(), mgr.GetCache()),
 		kick:       make(chan struct{}, 1),
 		objects:    newObjectIndex(),
 		changes:    srv.Subscribe(),
@@ -371,6 +371,19 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if err := mgr.Add(everywhere(c.pipe.pods.Start)); err != nil {
 		return nil, err
 	}
+
+	// The Opaque Secrets of SecurityPolicies, from a cache of their own
+	// (credentials.go), on every replica; the Secret cache reads the
+	// referenced ones in full.
+	credOpts := credentialCacheOptions(cfg.WatchNamespaces)
+	credOpts.Scheme, credOpts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
+	if c.pipe.credentials, err = cache.New(cfg.RestConfig, credOpts); err != nil {
+		return nil, fmt.Errorf("credential Secret cache: %w", err)
+	}
+	if err := mgr.Add(everywhere(c.pipe.credentials.Start)); err != nil {
+		return nil, err
+	}
+	c.pipe.secrets.meta = append(c.pipe.secrets.meta, c.pipe.credentials)
 
 	// The other replicas' data-plane reports, from a cache of their
 	// ConfigMaps only (the manager's caches ConfigMaps as metadata).
@@ -494,13 +507,14 @@ func (everywhere) NeedLeaderElection() bool          { return false }
 // namespaces (none: every namespace; cluster-scoped kinds are not
 // affected).
 //
-// Secrets are watched only of type kubernetes.io/tls (field selector
-// type=kubernetes.io/tls, which the API server applies): the only type
-// the translation accepts (listener certificateRefs, a Gateway's
-// clientCertificateRef, an Ingress's spec.tls), so a reference to a Secret
-// of any other type (a ServiceAccount token, Helm's release records, an
-// application's Opaque credentials) reads as missing and the controller
-// never fetches its data. A Secret's type is immutable.
+// Secrets are watched here only of type kubernetes.io/tls (field selector
+// type=kubernetes.io/tls, which the API server applies): the type of
+// listener certificateRefs, a Gateway's clientCertificateRef, an
+// Ingress's spec.tls. Opaque Secrets (the credentials of SecurityPolicies)
+// are watched by a cache of their own (credentials.go). A reference to a
+// Secret of any other type (a ServiceAccount token, Helm's release
+// records) reads as missing and the controller never fetches its data. A
+// Secret's type is immutable.
 func cacheOptions(extra map[client.Object]cache.ByObject, namespaces []string) cache.Options {
 	hasService, _ := labels.NewRequirement(discoveryv1.LabelServiceName, selection.Exists, nil)
 	byObject := map[client.Object]cache.ByObject{
@@ -509,14 +523,7 @@ func cacheOptions(extra map[client.Object]cache.ByObject, namespaces []string) c
 		&corev1.ConfigMap{}:          {Transform: stripToIdentity},
 	}
 	maps.Copy(byObject, extra)
-	opts := cache.Options{DefaultTransform: stripObject, ByObject: byObject}
-	if len(namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return opts
+	return cache.Options{DefaultTransform: stripObject, ByObject: byObject, DefaultNamespaces: namespaceConfigs(namespaces)}
 }
 
 // secretTypeField is the Secret field selector on its type (the API
@@ -593,21 +600,25 @@ type Stats struct {
 	CachedSecrets int
 	SecretGets    int64
 	// WatchedSecrets is the number of Secrets in the metadata-only
-	// informer cache (those of type kubernetes.io/tls in the watched
-	// namespaces); -1 when it cannot be listed within a second (the
-	// cache has not started).
+	// informer caches (those of type kubernetes.io/tls or Opaque in the
+	// watched namespaces); -1 when they cannot be listed within a second
+	// (a cache has not started).
 	WatchedSecrets int
 }
 
 // Stats returns the replica's counters.
 func (c *Controller) Stats() Stats {
 	n, gets := c.pipe.secrets.stats()
-	watched := -1
-	list := metadataListOf("Secret")
+	watched := 0
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := c.mgr.GetCache().List(ctx, list); err == nil {
-		watched = len(list.Items)
+	for _, r := range c.pipe.secrets.meta {
+		list := metadataListOf("Secret")
+		if err := r.List(ctx, list); err != nil {
+			watched = -1
+			break
+		}
+		watched += len(list.Items)
 	}
 	return Stats{
 		Runs: c.pipe.runs.Load(), Failed: c.pipe.failed.Load(),

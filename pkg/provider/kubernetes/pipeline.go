@@ -43,15 +43,18 @@ type pipeline struct {
 	cache cache.Cache
 	// pods is the cache of the Pods EndpointSelector XBackends select
 	// (pods.go); nil: they are read from cache.
-	pods       cache.Cache
-	client     client.Client // the manager's: writes (provisioner)
-	api        client.Reader // uncached reads (provisioner)
-	srv        *xdsserver.Server
-	writer     *status.Writer
-	leader     *leadership
-	ident      *Identity
-	secrets    *secretCache
-	configMaps *refCache[*corev1.ConfigMap]
+	pods cache.Cache
+	// credentials is the cache of Opaque Secrets, as metadata
+	// (credentials.go); nil: none are read.
+	credentials cache.Cache
+	client      client.Client // the manager's: writes (provisioner)
+	api         client.Reader // uncached reads (provisioner)
+	srv         *xdsserver.Server
+	writer      *status.Writer
+	leader      *leadership
+	ident       *Identity
+	secrets     *secretCache
+	configMaps  *refCache[*corev1.ConfigMap]
 
 	kick chan struct{}
 
@@ -217,7 +220,11 @@ func (p *pipeline) watch(ctx context.Context) error {
 		name := k.Name()
 		switch k {
 		case resources.SecretKind:
-			watches = append(watches, watch{obj: metadataOf(name), handler: p.referencedHandler(name, func() map[types.NamespacedName]bool { return p.secretRefs })})
+			refs := func() map[types.NamespacedName]bool { return p.secretRefs }
+			watches = append(watches, watch{obj: metadataOf(name), handler: p.referencedHandler(name, refs)})
+			if p.credentials != nil {
+				watches = append(watches, watch{obj: metadataOf(name), handler: p.referencedHandler(name, refs), from: p.credentials})
+			}
 		case resources.ConfigMapKind:
 			watches = append(watches, watch{obj: metadataOf(name), handler: p.referencedHandler(name, func() map[types.NamespacedName]bool { return p.configMapRefs })})
 		case resources.NamespaceKind:

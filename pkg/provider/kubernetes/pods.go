@@ -26,14 +26,10 @@ import (
 // other kind is the manager's), stripped (stripPod), in namespaces (every
 // namespace when empty; Config.WatchNamespaces with the controller's).
 func podCacheOptions(namespaces []string) cache.Options {
-	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: stripPod}}}
-	if len(namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
+	return cache.Options{
+		ByObject:          map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: stripPod}},
+		DefaultNamespaces: namespaceConfigs(namespaces),
 	}
-	return opts
 }
 
 // stripPod keeps of a Pod what an EndpointSelector reads: its name,

@@ -299,10 +299,10 @@ func ReferencedConfigMaps(res *resources.Resources) []types.NamespacedName {
 // resourceVersion; entries that are no longer referenced are dropped, so
 // memory follows the references, not the cluster's objects.
 type refCache[T client.Object] struct {
-	kind   string        // "Secret" or "ConfigMap"
-	newObj func() T      // an empty object of the kind
-	meta   client.Reader // the informer cache (metadata-only objects)
-	direct client.Reader // the API server
+	kind   string          // "Secret" or "ConfigMap"
+	newObj func() T        // an empty object of the kind
+	meta   []client.Reader // the informer caches (metadata-only objects), in order
+	direct client.Reader   // the API server
 
 	mu      sync.Mutex
 	entries map[types.NamespacedName]T
@@ -314,11 +314,11 @@ type refCache[T client.Object] struct {
 // secretCache holds the referenced Secrets.
 type secretCache = refCache[*corev1.Secret]
 
-func newSecretCache(meta, direct client.Reader) *secretCache {
+func newSecretCache(direct client.Reader, meta ...client.Reader) *secretCache {
 	return &secretCache{kind: "Secret", newObj: func() *corev1.Secret { return &corev1.Secret{} }, meta: meta, direct: direct, entries: map[types.NamespacedName]*corev1.Secret{}}
 }
 
-func newConfigMapCache(meta, direct client.Reader) *refCache[*corev1.ConfigMap] {
+func newConfigMapCache(direct client.Reader, meta ...client.Reader) *refCache[*corev1.ConfigMap] {
 	return &refCache[*corev1.ConfigMap]{kind: "ConfigMap", newObj: func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, meta: meta, direct: direct, entries: map[types.NamespacedName]*corev1.ConfigMap{}}
 }
 
@@ -332,12 +332,12 @@ func (s *refCache[T]) fetch(ctx context.Context, refs []types.NamespacedName) ([
 	next := make(map[types.NamespacedName]T, len(refs))
 	out := make([]T, 0, len(refs))
 	for _, ref := range refs {
-		m := metadataOf(s.kind)
-		if err := s.meta.Get(ctx, ref, m); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
+		m, err := s.metadata(ctx, ref)
+		if err != nil {
 			return nil, err
+		}
+		if m == nil {
+			continue
 		}
 		if old, ok := s.entries[ref]; ok && !newer(m.ResourceVersion, old.GetResourceVersion()) {
 			next[ref] = old
@@ -358,6 +358,22 @@ func (s *refCache[T]) fetch(ctx context.Context, refs []types.NamespacedName) ([
 	}
 	s.entries = next
 	return out, nil
+}
+
+// metadata is ref's metadata from the first cache that holds it, nil
+// when none does.
+func (s *refCache[T]) metadata(ctx context.Context, ref types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
+	for _, r := range s.meta {
+		m := metadataOf(s.kind)
+		err := r.Get(ctx, ref, m)
+		if err == nil {
+			return m, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
 func (s *refCache[T]) stats() (entries int, gets int64) {

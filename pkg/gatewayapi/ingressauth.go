@@ -6,8 +6,11 @@ package gatewayapi
 // HTTP external authorization check (externalURLBackend, ir.ExtAuth).
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
@@ -17,13 +20,18 @@ import (
 // auth-file) its key "auth" (or ".htpasswd") is an htpasswd file; with
 // authMap true (auth-map) each data entry is a user and its hash. Every
 // hash must be {SHA} (htpasswd -s), the one format Envoy's basic_auth
-// checks (parseHtpasswd's rules). It returns the users sorted by name, or
-// why the Secret cannot be used (not found, no such key, a line or hash
-// refused).
+// checks (parseHtpasswd's rules). The Secret must be of type Opaque (as a
+// SecurityPolicy's: policySecret). It returns the users sorted by name,
+// or why the Secret cannot be used (not found, another type, no such key,
+// a line or hash refused).
 func (r *Refs) BasicAuthUsers(ns, name string, authMap bool) ([]ir.BasicAuthUser, string) {
 	s := r.t.secrets[nn(ns, name)]
 	if s == nil {
 		return nil, fmt.Sprintf("Secret %s/%s not found", ns, name)
+	}
+	if typ := cmp.Or(s.Type, corev1.SecretTypeOpaque); typ != corev1.SecretTypeOpaque {
+		// As policySecret: the Kubernetes provider reads no other type.
+		return nil, fmt.Sprintf("Secret %s/%s: type is %q, not %q", ns, name, typ, corev1.SecretTypeOpaque)
 	}
 	var file, key string
 	switch {

@@ -59,6 +59,8 @@ func translateAuth(t *testing.T, annotations map[string]string, edit func(*resou
 func TestIngressAuthAnnotations(t *testing.T) {
 	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "users"}, Data: map[string][]byte{"auth": []byte("bob:{SHA}" + shaBuilder + "\n")}}
 	amap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "amap"}, Data: map[string][]byte{"bob": []byte("{SHA}" + shaBuilder)}}
+	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "token"}, Type: corev1.SecretTypeServiceAccountToken,
+		Data: map[string][]byte{"auth": []byte("bob:{SHA}" + shaBuilder + "\n")}}
 	bcrypt := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bcrypt"}, Data: map[string][]byte{"auth": []byte("bob:$2y$05$abc")}}
 	n := func(kv ...string) map[string]string {
 		m := map[string]string{}
@@ -124,13 +126,14 @@ func TestIngressAuthAnnotations(t *testing.T) {
 		{name: "basic without a Secret", annotations: n("auth-type", "basic"), fails: "needs auth-secret"},
 		{name: "Secret missing", annotations: n("auth-type", "basic", "auth-secret", "nowhere"), fails: "Secret ns/nowhere not found"},
 		{name: "bcrypt", annotations: n("auth-type", "basic", "auth-secret", "bcrypt"), fails: "bcrypt"},
+		{name: "not Opaque", annotations: n("auth-type", "basic", "auth-secret", "token"), fails: `type is "kubernetes.io/service-account-token"`},
 		{name: "another namespace", annotations: n("auth-type", "basic", "auth-secret", "other/users"), fails: "another namespace"},
 		{name: "own auth-secret without auth-type", annotations: n("auth-secret", "users"), fails: "needs auth-type: basic"},
 		{name: "bad realm", annotations: n("auth-type", "basic", "auth-secret", "users", "auth-realm", `a"b`), fails: "auth-realm"},
 		{name: "bad secret type", annotations: n("auth-type", "basic", "auth-secret", "users", "auth-secret-type", "ldap"), fails: "auth-file or auth-map"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, problems := translateAuth(t, tc.annotations, nil, users, amap, bcrypt)
+			r, problems := translateAuth(t, tc.annotations, nil, users, amap, bcrypt, token)
 			msgs := ""
 			for _, p := range problems {
 				msgs += p.Reason + ": " + p.Message + "\n"

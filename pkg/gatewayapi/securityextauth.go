@@ -23,13 +23,22 @@ import (
 )
 
 // securityExtAuth validates spec.extAuth of policy p and resolves its
-// backendRef: bad is a value the API or we do not accept (extAuth's
-// rules: protocol and its config, http.path, header names,
+// backendRef: bad is a value the API or we do not accept (the type's CEL
+// rules: grpc set with GRPC, http with HTTP; extAuth's rules: protocol
+// and its config, http.path, header names,
 // forwardBody.maxSize up to MaxExtAuthBody, port and namespace), refs a
 // backendRef that does not resolve (reasons BackendNotFound, InvalidKind,
 // RefNotPermitted) or whose BackendTLSPolicy cannot be honoured. In both
 // cases out is nil, and the routes the policy covers answer 500.
 func (t *translator) securityExtAuth(p *v1alpha1.SecurityPolicy, f *gwapiv1.HTTPExternalAuthFilter) (out *ir.ExtAuth, bad, refs *problem) {
+	// The type's CEL rules, which the CRD holds and standalone mode has
+	// no API server to apply: grpc with GRPC, http with HTTP.
+	switch {
+	case f.ExternalAuthProtocol == gwapiv1.HTTPRouteExternalAuthGRPCProtocol && f.GRPCAuthConfig == nil:
+		return nil, &problem{"", "extAuth: grpc must be specified when protocol is GRPC"}, nil
+	case f.ExternalAuthProtocol == gwapiv1.HTTPRouteExternalAuthHTTPProtocol && f.HTTPAuthConfig == nil:
+		return nil, &problem{"", "extAuth: http must be specified when protocol is HTTP"}, nil
+	}
 	referrer := &routeState{key: RouteKey{Kind: KindSecurityPolicy, Namespace: p.Namespace, Name: p.Name}}
 	res := t.extAuth(referrer, f)
 	svc := string(deref(f.BackendRef.Namespace, gwapiv1.Namespace(p.Namespace))) + "/" + string(f.BackendRef.Name)

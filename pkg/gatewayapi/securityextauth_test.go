@@ -61,6 +61,11 @@ func TestSecurityPolicyExtAuth(t *testing.T) {
 		}), accepted: "Invalid", acceptedMsg: "extAuth: forwardBody.maxSize"},
 		{name: "grpc config on HTTP", spec: extAuthSpec("", "app", func(f *gwapiv1.HTTPExternalAuthFilter) { f.GRPCAuthConfig = &gwapiv1.GRPCAuthConfig{} }),
 			accepted: "Invalid", acceptedMsg: "grpc is set but protocol is HTTP"},
+		{name: "HTTP without http (the type's CEL rule)", spec: extAuthSpec("", "app", func(f *gwapiv1.HTTPExternalAuthFilter) { f.HTTPAuthConfig = nil }),
+			accepted: "Invalid", acceptedMsg: "http must be specified when protocol is HTTP"},
+		{name: "GRPC without grpc (the type's CEL rule)", spec: extAuthSpec("", "app", func(f *gwapiv1.HTTPExternalAuthFilter) {
+			f.ExternalAuthProtocol, f.HTTPAuthConfig = gwapiv1.HTTPRouteExternalAuthGRPCProtocol, nil
+		}), accepted: "Invalid", acceptedMsg: "grpc must be specified when protocol is GRPC"},
 		{name: "with basic auth, both", spec: func() v1alpha1.SecurityPolicySpec {
 			s := extAuthSpec("", "app", nil)
 			s.BasicAuth = basic("users").BasicAuth

@@ -370,9 +370,9 @@ func (w *world) edit(o object) string {
 				name = svcs[w.rng.IntN(len(svcs))]
 			}
 			f := &gwapiv1.HTTPExternalAuthFilter{ExternalAuthProtocol: gwapiv1.HTTPRouteExternalAuthHTTPProtocol,
-				BackendRef: gwapiv1.BackendObjectReference{Name: gwapiv1.ObjectName(name), Port: ptrTo(gwapiv1.PortNumber(80))}}
+				BackendRef: gwapiv1.BackendObjectReference{Name: gwapiv1.ObjectName(name), Port: ptrTo(gwapiv1.PortNumber(80))}, HTTPAuthConfig: &gwapiv1.HTTPAuthConfig{}}
 			if w.rng.IntN(2) == 0 {
-				f.ExternalAuthProtocol, f.GRPCAuthConfig = gwapiv1.HTTPRouteExternalAuthGRPCProtocol, &gwapiv1.GRPCAuthConfig{}
+				f.ExternalAuthProtocol, f.GRPCAuthConfig, f.HTTPAuthConfig = gwapiv1.HTTPRouteExternalAuthGRPCProtocol, &gwapiv1.GRPCAuthConfig{}, nil
 			}
 			v.Spec.ExtAuth = f
 			return "extAuth on Service " + name

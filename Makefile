@@ -74,7 +74,7 @@ test-conformance-images: ## vet and test third_party/conformance-images (the con
 bench: ## translation benchmarks at 100, 1000 and 5000 HTTPRoutes, and of a publish and a status update at 3000
 	$(GO) test ./pkg/translate ./pkg/xdstranslator ./pkg/xdsserver ./pkg/status -run '^$$' -bench . -benchmem
 
-bench-standalone: envoy ## standalone propagation: one more route file until Envoy serves it, at 100, 1000 and 3000 routes (20 samples each)
+bench-standalone: envoy ## standalone propagation: one more route file, and a cluster change (a Service port appProtocol), until Envoy serves it, at 100, 1000 and 3000 routes (20 samples each)
 	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench StandalonePropagation -benchtime 20x -timeout 20m
 
 translate: build ## translate F=path offline (O=ir|xds)

@@ -12,8 +12,8 @@ const SecurityPolicyKind = "SecurityPolicy"
 // covers are authenticated and authorized at the gateway, before they are
 // forwarded. Every method set must pass (they are ANDed): a policy with
 // basicAuth and apiKeyAuth asks for both. docs/security-policy.md is the
-// user's guide; fields it marks "not yet rendered" make the policy
-// Accepted=False (the routes it covers then answer 500: never open).
+// user's guide; a policy that cannot be honoured is Accepted=False and
+// the routes it covers answer 500 (never open).
 //
 // +kubebuilder:validation:XValidation:rule="has(self.jwt) || has(self.oidc) || has(self.basicAuth) || has(self.apiKeyAuth) || has(self.authorization) || has(self.extAuth)",message="at least one of jwt, oidc, basicAuth, apiKeyAuth, authorization and extAuth is required"
 type SecurityPolicySpec struct {
@@ -39,7 +39,6 @@ type SecurityPolicySpec struct {
 
 	// OIDC logs browsers in with an OpenID Connect provider (Envoy's
 	// OAuth2 HTTP filter, envoy.extensions.filters.http.oauth2.v3.OAuth2).
-	// Not yet rendered.
 	// +optional
 	OIDC *OIDC `json:"oidc,omitempty"`
 
@@ -358,6 +357,38 @@ type OIDC struct {
 	// (use_refresh_token). Default true.
 	// +optional
 	RefreshToken *bool `json:"refreshToken,omitempty"`
+	// AuthorizationEndpoint overrides the discovery document's
+	// authorization_endpoint (OAuth2Config authorization_endpoint): the
+	// URL browsers are sent to to log in. When it and TokenEndpoint are
+	// both set, the issuer's discovery document is not fetched.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https://[^\s]+$`
+	// +optional
+	AuthorizationEndpoint *string `json:"authorizationEndpoint,omitempty"`
+	// TokenEndpoint overrides the discovery document's token_endpoint
+	// (OAuth2Config token_endpoint): the URL Envoy exchanges codes and
+	// refresh tokens at, with the client secret.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https://[^\s]+$`
+	// +optional
+	TokenEndpoint *string `json:"tokenEndpoint,omitempty"`
+	// EndSessionEndpoint overrides the discovery document's
+	// end_session_endpoint (OAuth2Config end_session_endpoint): where a
+	// browser that logs out is sent (OpenID RP-initiated logout). Without
+	// one, logging out clears the cookies and goes to "/".
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https://[^\s]+$`
+	// +optional
+	EndSessionEndpoint *string `json:"endSessionEndpoint,omitempty"`
+	// CACertificateRefs are the CA certificates the provider's certificate
+	// is verified with, for the discovery document and the token endpoint
+	// (BackendTLSPolicy's shape: ConfigMaps with key "ca.crt" in the
+	// policy's namespace, or ClusterTrustBundles). Default: the system
+	// trust store.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	CACertificateRefs []gwapiv1.LocalObjectReference `json:"caCertificateRefs,omitempty"`
 }
 
 // OIDCCookieNames are the OAuth2 filter's cookie names.

@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
+	"github.com/xds-controller/xds-controller/pkg/oidcdiscovery"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 	"github.com/xds-controller/xds-controller/pkg/provisioner"
 	"github.com/xds-controller/xds-controller/pkg/translate"
@@ -73,7 +75,14 @@ func LocalSnapshot(ctx context.Context, c client.Reader, controllerName gwapiv1.
 	if err != nil {
 		return nil, err
 	}
-	out, err := translate.Run(res, kubernetes.TranslateOptions(controllerName, resolver), translate.WithIngress(ing))
+	opts := kubernetes.TranslateOptions(controllerName, resolver)
+	// SecurityPolicy oidc: the issuers' discovery documents, fetched from
+	// here as the controller fetches them, and a stand-in for the
+	// controller's key, which only makes the session cookies' HMAC key
+	// (an SDS secret, compared redacted).
+	opts.OIDCProviders = oidcdiscovery.New(oidcdiscovery.Config{}).Providers(ctx, gatewayapi.OIDCDiscoveries(res))
+	opts.SecretKey = []byte("config-dump --diff: the HMAC key is compared redacted")
+	out, err := translate.Run(res, opts, translate.WithIngress(ing))
 	if err != nil {
 		return nil, err
 	}

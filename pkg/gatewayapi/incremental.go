@@ -196,6 +196,7 @@ func samePolicies(a, b *resources.Resources) bool {
 func optionsKey(res *resources.Resources, opts Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %v %q %v\n", opts.ControllerName, opts.AddressesOnService, opts.DNSResolvers, opts.ProxyPorts)
+	oidcOptionsKey(&b, opts)
 	if p := opts.InvalidParameters; p != nil {
 		for _, k := range slices.Sorted(maps.Keys(p.GatewayClasses)) {
 			fmt.Fprintf(&b, "class %q %q\n", k, p.GatewayClasses[k])

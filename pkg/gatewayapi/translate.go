@@ -57,6 +57,21 @@ type Options struct {
 	// resolve to 127.0.0.1, and Envoy would send a tenant's requests to
 	// its own admin interface. Default: none.
 	ProxyPorts []uint32
+	// OIDCProviders are the OpenID provider configurations that the
+	// SecurityPolicies' oidc issuers discovered (pkg/oidcdiscovery), by
+	// OIDCDiscoveryKey: the I/O of discovery happens before the
+	// translation, which reads its result. A policy whose issuer has no
+	// entry (or a failed one) and no explicit endpoints is
+	// ResolvedRefs=False. Default: none.
+	OIDCProviders map[string]OIDCProvider
+	// SecretKey is the controller's key from which the keys Envoy needs
+	// and no user gives are derived (HKDF-SHA256): the HMAC key of an
+	// oidc policy's session cookies. It must be the same for every
+	// controller replica and across restarts (the controller's CA key:
+	// pki.Authority DerivationKey), or logins made through one Envoy are
+	// refused by another. Default: none, and oidc policies are
+	// Accepted=False.
+	SecretKey []byte
 }
 
 // Result is the output of one translation.

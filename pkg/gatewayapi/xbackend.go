@@ -83,7 +83,12 @@ func (t *translator) xbackendBackend(ns, name string, port int32, transport core
 // checkXBackend checks xb against the XBackend schema (its CEL rules
 // included, for objects that skipped the API server: standalone files)
 // and fills b's Protocol and TLS from spec.protocol and spec.tls. It
-// returns why xb is not valid, or "".
+// returns why xb is not valid, or "". An ExternalHostname must not name
+// what a Service backendRef reaches (cluster.local), nor the proxy
+// itself: localhost and the names under it, which resolve to the
+// loopback (RFC 6761 section 6.3; on the port of a Gateway listener a
+// request would come back to the gateway again and again), nor a port
+// of the proxy's own (Options.ProxyPorts).
 //
 // spec.protocol (BackendProtocol) maps as a Service port's appProtocol
 // (appProtocol): HTTP2 and GRPC to HTTP/2 (over TLS with ALPN h2 when tls
@@ -108,6 +113,9 @@ func (t *translator) checkXBackend(xb *gwapixv1alpha1.XBackend, b *ir.Backend) s
 		}
 		if h == "cluster.local" || strings.HasSuffix(h, ".cluster.local") {
 			return fmt.Sprintf("externalHostname.hostname %s is a cluster domain name (reach Services by a Service backendRef)", q(h))
+		}
+		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+			return fmt.Sprintf("externalHostname.hostname %s is a loopback name (RFC 6761 section 6.3), which would reach the proxy itself", q(h))
 		}
 		if spec.SessionPersistence != nil {
 			return "sessionPersistence can only be set when type is EndpointSelector"

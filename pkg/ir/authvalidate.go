@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // basicAuth checks what Envoy's basic_auth filter would refuse (a NACK):
@@ -186,6 +188,58 @@ func (v *validator) claims(p string, cs []Claim) {
 			v.add(p, fmt.Sprintf("claim %q needs a name of non-empty dot-separated segments and at least one value", c.Name))
 		}
 	}
+}
+
+// oidc checks what Envoy's OAuth2 filter would refuse, or what would make
+// the login unsafe: a name, a client id and secret, a 32-byte HMAC key;
+// absolute http(s) endpoints (the end session one optional) and a valid
+// token endpoint backend; redirect and logout paths that start with "/"
+// and differ; scopes starting with "openid", without whitespace; cookie
+// names that are RFC 7230 tokens; a forwarded header name that is one.
+func (v *validator) oidc(p string, o *OIDC) {
+	if o.Name == "" || o.ClientID == "" || o.ClientSecret == "" {
+		v.add(p, "an OIDC login needs a name, a client id and a client secret")
+	}
+	if len(o.HMACKey) != 32 {
+		v.add(p, fmt.Sprintf("an OIDC login's HMAC key has %d bytes; 32 are needed", len(o.HMACKey)))
+	}
+	for _, e := range []struct{ name, url string }{{"authorization", o.AuthorizationEndpoint}, {"token", o.TokenEndpoint}, {"end session", o.EndSessionEndpoint}} {
+		if e.url == "" && e.name == "end session" {
+			continue
+		}
+		if u, err := url.Parse(e.url); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsFunc(e.url, unicode.IsSpace) {
+			v.add(p, fmt.Sprintf("OIDC %s endpoint %q is not an absolute http(s) URL", e.name, e.url))
+		}
+	}
+	for _, path := range []string{o.RedirectPath, o.LogoutPath} {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?# \t") {
+			v.add(p, fmt.Sprintf("OIDC path %q must start with / and hold no query, fragment or space", path))
+		}
+	}
+	if o.RedirectPath == o.LogoutPath {
+		v.add(p, "the OIDC redirect and logout paths must differ")
+	}
+	if len(o.Scopes) == 0 || o.Scopes[0] != "openid" {
+		v.add(p, "OIDC scopes must start with openid")
+	}
+	for _, s := range o.Scopes {
+		if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' || r == '\\' }) {
+			v.add(p, fmt.Sprintf("OIDC scope %q is empty or holds whitespace, a control character, '\"' or '\\'", s))
+		}
+	}
+	for _, c := range []string{o.AccessTokenCookie, o.IDTokenCookie, o.ForwardIDTokenHeader} {
+		if c != "" && !isToken(c) {
+			v.add(p, fmt.Sprintf("OIDC cookie or header name %q is not an RFC 7230 token", c))
+		}
+	}
+	if d := o.CookieDomain; d != "" && strings.ContainsFunc(d, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == ';' || r == ',' }) {
+		v.add(p, fmt.Sprintf("OIDC cookie domain %q holds whitespace, ';' or ','", d))
+	}
+	if o.TokenBackend == nil || o.TokenBackend.Invalid {
+		v.add(p, "an OIDC login needs a valid token endpoint backend")
+		return
+	}
+	v.backend(p, o.TokenBackend)
 }
 
 // extAuthSignIn checks a check's sign-in redirect: HTTP only; an absolute

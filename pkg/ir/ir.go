@@ -311,12 +311,58 @@ type HTTPFilters struct {
 	// after every authentication (SecurityPolicy authorization, and the
 	// claims jwt requires); a denied request gets 403.
 	Authorization *Authorization `json:"authorization,omitempty"`
+	// OIDC, when set, logs browsers in with an OpenID provider before
+	// their requests are forwarded (SecurityPolicy oidc); requests
+	// without a valid session are redirected to the provider.
+	OIDC *OIDC `json:"oidc,omitempty"`
 	// SecurityExtAuth, when set, is the external authorization check of
 	// the SecurityPolicy that covers the route (spec.extAuth). It runs
 	// before ExtAuth, the rule's own ExternalAuth filter, and a request
 	// must pass both: the policy's owner and the route's each get a say
 	// (an equal check is asked once).
 	SecurityExtAuth *ExtAuth `json:"securityExtAuth,omitempty"`
+}
+
+// OIDC is an OpenID Connect login (authorization code flow, PKCE) by
+// Envoy's OAuth2 filter: a browser without a valid session is sent to
+// AuthorizationEndpoint, comes back to RedirectPath with a code that
+// Envoy exchanges at TokenEndpoint for tokens kept in HMAC-signed
+// cookies.
+type OIDC struct {
+	// Name identifies the login across the IR: "<namespace>/<name>" of
+	// the policy. Its secrets reach Envoy by SDS under names made of it;
+	// one name means one configuration.
+	Name string `json:"name"`
+	// ClientID is the client's id at the provider.
+	ClientID string `json:"clientID"`
+	// ClientSecret is the client's secret, sent to the token endpoint.
+	ClientSecret string `json:"clientSecret"`
+	// HMACKey signs the session cookies: the same for every Envoy that
+	// serves the login (32 bytes).
+	HMACKey []byte `json:"hmacKey"`
+	// AuthorizationEndpoint, TokenEndpoint and EndSessionEndpoint are the
+	// provider's absolute URLs (EndSessionEndpoint optional).
+	AuthorizationEndpoint string `json:"authorizationEndpoint"`
+	TokenEndpoint         string `json:"tokenEndpoint"`
+	EndSessionEndpoint    string `json:"endSessionEndpoint,omitempty"`
+	// TokenBackend is the cluster of the token endpoint.
+	TokenBackend *Backend `json:"tokenBackend"`
+	// RedirectPath and LogoutPath are the exact paths of the callback and
+	// of logging out.
+	RedirectPath string `json:"redirectPath"`
+	LogoutPath   string `json:"logoutPath"`
+	// Scopes asked for, "openid" first.
+	Scopes []string `json:"scopes"`
+	// AccessTokenCookie and IDTokenCookie name the token cookies (empty:
+	// Envoy's BearerToken and IdToken); CookieDomain is their Domain.
+	AccessTokenCookie string `json:"accessTokenCookie,omitempty"`
+	IDTokenCookie     string `json:"idTokenCookie,omitempty"`
+	CookieDomain      string `json:"cookieDomain,omitempty"`
+	// ForwardIDTokenHeader, when set, is the request header the ID token
+	// reaches the backend in.
+	ForwardIDTokenHeader string `json:"forwardIDTokenHeader,omitempty"`
+	// RefreshToken renews an expired access token with the refresh token.
+	RefreshToken bool `json:"refreshToken"`
 }
 
 // BasicAuth is HTTP Basic authentication (RFC 7617) against users whose

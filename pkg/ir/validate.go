@@ -303,6 +303,9 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 	if a := r.Filters.Authorization; a != nil {
 		v.authorization(p, a, r.Filters.JWT)
 	}
+	if o := r.Filters.OIDC; o != nil {
+		v.oidc(p, o)
+	}
 	if a := r.Filters.SecurityExtAuth; a != nil {
 		v.extAuth(p, a)
 	}

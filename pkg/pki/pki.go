@@ -10,7 +10,9 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -220,4 +222,23 @@ func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 
 func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+// DerivationKey is a 32-byte key for purpose derived from the CA's
+// private key (HKDF-SHA256, RFC 5869, of its PKCS #8 encoding, info
+// purpose): every holder of the CA key (each controller replica, after
+// every restart) derives the same one, and the CA key itself never leaves
+// this package. Another CA (a rotation) derives another key. It returns
+// nil when the key cannot be encoded (not a key this package made or
+// loads).
+func (ca *CA) DerivationKey(purpose string) []byte {
+	der, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		return nil
+	}
+	k, err := hkdf.Key(sha256.New, der, nil, "xds-controller derivation key\x00"+purpose, 32)
+	if err != nil {
+		return nil
+	}
+	return k
 }

@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"bytes"
 	"crypto/x509"
 	"os"
 	"path/filepath"
@@ -93,5 +94,31 @@ func TestParseCARejectsLeaf(t *testing.T) {
 	leaf, _ := ca.Issue(spiffeid.RequireFromPath(td, "/x"), time.Hour, ClientAuth, nil, nil)
 	if _, err := ParseCA(leaf.CertPEM, leaf.KeyPEM); err == nil {
 		t.Error("a leaf certificate was accepted as a CA")
+	}
+}
+
+// TestDerivationKey: the same CA (loaded again from its files, as
+// another replica or a restart does) derives the same key per purpose;
+// another purpose or another CA derives another.
+func TestDerivationKey(t *testing.T) {
+	dir := t.TempDir()
+	a, err := LoadOrCreateCA(dir, td, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadOrCreateCA(dir, td, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := NewCA(td, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := a.DerivationKey("oidc")
+	if len(k) != 32 || !bytes.Equal(k, b.DerivationKey("oidc")) {
+		t.Fatalf("the same CA derived %x and %x", k, b.DerivationKey("oidc"))
+	}
+	if bytes.Equal(k, a.DerivationKey("other")) || bytes.Equal(k, other.DerivationKey("oidc")) {
+		t.Error("another purpose or another CA derived the same key")
 	}
 }

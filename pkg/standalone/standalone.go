@@ -37,6 +37,8 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/infra"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/oidcdiscovery"
+	"github.com/xds-controller/xds-controller/pkg/pki"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/quarantine"
 	"github.com/xds-controller/xds-controller/pkg/status"
@@ -164,7 +166,8 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	r := &runner{cfg: cfg, srv: srv, lastLines: map[string]string{}, loader: &file.Loader{}, cache: translate.NewCache(),
-		quarantine: quarantine.New(cfg.Log)}
+		quarantine: quarantine.New(cfg.Log), authority: creds.authority}
+	r.discovery = oidcdiscovery.New(oidcdiscovery.Config{OnChange: func() { r.reload(ctx) }})
 	changes := srv.Subscribe()
 	r.reload(ctx)
 
@@ -188,6 +191,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if metricsLis != nil {
 		wg.Go(func() { serveMetrics(ctx, cfg.Log, metricsLis, srv) })
 	}
+	wg.Go(func() { r.discovery.Run(ctx) })
 	wg.Go(func() {
 		for {
 			select {
@@ -258,6 +262,11 @@ type runner struct {
 	// quarantine holds back the route objects behind a route
 	// configuration Envoy refused (pkg/quarantine).
 	quarantine *quarantine.Quarantine
+	// discovery fetches the OpenID providers' discovery documents
+	// SecurityPolicy oidc needs; authority's current CA derives the keys
+	// of gatewayapi.Options.SecretKey.
+	discovery *oidcdiscovery.Cache
+	authority *pki.Authority
 
 	// mu guards what follows: reload runs on the file watcher's goroutine,
 	// refresh on the xDS server's notifications.
@@ -301,6 +310,11 @@ func (r *runner) reload(ctx context.Context) {
 		Edge:         func(*gwapiv1.Gateway) *ir.HTTPEdge { return infra.HTTPEdge(r.cfg.Edge) },
 		DNSResolvers: r.cfg.DNSResolvers,
 		ProxyPorts:   r.cfg.proxyPorts(),
+		// SecurityPolicy oidc: the discovery documents, fetched now
+		// when new (pkg/oidcdiscovery), and the key of the session
+		// cookies' HMAC keys, the CA's.
+		OIDCProviders: r.discovery.Providers(ctx, gatewayapi.OIDCDiscoveries(loaded.Resources)),
+		SecretKey:     r.authority.Current().DerivationKey(gatewayapi.SecretKeyPurpose),
 	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}),
 		translate.WithHolds(r.quarantine.Holds()))
 	translated := time.Now()

@@ -324,6 +324,11 @@ func (w *world) edit(o object) string {
 		case 2:
 			v.Spec.BasicAuth = nil
 			return "no basicAuth"
+		case 3:
+			if o := v.Spec.OIDC; o != nil {
+				o.RedirectPath = w.oneOf([]string{"", "/cb", "/logout"})
+				return "oidc redirectPath"
+			}
 		case 4: // jwt: a provider's requirements, claim headers, or none
 			if j := v.Spec.JWT; j != nil && len(j.Providers) > 0 {
 				p := &j.Providers[w.rng.IntN(len(j.Providers))]
@@ -625,6 +630,21 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				Scope:              func(gw *gwapiv1.Gateway) string { return "gateway/" + gw.Namespace + "/" + gw.Name },
 				BindPort:           func(_ *gwapiv1.Gateway, p gwapiv1.PortNumber) uint32 { return uint32(p) + 10000 },
 				AddressesOnService: true,
+			}
+		}
+		// The inputs' SecurityPolicy oidc options (GoldenOptions: the
+		// controller's key, the discovered providers).
+		for _, f := range spec.files {
+			in, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := GoldenOptions(in); len(g.SecretKey) > 0 || len(g.OIDCProviders) > 0 {
+				opts.SecretKey = g.SecretKey
+				if opts.OIDCProviders == nil {
+					opts.OIDCProviders = map[string]gatewayapi.OIDCProvider{}
+				}
+				maps.Copy(opts.OIDCProviders, g.OIDCProviders)
 			}
 		}
 		h := fnv.New64a()

@@ -19,8 +19,8 @@ import (
 // `translate --output ir|xds` without --show-secrets, and config dumps.
 const Redacted = "[redacted]"
 
-// Redact returns a copy of an SDS secret whose private keys read
-// Redacted, or of a route configuration whose routes' credentials
+// Redact returns a copy of an SDS secret whose private keys and generic
+// secrets read Redacted, or of a route configuration whose routes' credentials
 // (SecurityPolicy: api_key_auth per-route keys, basic_auth per-route
 // users) read Redacted; other resources are returned as they are.
 func Redact(r types.Resource) types.Resource {
@@ -29,6 +29,14 @@ func Redact(r types.Resource) types.Resource {
 		c := proto.Clone(s).(*tlsv3.Secret)
 		if tc := c.GetTlsCertificate(); tc != nil && tc.PrivateKey != nil {
 			tc.PrivateKey = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: Redacted}}
+		}
+		if g := c.GetGenericSecret(); g != nil {
+			// A filter's credential (SecurityPolicy oidc: the client
+			// secret, the cookies' HMAC key).
+			g.Secret = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: Redacted}}
+			for k := range g.Secrets {
+				g.Secrets[k] = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: Redacted}}
+			}
 		}
 		return c
 	case *routev3.RouteConfiguration:
@@ -89,8 +97,10 @@ func redactPerRoute(a *anypb.Any) *anypb.Any {
 // ir.Certificate.PrivateKey (a listener's serving key or the client key
 // Envoy presents to TLS backends, which reaches Envoy as the
 // TlsCertificate.PrivateKey of an SDS secret), ir.APIKeyCredential.Key
-// and ir.BasicAuthUser.SHA (which reach Envoy in route configurations).
-var irSecrets = map[string]bool{"privateKey": true, "apiKey": true, "passwordSHA": true}
+// and ir.BasicAuthUser.SHA (which reach Envoy in route configurations),
+// ir.OIDC.ClientSecret and HMACKey (which reach Envoy as SDS generic
+// secrets).
+var irSecrets = map[string]bool{"privateKey": true, "apiKey": true, "passwordSHA": true, "clientSecret": true, "hmacKey": true}
 
 // redactIR returns the IR as generic JSON data (what MarshalIR renders)
 // with every secret of irSecrets reading Redacted, leaving x

@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/base64"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -93,7 +94,11 @@ func TestRedactCredentials(t *testing.T) {
 		if len(res.SecurityPolicies) == 0 {
 			continue
 		}
-		out, err := Run(res, gatewayapi.Options{})
+		input, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Run(res, GoldenOptions(input))
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
@@ -117,6 +122,10 @@ func TestRedactCredentials(t *testing.T) {
 						for _, u := range b.Users {
 							creds = append(creds, u.SHA)
 						}
+					}
+					if o := r.Filters.OIDC; o != nil {
+						// JSON and YAML print bytes in base64.
+						creds = append(creds, o.ClientSecret, base64.StdEncoding.EncodeToString([]byte(o.ClientSecret)), base64.StdEncoding.EncodeToString(o.HMACKey))
 					}
 				}
 			}

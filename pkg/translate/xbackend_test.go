@@ -2,9 +2,13 @@ package translate
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapixv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
@@ -108,5 +112,50 @@ func TestIncrementalXBackendFollowsPodsAndEdits(t *testing.T) {
 	}
 	if b := backendOf(r, "xbackend/default/sticky"); b == nil || b.Endpoints[0].Port != 9999 {
 		t.Errorf("after the XBackend edit: backend %+v, want port 9999", b)
+	}
+}
+
+// An ExternalHostname XBackend may not name localhost or a name under it
+// (RFC 6761: they resolve to the loopback, where the proxy itself
+// listens; on a Gateway listener's port a request would loop through the
+// gateway): the XBackend is refused, the route that uses it is
+// ResolvedRefs=False BackendNotFound with the reason, and its backend is
+// not rendered. A name that merely starts with "localhost." is a name
+// like any other.
+func TestXBackendLoopbackNamesRefused(t *testing.T) {
+	for _, c := range []struct {
+		host    string
+		refused bool
+	}{{"localhost", true}, {"api.localhost", true}, {"a.b.localhost", true}, {"localhost.example.org", false}, {"notlocalhost", false}} {
+		res, _, err := file.Load("testdata/102-xbackend-external.in.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, xb := range res.XBackends {
+			if xb.Name == "plain" {
+				xb = xb.DeepCopy()
+				xb.Spec.ExternalHostname.Hostname = gwapiv1.PreciseHostname(c.host)
+				res.XBackends[i] = xb
+			}
+		}
+		out, err := Run(res, gatewayapi.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := out.Result.Status.Routes[gatewayapi.RouteKey{Kind: gatewayapi.KindHTTPRoute, Namespace: "default", Name: "app"}]
+		if st == nil || len(st.Parents) != 1 {
+			t.Fatalf("%s: route status %+v", c.host, st)
+		}
+		cond := meta.FindStatusCondition(st.Parents[0].Conditions, "ResolvedRefs")
+		rendered := backendOf(out.Result, "xbackend/default/plain") != nil
+		if c.refused {
+			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "BackendNotFound" || !strings.Contains(cond.Message, "is a loopback name") || rendered {
+				t.Errorf("%s: ResolvedRefs %+v, backend rendered %v; want False BackendNotFound \"is a loopback name\", not rendered", c.host, cond, rendered)
+			} else {
+				t.Logf("%s: %s", c.host, cond.Message)
+			}
+		} else if cond == nil || cond.Status != metav1.ConditionTrue || !rendered {
+			t.Errorf("%s: ResolvedRefs %+v, backend rendered %v; want True, rendered", c.host, cond, rendered)
+		}
 	}
 }

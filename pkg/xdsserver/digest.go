@@ -7,7 +7,9 @@ package xdsserver
 // route configuration whose virtual hosts are mostly unchanged costs only
 // the changed ones. The snapshot's version combines the digests of all
 // resources (Version); each resource's digest, in hex, is its version in
-// the snapshot's VersionMap, which delta xDS compares per resource.
+// the snapshot's VersionMap, which delta xDS compares per resource, but
+// for a ClusterLoadAssignment, whose version there also names its
+// cluster's (claVersion).
 //
 // A scope's digester keeps the digests (and protoc-gen-validate verdicts)
 // of the last publish, found again by identity and place (memo.List): the
@@ -51,6 +53,34 @@ type digest struct {
 	wire    []byte
 	parts   []*digest
 	served  *routev3.RouteConfiguration
+	// cluster is the version of the cluster a ClusterLoadAssignment's
+	// digest was last combined with, withCluster the result (claVersion).
+	cluster, withCluster string
+}
+
+// claVersion is the version in snapshots of a ClusterLoadAssignment whose
+// digest is dg, given the version of its cluster (the cluster of the
+// same name; "" when there is none): the first halves of both, so that a
+// new cluster means a new ClusterLoadAssignment too. Envoy warms a
+// modified EDS cluster anew, and the new cluster takes no endpoints until
+// a ClusterLoadAssignment arrives (Envoy's eds.cc; the xDS protocol's
+// "Eventual consistency considerations": the management server sends it
+// after the cluster): in delta xDS, which sends only resources of a new
+// version, the same endpoints under the same version would never be
+// sent, and the cluster, and with it every later cluster change (Envoy
+// withholds its CDS ACK while a cluster warms), waited for the
+// subscription's initial fetch timeout (15 s) and Envoy's cached copy.
+// State-of-the-world xDS sends every ClusterLoadAssignment at each
+// publish anyway (a type's version is the snapshot's). The result is kept
+// in dg for the next publish of the same cluster.
+func (dg *digest) claVersion(cluster string) string {
+	if cluster == "" {
+		return dg.version
+	}
+	if dg.cluster != cluster {
+		dg.cluster, dg.withCluster = cluster, dg.version[:32]+cluster[:min(32, len(cluster))]
+	}
+	return dg.withCluster
 }
 
 // digester computes the digests of one scope's resources. Not safe for
@@ -336,9 +366,13 @@ func invalid(r *xdstranslator.Resources, ds [5][]*digest) error {
 // publish's time and most of its allocations.
 func (d *digester) snapshot(version string, r *xdstranslator.Resources, ds [5][]*digest) *cachev3.Snapshot {
 	snap := &cachev3.Snapshot{VersionMap: make(map[string]map[string]string, len(typeURLs))}
+	// newClusters: the clusters' versions were made anew, and with them
+	// those of the ClusterLoadAssignments (claVersion).
+	newClusters := false
 	for i, l := range lists(r) {
 		k := &d.kept[i]
-		if k.items == nil {
+		if k.items == nil || i == 3 && newClusters {
+			newClusters = newClusters || i == 2
 			served := l
 			if i == 1 {
 				served = servedRoutes(l, ds[i])
@@ -348,7 +382,11 @@ func (d *digester) snapshot(version string, r *xdstranslator.Resources, ds [5][]
 			for j, res := range served {
 				name := cachev3.GetResourceName(res)
 				k.items[name] = types.ResourceWithTTL{Resource: res}
-				k.versions[name] = ds[i][j].version
+				if i == 3 {
+					k.versions[name] = ds[i][j].claVersion(d.kept[2].versions[name])
+				} else {
+					k.versions[name] = ds[i][j].version
+				}
 			}
 			k.typeSum = typeSum(k.versions)
 		}

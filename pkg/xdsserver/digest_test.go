@@ -7,8 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -17,6 +20,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
@@ -118,5 +122,60 @@ func TestSnapshotHoldsEveryListAsGiven(t *testing.T) {
 		if got := servedRoute(t, s, "s").GetVirtualHosts(); len(step.r.Routes) > 0 && got[0].GetName() != step.r.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[0].GetName() {
 			t.Errorf("%s: serves virtual host %s", step.name, got[0].GetName())
 		}
+	}
+}
+
+// TestCLAVersionFollowsItsCluster: a ClusterLoadAssignment's version in
+// the snapshot changes when its cluster changes, even with the very same
+// endpoints (objects and content), so that delta xDS sends it again
+// after the cluster (claVersion); the ClusterLoadAssignment of another
+// cluster keeps its version, and a change of endpoints alone changes its
+// ClusterLoadAssignment only. Versions follow content: a server that
+// starts afresh on the same resources gives the same versions, and the
+// first cluster back gives the first version again.
+func TestCLAVersionFollowsItsCluster(t *testing.T) {
+	eds := func(name string, lb clusterv3.Cluster_LbPolicy) *clusterv3.Cluster {
+		return &clusterv3.Cluster{Name: name, LbPolicy: lb, ConnectTimeout: durationpb.New(time.Second),
+			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
+			EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{
+				ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}}
+	}
+	cla := func(name string, endpoints int) *endpointv3.ClusterLoadAssignment {
+		c := &endpointv3.ClusterLoadAssignment{ClusterName: name}
+		for range endpoints {
+			c.Endpoints = append(c.Endpoints, &endpointv3.LocalityLbEndpoints{})
+		}
+		return c
+	}
+	claA, claB := cla("a", 1), cla("b", 1)
+	config := func(a *clusterv3.Cluster, b *endpointv3.ClusterLoadAssignment) *xdstranslator.Resources {
+		return &xdstranslator.Resources{Clusters: []types.Resource{a, eds("b", clusterv3.Cluster_ROUND_ROBIN)},
+			Endpoints: []types.Resource{claA, b}}
+	}
+	s := New(slog.Default())
+	versions := func(s *Server, r *xdstranslator.Resources) (clusters, endpoints map[string]string) {
+		t.Helper()
+		if _, _, err := s.Publish(context.Background(), "s", r); err != nil {
+			t.Fatal(err)
+		}
+		snap := s.cache.snapshot("s")
+		return snap.GetVersionMap(resource.ClusterType), snap.GetVersionMap(resource.EndpointType)
+	}
+	c1, e1 := versions(s, config(eds("a", clusterv3.Cluster_ROUND_ROBIN), claB))
+	random := config(eds("a", clusterv3.Cluster_RANDOM), claB)
+	c2, e2 := versions(s, random)
+	if c2["a"] == c1["a"] || e2["a"] == e1["a"] || c2["b"] != c1["b"] || e2["b"] != e1["b"] {
+		t.Errorf("cluster a changed: clusters %v -> %v, endpoints %v -> %v; want a's cluster and ClusterLoadAssignment changed, b's not", c1, c2, e1, e2)
+	}
+	if _, fresh := versions(New(slog.Default()), random); !maps.Equal(fresh, e2) {
+		t.Errorf("a fresh server versions the ClusterLoadAssignments %v, want %v", fresh, e2)
+	}
+	c3, e3 := versions(s, config(eds("a", clusterv3.Cluster_RANDOM), cla("b", 2)))
+	if !maps.Equal(c3, c2) || e3["a"] != e2["a"] || e3["b"] == e2["b"] {
+		t.Errorf("endpoints of b changed: clusters %v -> %v, endpoints %v -> %v; want b's ClusterLoadAssignment changed, nothing else", c2, c3, e2, e3)
+	}
+	c4, e4 := versions(s, config(eds("a", clusterv3.Cluster_ROUND_ROBIN), claB))
+	if !maps.Equal(c4, c1) || !maps.Equal(e4, e1) {
+		t.Errorf("back to the first resources: clusters %v, endpoints %v; want %v, %v", c4, e4, c1, e1)
 	}
 }

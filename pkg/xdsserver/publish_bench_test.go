@@ -32,11 +32,26 @@ import (
 // as go-control-plane's server does, so the cache's responses count too.
 func BenchmarkPublishRouteChange(b *testing.B) {
 	for _, proxies := range []int{0, 2} {
-		b.Run(fmt.Sprintf("proxies=%d", proxies), func(b *testing.B) { benchPublishRouteChange(b, proxies) })
+		b.Run(fmt.Sprintf("proxies=%d", proxies), func(b *testing.B) { benchPublish(b, proxies, false) })
 	}
 }
 
-func benchPublishRouteChange(b *testing.B, proxies int) {
+// BenchmarkPublishClusterChange is BenchmarkPublishRouteChange after one
+// cluster changed instead (its connect timeout), as the translation hands
+// it over: new cluster and assignment lists, with a new cluster and a new
+// ClusterLoadAssignment of the same endpoints in its place, the same
+// route configurations. Delta proxies receive the cluster and its
+// ClusterLoadAssignment again (claVersion).
+func BenchmarkPublishClusterChange(b *testing.B) {
+	for _, proxies := range []int{0, 2} {
+		b.Run(fmt.Sprintf("proxies=%d", proxies), func(b *testing.B) { benchPublish(b, proxies, true) })
+	}
+}
+
+// benchPublish publishes, per iteration, a scope of 3000 clusters and
+// virtual hosts after one virtual host changed, or with cluster one
+// cluster, to proxies delta proxies.
+func benchPublish(b *testing.B, proxies int, cluster bool) {
 	const n = 3000
 	r := withConfig(&xdstranslator.Resources{})
 	vhosts := make([]*routev3.VirtualHost, n)
@@ -52,12 +67,23 @@ func benchPublishRouteChange(b *testing.B, proxies int) {
 	}
 	s := New(slog.Default())
 	ctx := context.Background()
+	var routes []types.Resource
 	publish := func(i int) {
 		// A new list, as the translation hands over (a published one is
 		// never modified).
-		vhosts = slices.Clone(vhosts)
-		vhosts[i%n] = vhost(fmt.Sprintf("svc-%d-%d.example.com", i%n, i))
-		next := withConfig(&xdstranslator.Resources{Clusters: r.Clusters, Endpoints: r.Endpoints}, vhosts...)
+		var next *xdstranslator.Resources
+		if cluster && routes != nil {
+			c := proto.Clone(r.Clusters[i%n]).(*clusterv3.Cluster)
+			c.ConnectTimeout = durationpb.New(time.Duration(1+i) * time.Millisecond)
+			r.Clusters, r.Endpoints = slices.Clone(r.Clusters), slices.Clone(r.Endpoints)
+			r.Clusters[i%n], r.Endpoints[i%n] = c, proto.Clone(r.Endpoints[i%n])
+			next = &xdstranslator.Resources{Clusters: r.Clusters, Endpoints: r.Endpoints, Routes: routes}
+		} else {
+			vhosts = slices.Clone(vhosts)
+			vhosts[i%n] = vhost(fmt.Sprintf("svc-%d-%d.example.com", i%n, i))
+			next = withConfig(&xdstranslator.Resources{Clusters: r.Clusters, Endpoints: r.Endpoints}, vhosts...)
+			routes = next.Routes
+		}
 		next.Listeners = []types.Resource{proto.Clone(r.Listeners[0])}
 		if _, changed, err := s.Publish(ctx, "s", next); err != nil || !changed {
 			b.Fatalf("publish %d: changed=%v err=%v, want a published change", i, changed, err)

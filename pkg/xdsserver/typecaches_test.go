@@ -55,6 +55,13 @@ func connectDelta(t *testing.T, addr string, client *tls.Config, nodeID string) 
 // and system version.
 func (p *deltaProxy) next() (typ, version string) {
 	p.t.Helper()
+	resp := p.response()
+	return typeName(resp.GetTypeUrl()), resp.GetSystemVersionInfo()
+}
+
+// response receives a response, ACKs it, and returns it.
+func (p *deltaProxy) response() *discoveryv3.DeltaDiscoveryResponse {
+	p.t.Helper()
 	resp, err := p.stream.Recv()
 	if err != nil {
 		p.t.Fatal(err)
@@ -62,14 +69,29 @@ func (p *deltaProxy) next() (typ, version string) {
 	if err := p.stream.Send(&discoveryv3.DeltaDiscoveryRequest{Node: p.node, TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()}); err != nil {
 		p.t.Fatal(err)
 	}
-	return typeName(resp.GetTypeUrl()), resp.GetSystemVersionInfo()
+	return resp
+}
+
+// waitAcked waits until the proxy's ACK of generation gen of the
+// ClusterLoadAssignments is recorded (its next EDS watch is then open).
+func waitAcked(t *testing.T, s *Server, gen uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if pv := s.View()["a"].Proxies; len(pv) == 1 && pv[0].Acked[resource.EndpointType] == gen {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("proxy view %+v, want the ClusterLoadAssignments ACKed at generation %d", s.View()["a"].Proxies, gen)
+		}
+	}
 }
 
 // TestDeltaResponsesOnlyForChangedTypes: over delta ADS, a publish that
 // changes only the route configurations sends only a
 // RouteConfiguration response, and one that changes the clusters and
 // their assignments only those, in ADS order, each labelled with the
-// version published; a proxy that ACKed them holds the newest version
+// version published; a cluster change sends its unchanged
+// ClusterLoadAssignment again, after it; a proxy that ACKed them holds the newest version
 // of every type (its listener was carried forward), and a proxy that
 // connects afterwards receives every type labelled with the newest
 // version.
@@ -118,19 +140,30 @@ func TestDeltaResponsesOnlyForChangedTypes(t *testing.T) {
 	if typ, v := p.next(); typ != "ClusterLoadAssignment" || v != v3 {
 		t.Errorf("after an endpoint change the proxy received %s %s, want ClusterLoadAssignment %s (nothing else before it)", typ, v, v3)
 	}
+	// A cluster change sends the cluster and then its
+	// ClusterLoadAssignment again, unchanged: Envoy warms the modified
+	// cluster anew and waits for it (claVersion).
+	waitAcked(t, s, 3)
 	edsCluster = &clusterv3.Cluster{Name: "eds", ConnectTimeout: edsCluster.ConnectTimeout, ClusterDiscoveryType: edsCluster.ClusterDiscoveryType,
 		EdsClusterConfig: edsCluster.EdsClusterConfig, LbPolicy: clusterv3.Cluster_RANDOM}
 	v4 := publish(config("c.example.com", 2))
 	var order []string
-	for range 2 {
-		typ, v := p.next()
+	for range 3 {
+		resp := p.response()
+		typ, v := typeName(resp.GetTypeUrl()), resp.GetSystemVersionInfo()
 		if v != v4 {
 			t.Errorf("after a cluster and route change the proxy received %s labelled %s, want %s", typ, v, v4)
 		}
+		if typ == "ClusterLoadAssignment" {
+			cla := &endpointv3.ClusterLoadAssignment{}
+			if len(resp.GetResources()) != 1 || resp.GetResources()[0].GetResource().UnmarshalTo(cla) != nil || cla.GetClusterName() != "eds" || len(cla.GetEndpoints()) != 2 {
+				t.Errorf("after a cluster change the proxy received the ClusterLoadAssignments %v, want eds with its 2 endpoints", resp.GetResources())
+			}
+		}
 		order = append(order, typ)
 	}
-	if !slices.Equal(order, []string{"Cluster", "RouteConfiguration"}) {
-		t.Errorf("after a cluster and route change the proxy received %v, want [Cluster RouteConfiguration]", order)
+	if !slices.Equal(order, []string{"Cluster", "ClusterLoadAssignment", "RouteConfiguration"}) {
+		t.Errorf("after a cluster and route change the proxy received %v, want [Cluster ClusterLoadAssignment RouteConfiguration]", order)
 	}
 
 	// The ACKs are recorded: every type of p1 is at the newest generation.

@@ -19,14 +19,18 @@ package xdstranslator
 // before everything (pre-routing: Gateway listener filters), a route's
 // right after CORS, so that CORS answers preflight requests, which carry
 // no credentials, and adds its headers to a denial too. Authentication
-// (jwt.go: jwt_authn; authn.go: basic_auth, api_key_auth) sits between
-// CORS and a route's external checks, for the same reason. A route's
-// external checks are a SecurityPolicy's, then the rule's own (both must
-// allow); custom_response (signin.go) sits right before them, so that it
-// sees their 401 replies and turns them into sign-in redirects. A
-// SecurityPolicy's authorization (securityrbac.go: a second RBAC filter)
-// comes after every check that authenticates, whose results (jwt_authn's
-// metadata) it reads.
+// (oauth2.go: the OIDC login; jwt.go: jwt_authn; authn.go: basic_auth,
+// api_key_auth) sits between CORS and a route's external checks, for the
+// same reason. A route's external checks are a SecurityPolicy's, then the
+// rule's own (both must allow); custom_response (signin.go) sits right
+// before them, so that it sees their 401 replies and turns them into
+// sign-in redirects. A SecurityPolicy's authorization (securityrbac.go: a
+// second RBAC filter) comes after every check that authenticates, whose
+// results (jwt_authn's metadata) it reads. The whole order: a listener's
+// ext_authz checks, RBAC (source ranges), CORS, oauth2, jwt_authn,
+// basic_auth, api_key_auth, custom_response (sign-in redirects), a route's
+// ext_authz checks (a SecurityPolicy's, then the rule's own), the
+// SecurityPolicy's RBAC, stateful session, router.
 
 import (
 	"slices"
@@ -77,6 +81,9 @@ type filterUse struct {
 	// authorization (securityrbac.go).
 	jwt          []jwtRequirement
 	securityRBAC bool
+	// oauth2 are the OAuth2 filters (oauth2.go), one per name, sorted by
+	// name, with the SDS secrets each reads.
+	oauth2 []authzFilter
 	// signIn: a route's check turns 401 into a sign-in redirect
 	// (signin.go: the custom_response filter).
 	signIn bool
@@ -98,6 +105,9 @@ func (u *filterUse) add(o filterUse) {
 		u.jwt = addJWT(u.jwt, r)
 	}
 	u.securityRBAC = u.securityRBAC || o.securityRBAC
+	for _, f := range o.oauth2 {
+		u.oauth2 = addNamed(u.oauth2, f)
+	}
 }
 
 // addAuthz adds an ext_authz filter, once per name.
@@ -115,9 +125,10 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (a listener's ext_authz checks first,
-// then RBAC, CORS, jwt_authn, basic_auth, api_key_auth, custom_response
-// (sign-in redirects), a route's ext_authz checks (a SecurityPolicy's,
-// then the rule's own), the SecurityPolicy's RBAC, stateful session; the
+// then RBAC, CORS, oauth2, jwt_authn, basic_auth, api_key_auth,
+// custom_response (sign-in redirects), a route's ext_authz checks (a
+// SecurityPolicy's, then the rule's own), the SecurityPolicy's RBAC,
+// stateful session; the
 // router last), Envoy's stdout access log when log is set, the limits on
 // its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
 // traces nothing).
@@ -144,8 +155,16 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})},
 		})
 	}
-	// Authentication (jwt.go, authn.go) after CORS, whose preflight
-	// requests carry no credentials, and before a route's external checks.
+	// Authentication (oauth2.go, jwt.go, authn.go) after CORS, whose
+	// preflight requests carry no credentials, and before a route's
+	// external checks: first the OIDC login, whose session cookies and
+	// their SDS secrets the chain then needs.
+	for _, f := range use.oauth2 {
+		filters = append(filters, f.filter)
+		for _, sec := range f.secrets {
+			s.generic[sec.Name] = sec
+		}
+	}
 	if len(use.jwt) > 0 {
 		filters = append(filters, jwtAuthnFilter(use.jwt))
 	}

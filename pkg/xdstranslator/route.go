@@ -260,6 +260,15 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 		out.TypedPerFilterConfig[bf.name] = per
 		use.basicAuth = addNamed(use.basicAuth, bf)
 	}
+	if o := f.OIDC; o != nil && r.DirectResponse == nil {
+		of, enable := oauth2(o)
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[of.name] = enable
+		use.oauth2 = addNamed(use.oauth2, of)
+		used = append(used, o.TokenBackend)
+	}
 	if a := f.APIKeyAuth; a != nil && r.DirectResponse == nil {
 		if out.TypedPerFilterConfig == nil {
 			out.TypedPerFilterConfig = map[string]*anypb.Any{}

@@ -122,6 +122,7 @@ import (
 	"fmt"
 	"slices"
 
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -170,6 +171,9 @@ type scopeBuilder struct {
 	// (UDP routes; udpProxyFilter), by name.
 	weighted map[string][]*ir.Backend
 	secrets  map[string]*ir.Certificate
+	// generic are the SDS generic secrets of the chains' filters
+	// (oauth2.go), by name.
+	generic map[string]*tlsv3.Secret
 	// configs are the route configurations rendered.
 	configs map[string]bool
 }
@@ -181,6 +185,7 @@ func newScopeBuilder(cache *scopeCache) *scopeBuilder {
 		gateway:  map[*ir.Listener]string{},
 		weighted: map[string][]*ir.Backend{},
 		secrets:  map[string]*ir.Certificate{},
+		generic:  map[string]*tlsv3.Secret{},
 		configs:  map[string]bool{},
 	}
 }
@@ -249,6 +254,9 @@ func (s *scopeBuilder) build() (*Resources, error) {
 	r.Clusters, r.Endpoints = mergeByName(clusters, weighted), mergeByName(endpoints, weightedCLAs)
 	for _, name := range sortedKeys(s.secrets) {
 		r.Secrets = append(r.Secrets, secret(s.secrets[name]))
+	}
+	for _, name := range sortedKeys(s.generic) {
+		r.Secrets = append(r.Secrets, s.generic[name])
 	}
 	// protoc-gen-validate rules are checked once, by pkg/xdsvalidate, which
 	// can trace a failure inside a route back to its HTTPRoute rule.

@@ -340,6 +340,12 @@ func fieldMessage(fd protoreflect.FieldDescriptor) protoreflect.MessageDescripto
 
 func (c *checker) walkMessage(w where, m protoreflect.Message) {
 	if a, ok := m.Interface().(*anypb.Any); ok {
+		if a.TypeUrl == "" && len(a.Value) == 0 {
+			// An empty Any: a route's FilterConfig whose config enables
+			// a filter disabled by default (Envoy's rule; the OAuth2
+			// filter of pkg/xdstranslator/oauth2.go).
+			return
+		}
 		inner, err := a.UnmarshalNew()
 		if err != nil {
 			c.add(w, "typed config %s cannot be decoded: %v", a.TypeUrl, err)

@@ -3,6 +3,7 @@ module github.com/xds-controller/xds-controller/test/e2e-cluster
 go 1.26.8
 
 require (
+	github.com/go-jose/go-jose/v4 v4.1.9
 	helm.sh/helm/v4 v4.3.2
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

@@ -1,8 +1,12 @@
 package e2ecluster
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 // TestSecurityPolicyOnTheLocalCluster installs the chart in Shared and in
@@ -17,8 +24,9 @@ import (
 // (gateway.xds-controller.dev/v1alpha1) whose credentials are Opaque
 // Secrets, read by the controller's credential Secret cache: basic auth
 // on one named rule, API keys on another, a Secret rotated under a
-// policy, and a policy naming a Secret of another type, which the
-// controller never reads (securityPolicy).
+// policy, a policy naming a Secret of another type, which the
+// controller never reads (securityPolicy), and JWT with an authorization
+// rule on a claim, its key set rotated in its Secret (securityJWT).
 func TestSecurityPolicyOnTheLocalCluster(t *testing.T) {
 	inBothModes(t, (*env).securityPolicy)
 }
@@ -206,6 +214,7 @@ func (e *env) securityPolicy(mode string) {
 			t.Fatalf("SecurityPolicy %s status: %q, want web:True/True", p, out)
 		}
 	}
+	e.securityJWT(web)
 	t.Logf("%s: basic auth and API keys served from Opaque Secrets; a rotated password applied in %s; a kubernetes.io/basic-auth Secret never read (SecretNotFound, 500)", mode, rotated.Round(time.Millisecond))
 }
 
@@ -247,4 +256,143 @@ func (e *env) expectEcho(addr, host, path string, header http.Header, check func
 		return fmt.Errorf("answered by %s for %s, want foo-* for %s", r.Pod, r.Path, path)
 	}
 	return check(r)
+}
+
+// jwtKey is a signing key of the JWT scenario and its public JWK.
+type jwtKey struct {
+	signer jose.Signer
+	public jose.JSONWebKey
+}
+
+// newJWTKey makes an ES256 key named kid.
+func newJWTKey(t *testing.T, kid string) jwtKey {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: priv, KeyID: kid}}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jwtKey{signer: signer, public: jose.JSONWebKey{Key: &priv.PublicKey, KeyID: kid, Algorithm: string(jose.ES256), Use: "sig"}}
+}
+
+// token signs claims (iss, aud, sub, exp an hour from now, then extra).
+func (k jwtKey) token(t *testing.T, aud string, exp time.Duration, extra map[string]any) string {
+	t.Helper()
+	claims := map[string]any{"iss": "https://idp.e2e.example", "aud": aud, "sub": "alice", "exp": time.Now().Add(exp).Unix()}
+	for name, v := range extra {
+		claims[name] = v
+	}
+	s, err := jwt.Signed(k.signer).Claims(claims).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// jwtYAML routes jwt.example.com to foo under a SecurityPolicy: JWT
+// provider idp (issuer https://idp.e2e.example, audience e2e, keys from
+// the Opaque Secret idp-jwks holding keys, sub copied to X-Sub) and an
+// authorization whose one rule allows tokens with role admin (default
+// Deny).
+func jwtYAML(t *testing.T, keys ...jose.JSONWebKey) string {
+	jwks, err := json.Marshal(jose.JSONWebKeySet{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `apiVersion: v1
+kind: Secret
+metadata: {name: idp-jwks, namespace: xds-example}
+stringData:
+  jwks.json: '` + string(jwks) + `'
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: jwt, namespace: xds-example}
+spec:
+  parentRefs: [{name: web}]
+  hostnames: [jwt.example.com]
+  rules:
+  - backendRefs: [{name: foo, port: 80}]
+---
+apiVersion: gateway.xds-controller.dev/v1alpha1
+kind: SecurityPolicy
+metadata: {name: jwt, namespace: xds-example}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: jwt}]
+  jwt:
+    providers:
+    - name: idp
+      issuer: https://idp.e2e.example
+      audiences: [e2e]
+      localJWKS: {kind: Secret, name: idp-jwks}
+      claimToHeaders: [{header: X-Sub, claim: sub}]
+  authorization:
+    defaultAction: Deny
+    rules:
+    - name: admins
+      action: Allow
+      jwt: {provider: idp, claims: [{name: role, values: [admin]}]}
+`
+}
+
+// securityJWT checks a JWT policy with an authorization rule on a claim,
+// keys from a Secret: the admin's token passes with its sub copied to
+// X-Sub (a forged X-Sub replaced), a user's token is denied by the rule,
+// and tokens that are missing, expired, for another audience or signed
+// by an unknown key are refused; then the key set is rotated in the
+// Secret: the new key's tokens pass and the old key's are refused.
+func (e *env) securityJWT(web string) {
+	t := e.t
+	const host = "jwt.example.com"
+	k1, k2 := newJWTKey(t, "e2e-1"), newJWTKey(t, "e2e-2")
+	e.mustKubectl(jwtYAML(t, k1.public), "apply", "-f", "-")
+	bearer := func(tok string) http.Header {
+		h := http.Header{"X-Sub": {"forged"}}
+		if tok != "" {
+			h.Set("Authorization", "Bearer "+tok)
+		}
+		return h
+	}
+	admin := func(k jwtKey) string { return k.token(t, "e2e", time.Hour, map[string]any{"role": "admin"}) }
+	e.eventually("JWT: the admin's token reaches foo with X-Sub alice", 2*time.Minute, func() error {
+		return e.expectEcho(web, host, "/", bearer(admin(k1)), func(r *echoResponse) error {
+			if s := r.Headers["X-Sub"]; strings.Join(s, ",") != "alice" {
+				return fmt.Errorf("x-sub %q, want alice (the forged value replaced)", s)
+			}
+			if a := r.Headers["Authorization"]; len(a) != 0 {
+				return fmt.Errorf("the token reached the backend: %q", a)
+			}
+			return nil
+		})
+	})
+	for _, c := range []struct {
+		what  string
+		token string
+		want  int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a user's token (the rule wants role admin)", k1.token(t, "e2e", time.Hour, map[string]any{"role": "user"}), http.StatusForbidden},
+		{"an expired token", k1.token(t, "e2e", -time.Minute, map[string]any{"role": "admin"}), http.StatusUnauthorized},
+		{"another audience", k1.token(t, "other", time.Hour, map[string]any{"role": "admin"}), http.StatusForbidden},
+		{"an unknown key", admin(k2), http.StatusUnauthorized},
+	} {
+		if status, body, _, err := e.request(web, host, "/", bearer(c.token)); err != nil || status != c.want {
+			t.Fatalf("JWT with %s: %d %.100q (%v), want %d", c.what, status, body, err, c.want)
+		}
+	}
+	start := time.Now()
+	e.mustKubectl(jwtYAML(t, k2.public), "apply", "-f", "-")
+	e.eventually("JWT after the key rotation: the new key's token passes, the old key's is refused", time.Minute, func() error {
+		if err := e.expectEcho(web, host, "/", bearer(admin(k2)), func(*echoResponse) error { return nil }); err != nil {
+			return fmt.Errorf("new key: %w", err)
+		}
+		if status, _, _, err := e.request(web, host, "/", bearer(admin(k1))); err != nil || status != http.StatusUnauthorized {
+			return fmt.Errorf("old key: %d (%v), want 401", status, err)
+		}
+		return nil
+	})
+	t.Logf("JWT: admin passes, user 403, missing/expired/unknown key 401, other audience 403; the rotated key set applied within %s", time.Since(start).Round(time.Millisecond))
 }

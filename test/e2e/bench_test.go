@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,31 +116,13 @@ func BenchmarkStandalonePropagation(b *testing.B) {
 	for _, n := range []int{100, 1000, 3000} {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			extra := backend(b, "extra")
-			var f *fixture
-			f = startWith(b, func(f *fixture) {
-				if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, n, f.gwPort), 0o644); err != nil {
-					b.Fatal(err)
-				}
+			f := benchStandalone(b, n, func(f *fixture) {
 				render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
 					map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: portOf(extra)}}})
 				if err := os.WriteFile(filepath.Join(f.dir, "bench-users.yaml"), []byte(benchUsersYAML), 0o644); err != nil {
 					b.Fatal(err)
 				}
 			})
-			f.client.Timeout = time.Second
-			// Ready: the last bench route answers (from no backend: 503 or
-			// 500; anything but 404 and a failed connection).
-			began := time.Now()
-			for {
-				if code, _ := f.get(fmt.Sprintf("svc-%d.example.com", n-1), "/"); code > 0 && code != 404 {
-					break
-				}
-				if time.Since(began) > 2*time.Minute {
-					b.Fatalf("the bench routes were not served after %s", time.Since(began))
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			b.Logf("%d routes served %s after start", n, time.Since(began).Round(time.Millisecond))
 			var adds, dels, policyAdds, policyDels []time.Duration
 			policy := filepath.Join(f.dir, "bench-policy.yaml")
 			i := 0
@@ -211,3 +195,117 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// benchStandalone starts standalone mode on the shared benchmark input
+// for n routes and the files files writes, and waits until the last
+// bench route is served.
+func benchStandalone(b *testing.B, n int, files func(f *fixture)) *fixture {
+	f := startWith(b, func(f *fixture) {
+		if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, n, f.gwPort), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		files(f)
+	})
+	f.client.Timeout = time.Second
+	// Ready: the last bench route answers (from no backend: 503 or
+	// 500; anything but 404 and a failed connection).
+	began := time.Now()
+	for {
+		if code, _ := f.get(fmt.Sprintf("svc-%d.example.com", n-1), "/"); code > 0 && code != 404 {
+			break
+		}
+		if time.Since(began) > 2*time.Minute {
+			b.Fatalf("the bench routes were not served after %s", time.Since(began))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.Logf("%d routes served %s after start", n, time.Since(began).Round(time.Millisecond))
+	return f
+}
+
+// protoBackend answers every request with the protocol it came in
+// (r.Proto: "HTTP/1.1", or "HTTP/2.0" for prior-knowledge h2c, which it
+// accepts too).
+func protoBackend(b *testing.B) *httptest.Server {
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Proto)
+	}))
+	s.Config.Protocols = new(http.Protocols)
+	s.Config.Protocols.SetHTTP1(true)
+	s.Config.Protocols.SetUnencryptedHTTP2(true)
+	s.Start()
+	b.Cleanup(s.Close)
+	return s
+}
+
+// protoRouteYAML is the HTTPRoute proto of the bench Gateway, for
+// hostname proto.example.com, to the Service proto.
+const protoRouteYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: proto, namespace: default}
+spec:
+  parentRefs: [{name: bench}]
+  hostnames: [proto.example.com]
+  rules:
+  - backendRefs: [{name: proto, port: 80}]
+`
+
+// BenchmarkStandalonePropagationCluster measures how long a change of a
+// cluster-level setting takes to reach Envoy in standalone mode with the
+// shared benchmark input in place (routes=100, 1000, 3000) and an
+// HTTPRoute to the Service proto, whose backend answers with the
+// protocol of the request: each iteration, after a pause of benchQuiet,
+// rewrites the Service (write and rename) with its port's appProtocol
+// switched between kubernetes.io/h2c and none (the protocol options of
+// its cluster; its EndpointSlice, in the same file, unchanged), and polls
+// Envoy every millisecond until the backend answers in the new protocol.
+// Envoy warms a modified EDS cluster until its ClusterLoadAssignment
+// arrives: a server that does not send it again leaves the old cluster
+// serving until the initial fetch timeout (15 s). Reported per sample,
+// in milliseconds: cluster-median, cluster-p90, cluster-max.
+//
+//	go test ./test/e2e -run '^$' -bench StandalonePropagationCluster -benchtime 20x
+//
+// (make bench-standalone runs it after BenchmarkStandalonePropagation).
+func BenchmarkStandalonePropagationCluster(b *testing.B) {
+	for _, n := range []int{100, 1000, 3000} {
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			proto := protoBackend(b)
+			service := func(f *fixture, appProtocol string) {
+				render(b, filepath.Join(f.dir, "proto-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
+					map[string]any{"Backends": []gatewayBackend{{Name: "proto", Port: portOf(proto), AppProtocol: appProtocol}}})
+			}
+			f := benchStandalone(b, n, func(f *fixture) {
+				render(b, filepath.Join(f.dir, "proto-route.yaml"), protoRouteYAML, nil)
+				service(f, "")
+			})
+			f.await("proto.example.com", "/", 200, "HTTP/1.1")
+			var changes []time.Duration
+			h2c := false
+			for b.Loop() {
+				time.Sleep(benchQuiet)
+				h2c = !h2c
+				appProtocol, want := "", "HTTP/1.1"
+				if h2c {
+					appProtocol, want = "kubernetes.io/h2c", "HTTP/2.0"
+				}
+				began := time.Now()
+				service(f, appProtocol)
+				for {
+					if code, body := f.get("proto.example.com", "/"); code == 200 && body == want {
+						break
+					}
+					if time.Since(began) > 30*time.Second {
+						b.Fatalf("proto.example.com not served over %s within 30s", want)
+					}
+					time.Sleep(time.Millisecond)
+				}
+				changes = append(changes, time.Since(began))
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(ms(quantile(changes, 0.5)), "cluster-median-ms")
+			b.ReportMetric(ms(quantile(changes, 0.9)), "cluster-p90-ms")
+			b.ReportMetric(ms(quantile(changes, 1)), "cluster-max-ms")
+		})
+	}
+}

@@ -142,13 +142,7 @@ func (x *extAuthFixture) do(port int, method, host, path, body string, headers .
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := x.client.Do(req)
-	if err != nil {
-		return reply{status: -1, body: err.Error()}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, body: string(b), header: resp.Header}
+	return exchange(x.client, req)
 }
 
 // lastCheck is the last check s saw for path, and how many it saw.

@@ -79,9 +79,9 @@ func httpGet(url string) (string, error) {
 }
 
 // secondEnvoy starts another Envoy of the standalone scope from the
-// controller's bootstrap, with its own node id, admin and readiness ports,
-// and returns its admin port.
-func (f *fixture) secondEnvoy(node string) int {
+// controller's bootstrap, with its own node id, admin and readiness ports
+// (and what edits change in the bootstrap), and returns its admin port.
+func (f *fixture) secondEnvoy(node string, edits ...func(string) string) int {
 	f.t.Helper()
 	b, err := os.ReadFile(filepath.Join(f.state, "envoy-bootstrap.yaml"))
 	if err != nil {
@@ -91,6 +91,9 @@ func (f *fixture) secondEnvoy(node string) int {
 	s := regexp.MustCompile(`id: "standalone-\d+"`).ReplaceAllString(string(b), fmt.Sprintf("id: %q", node))
 	s = regexp.MustCompile(`(address: "127.0.0.1", port_value: )`+fmt.Sprint(f.admin)+`\b`).ReplaceAllString(s, "${1}"+fmt.Sprint(admin))
 	s = regexp.MustCompile(`(name: xds_controller_readiness\s+address:\s+socket_address: \{ address: "127.0.0.1", port_value: )\d+`).ReplaceAllString(s, "${1}"+fmt.Sprint(freePort(f.t)))
+	for _, edit := range edits {
+		s = edit(s)
+	}
 	boot := filepath.Join(f.t.TempDir(), "bootstrap.yaml")
 	if err := os.WriteFile(boot, []byte(s), 0o644); err != nil {
 		f.t.Fatal(err)

@@ -309,21 +309,7 @@ func (f *jwtFixture) do(host, path string, headers ...string) reply {
 		}
 		req.Header.Add(headers[i], headers[i+1])
 	}
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return reply{status: -1, body: err.Error()}
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return reply{status: resp.StatusCode, body: b.String(), header: resp.Header}
+	return exchange(f.client, req)
 }
 
 // refused asserts that r has status want and never reached app.

@@ -183,21 +183,7 @@ func (s *securityFixture) do(host, path string, headers ...string) reply {
 		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return reply{status: -1, body: err.Error()}
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return reply{status: resp.StatusCode, body: b.String(), header: resp.Header}
+	return exchange(s.client, req)
 }
 
 // denied asserts that r is a 401 that never reached app.

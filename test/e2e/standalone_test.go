@@ -324,6 +324,18 @@ type reply struct {
 	header http.Header
 }
 
+// exchange sends req with c and reads the whole answer (-1 and the error
+// when the request failed).
+func exchange(c *http.Client, req *http.Request) reply {
+	resp, err := c.Do(req)
+	if err != nil {
+		return reply{status: -1, body: err.Error()}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, body: string(b), header: resp.Header}
+}
+
 // send is getOn with the response headers too.
 func (f *fixture) send(port int, host, path string, headers ...string) reply {
 	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
@@ -331,13 +343,7 @@ func (f *fixture) send(port int, host, path string, headers ...string) reply {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return reply{status: -1, body: err.Error()}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, body: string(b), header: resp.Header}
+	return exchange(f.client, req)
 }
 
 // await polls until a request for host and path answers with status and a

@@ -65,6 +65,9 @@ var goldenCases = []string{
 	"112-security-jwt-invalid",
 	"113-security-authorization",
 	"114-security-authorization-gateway",
+	// 115 and 117 need their issuers' discovery documents (or their
+	// failures), which the golden options hold and no server serves here.
+	"116-security-oidc-explicit",
 	// 118-security-ext-auth has HTTPRoute ExternalAuth rule filters, which
 	// the standard channel's CRDs (the integration API server's) refuse.
 	"119-security-ext-auth-invalid",

@@ -24,6 +24,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/oidcdiscovery"
 	"github.com/xds-controller/xds-controller/pkg/quarantine"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/status"
@@ -82,6 +83,9 @@ type pipeline struct {
 	// quarantine holds back the route objects behind a route
 	// configuration Envoy refused (pkg/quarantine).
 	quarantine *quarantine.Quarantine
+	// oidc fetches the discovery documents of SecurityPolicy oidc
+	// issuers (oidcOptions; the run goroutine only).
+	oidc *oidcdiscovery.Cache
 	// The last translation, for status refreshes without translating
 	// again: its status (with addresses and stale routes), IR, xDS and
 	// Gateways; and the last NACK handled. Used by the Start goroutine
@@ -448,6 +452,7 @@ func (p *pipeline) run(ctx context.Context) {
 	}
 	opts := TranslateOptions(p.cfg.ControllerName, resolver)
 	opts.DNSResolvers = p.cfg.DNSResolvers
+	p.oidcOptions(ctx, res, &opts)
 	out, err := p.translations.Run(res, opts, translate.WithIngress(p.cfg.Ingress),
 		translate.WithHolds(p.quarantine.Holds()))
 	if err != nil {
@@ -679,5 +684,24 @@ func (l *provisionLoop) run(ctx context.Context) {
 			continue
 		}
 		backoff = time.Second
+	}
+}
+
+// oidcOptions sets what SecurityPolicy oidc reads in opts: the discovery
+// documents of res's issuers (fetched now when new, then kept fresh by a
+// goroutine started on the first run, which asks for a run when one
+// changes) and the key the session cookies' HMAC keys derive from, the
+// controller's current CA's (the same on every replica and across
+// restarts; a CA rotation changes it, and users log in again).
+func (p *pipeline) oidcOptions(ctx context.Context, res *resources.Resources, opts *gatewayapi.Options) {
+	if p.oidc == nil {
+		p.oidc = oidcdiscovery.New(oidcdiscovery.Config{OnChange: func() { p.trigger("oidc-discovery") }})
+		go p.oidc.Run(ctx)
+	}
+	opts.OIDCProviders = p.oidc.Providers(ctx, gatewayapi.OIDCDiscoveries(res))
+	if p.ident != nil && p.ident.Authority != nil {
+		if ca := p.ident.Authority.Current(); ca != nil {
+			opts.SecretKey = ca.DerivationKey(gatewayapi.SecretKeyPurpose)
+		}
 	}
 }

@@ -193,13 +193,7 @@ func TestIngressAuth(t *testing.T) {
 			}
 			req.Header.Set(headers[i], headers[i+1])
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return reply{status: -1, body: err.Error()}
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return reply{status: resp.StatusCode, body: string(b), header: resp.Header}
+		return exchange(client, req)
 	}
 	took := poll(t, "the Ingresses served", func() error {
 		if r := do("sso.example.com", "/ready", "cookie", "_oauth2_proxy=alice"); r.status != 200 {

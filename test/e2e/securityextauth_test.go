@@ -12,7 +12,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -108,13 +107,7 @@ func TestSecurityPolicyExtAuth(t *testing.T) {
 		for i := 0; i+1 < len(headers); i += 2 {
 			req.Header.Set(headers[i], headers[i+1])
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return reply{status: -1, body: err.Error()}
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return reply{status: resp.StatusCode, body: string(b), header: resp.Header}
+		return exchange(client, req)
 	}
 	httpSrv.On(extauthz.Match{Header: "x-tenant", Value: "deny"}, extauthz.Deny(403, "http says no", nil))
 	httpSrv.On(extauthz.Match{}, extauthz.Allow(map[string]string{"x-user": "alice"}))

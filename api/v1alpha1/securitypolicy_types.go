@@ -12,8 +12,8 @@ const SecurityPolicyKind = "SecurityPolicy"
 // covers are authenticated and authorized at the gateway, before they are
 // forwarded. Every method set must pass (they are ANDed): a policy with
 // basicAuth and apiKeyAuth asks for both. docs/security-policy.md is the
-// user's guide; fields it marks "not yet rendered" make the policy
-// Accepted=False (the routes it covers then answer 500: never open).
+// user's guide; a policy that cannot be honoured is Accepted=False and
+// the routes it covers answer 500 (never open).
 //
 // +kubebuilder:validation:XValidation:rule="has(self.jwt) || has(self.oidc) || has(self.basicAuth) || has(self.apiKeyAuth) || has(self.authorization) || has(self.extAuth)",message="at least one of jwt, oidc, basicAuth, apiKeyAuth, authorization and extAuth is required"
 type SecurityPolicySpec struct {
@@ -65,7 +65,8 @@ type SecurityPolicySpec struct {
 	// ExtAuth asks an external authorization service about every request,
 	// as the Gateway API's HTTPRoute ExternalAuth filter does (the same
 	// type and the same rendering: Envoy's ext_authz HTTP filter, fail
-	// closed), at any attachment level. Not yet rendered.
+	// closed), at any attachment level. A rule with its own ExternalAuth
+	// filter asks both, this one first: a request must pass both.
 	// +optional
 	ExtAuth *gwapiv1.HTTPExternalAuthFilter `json:"extAuth,omitempty"`
 }

@@ -19,8 +19,9 @@ import (
 
 // backendTLSPolicyKind registers BackendTLSPolicy (policy.go): it
 // targets Services and their ports, and renders the TLS of the backends of
-// HTTPRoutes, GRPCRoutes, TLSRoutes and Ingresses (serviceBackend), and of
-// XTelemetryPolicy collectors (telemetry.go); the
+// HTTPRoutes, GRPCRoutes, TLSRoutes and Ingresses (serviceBackend), of
+// XTelemetryPolicy collectors (telemetry.go) and of SecurityPolicy extAuth
+// services (securityextauth.go); the
 // effect of a policy is the *ir.BackendTLS Envoy verifies.
 var backendTLSPolicyKind = registerPolicyKind(resources.BackendTLSPolicyKind, policyKindSpec[*gwapiv1.BackendTLSPolicy]{
 	targets: []targetKind{targetService},
@@ -31,7 +32,7 @@ var backendTLSPolicyKind = registerPolicyKind(resources.BackendTLSPolicyKind, po
 	validate:      (*translator).backendTLSPolicy,
 	resolvedRefs:  true,
 	references:    backendTLSReferences,
-	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress, KindXTelemetryPolicy, "Gateway", KindListenerSet},
+	backendRoutes: []string{KindHTTPRoute, KindGRPCRoute, KindTLSRoute, KindIngress, KindXTelemetryPolicy, "Gateway", KindListenerSet, KindSecurityPolicy},
 	backend:       backendTLS,
 })
 

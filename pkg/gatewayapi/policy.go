@@ -465,6 +465,7 @@ func (t *translator) routePolicies(r *routeState, l *listenerState, entries []*r
 		for _, a := range byRule[e.rule] {
 			a.k.route(a.st, e.route)
 		}
+		l.gw.applyPolicyClientCert(e.route) // securityextauth.go
 	}
 	return entries
 }

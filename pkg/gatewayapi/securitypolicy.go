@@ -10,9 +10,8 @@ package gatewayapi
 // docs/security-policy.md is the user's view.
 //
 // Fail closed: a policy that applies to a rule but cannot be honoured (a
-// Secret missing or unreadable, a field not yet rendered, a schema
-// violation) makes the rule's routes answer 500, never forward
-// unauthenticated.
+// Secret missing or unreadable, a schema violation) makes the rule's
+// routes answer 500, never forward unauthenticated.
 
 import (
 	"cmp"
@@ -69,6 +68,8 @@ type securityEffect struct {
 	jwt    *ir.JWT           // securityjwt.go
 	authz  *ir.Authorization // securityauthz.go: authorization and jwt's required claims
 	oidc   *ir.OIDC
+	// extAuth is spec.extAuth resolved (securityextauth.go).
+	extAuth *ir.ExtAuth
 }
 
 // securityRoute renders the effective policy of a rule on r, one IR
@@ -86,6 +87,7 @@ func securityRoute(st *policyState, r *ir.HTTPRoute) {
 	r.Filters.BasicAuth, r.Filters.APIKeyAuth = e.basic, e.apiKey
 	r.Filters.JWT, r.Filters.Authorization = e.jwt, e.authz
 	r.Filters.OIDC = e.oidc
+	r.Filters.SecurityExtAuth = e.extAuth
 }
 
 // securityReferences are the Secrets a policy reads: basicAuth users,
@@ -121,9 +123,8 @@ func securityReferences(p *v1alpha1.SecurityPolicy) (secrets, configMaps []types
 
 // securityPolicy validates one policy (SecurityPolicySpec, with the CRD's
 // schema and CEL rules, which standalone mode has no API server to
-// apply): a schema violation, or a field not yet rendered (jwt, oidc,
-// authorization, extAuth), is Accepted=False reason Invalid; a Secret
-// that cannot be used is ResolvedRefs=False (reasons RefNotPermitted,
+// apply): a schema violation is Accepted=False reason Invalid; a Secret
+// (or a service, a URL) that cannot be used is ResolvedRefs=False (reasons RefNotPermitted,
 // InvalidKind, SecretNotFound, InvalidSecret) and Accepted=False. In
 // every such case the effect is nil and the routes the policy covers
 // answer 500.
@@ -143,18 +144,7 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 			return
 		}
 	}
-	var unsupported []string
-	for name, set := range map[string]bool{"extAuth": spec.ExtAuth != nil} {
-		if set {
-			unsupported = append(unsupported, name)
-		}
-	}
-	if len(unsupported) > 0 {
-		slices.Sort(unsupported)
-		invalid("spec.%s: not yet rendered by this controller (docs/security-policy.md)", strings.Join(unsupported, ", spec."))
-		return
-	}
-	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.JWT == nil && spec.Authorization == nil && spec.OIDC == nil {
+	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.JWT == nil && spec.Authorization == nil && spec.OIDC == nil && spec.ExtAuth == nil {
 		invalid("at least one of jwt, oidc, basicAuth, apiKeyAuth, authorization and extAuth is required")
 		return
 	}
@@ -171,6 +161,9 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 	}
 	if o := spec.OIDC; o != nil && bad == nil && refs == nil {
 		e.oidc, bad, refs = t.oidc(p, o)
+	}
+	if f := spec.ExtAuth; f != nil && bad == nil && refs == nil {
+		e.extAuth, bad, refs = t.securityExtAuth(p, f)
 	}
 	switch {
 	case bad != nil:

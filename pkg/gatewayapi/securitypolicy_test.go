@@ -138,8 +138,8 @@ func TestSecurityPolicyValidation(t *testing.T) {
 		{name: "nothing", spec: v1alpha1.SecurityPolicySpec{}, accepted: "Invalid", acceptedMsg: "at least one of"},
 		{name: "jwt without providers", spec: v1alpha1.SecurityPolicySpec{JWT: &v1alpha1.JWT{}, BasicAuth: basic("users").BasicAuth},
 			accepted: "Invalid", acceptedMsg: "jwt.providers: 0 entries"},
-		{name: "extAuth, not yet rendered", spec: v1alpha1.SecurityPolicySpec{ExtAuth: &gwapiv1.HTTPExternalAuthFilter{}},
-			accepted: "Invalid", acceptedMsg: "spec.extAuth: not yet rendered"},
+		{name: "extAuth without a protocol", spec: v1alpha1.SecurityPolicySpec{ExtAuth: &gwapiv1.HTTPExternalAuthFilter{}},
+			accepted: "Invalid", acceptedMsg: "extAuth: protocol"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := fixture()

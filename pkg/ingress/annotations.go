@@ -65,6 +65,9 @@ type settings struct {
 	tlsName  string
 	// canary is set for a canary Ingress (canary.go).
 	canary *canary
+	// authFailed: an authentication annotation cannot be honoured
+	// (auth.go); every path answers FailureStatus.
+	authFailed bool
 }
 
 // annotationReader reads the effective annotations of one Ingress: its
@@ -139,6 +142,7 @@ func (t *translator) readSettings(cs *classState, is *ingressState) settings {
 	t.timeouts(a, &s)
 	a.backendProtocol(&s)
 	s.canary = a.readCanary()
+	t.authAnnotations(a, &s)
 	for _, k := range slices.Sorted(maps.Keys(a.values)) {
 		if (strings.HasPrefix(k, Prefix) || strings.HasPrefix(k, NginxPrefix)) && !a.read[k] {
 			is.problemf(ReasonUnsupportedAnnotation, "annotation %s is not supported (docs/ingress.md lists what is, and the HTTPRoute way for the rest); it is ignored", k)
@@ -443,9 +447,14 @@ func (s *settings) applyBackend(b *ir.Backend, ns, svc string) {
 
 // applyRoute gives a route the backend protocol, filters and timeouts of
 // the annotations, and, for a path (rewrite), the rewrite-target; a route
-// that answers an error keeps answering it.
+// that answers an error keeps answering it, and every route answers
+// FailureStatus when an authentication annotation cannot be honoured.
 func (s *settings) applyRoute(r *ir.HTTPRoute, ns, svc string, path pathMatch, rewrite bool) {
 	if r.Backends == nil {
+		return
+	}
+	if s.authFailed {
+		r.Backends, r.DirectResponse = nil, &ir.DirectResponse{StatusCode: FailureStatus}
 		return
 	}
 	for _, b := range r.Backends.Backends {

@@ -260,8 +260,8 @@ func ClassOf(ing *networkingv1.Ingress, classes map[string]*Class) *Class {
 
 // ReferencedSecrets are the Secrets that the Ingresses of our
 // IngressClasses (the default ControllerName) name in spec.tls, in their
-// own namespaces, in the order of res: what the controller must read for
-// them.
+// own namespaces, and in their auth-secret annotation (auth.go), in the
+// order of res: what the controller must read for them.
 func ReferencedSecrets(res *resources.Resources) []types.NamespacedName {
 	classes := Classes(res, Config{})
 	var out []types.NamespacedName
@@ -273,6 +273,9 @@ func ReferencedSecrets(res *resources.Resources) []types.NamespacedName {
 			if t.SecretName != "" {
 				out = append(out, types.NamespacedName{Namespace: ing.Namespace, Name: t.SecretName})
 			}
+		}
+		if ref, ok := authSecret(ing, ClassOf(ing, classes)); ok {
+			out = append(out, ref)
 		}
 	}
 	return out

@@ -241,3 +241,48 @@ func (v *validator) oidc(p string, o *OIDC) {
 	}
 	v.backend(p, o.TokenBackend)
 }
+
+// extAuthSignIn checks a check's sign-in redirect: HTTP only; an absolute
+// http or https URL without spaces, control characters or '#', whose only
+// '%' sequences are "%%" and the command operators %REQ(:authority)%,
+// %REQ(:path)% and %REQ(:scheme)% (Envoy would refuse any other format
+// in the Location header); a query parameter name that is an RFC 7230
+// token, or none.
+func (v *validator) extAuthSignIn(p string, a *ExtAuth) {
+	s := a.SignIn
+	if a.Protocol != ExtAuthHTTP {
+		v.add(p, "a sign-in redirect needs an HTTP external authorization check")
+	}
+	rest := s.URL
+	for _, op := range []string{"%%", "%REQ(:authority)%", "%REQ(:path)%", "%REQ(:scheme)%"} {
+		rest = strings.ReplaceAll(rest, op, "")
+	}
+	if !(strings.HasPrefix(s.URL, "https://") || strings.HasPrefix(s.URL, "http://")) || strings.ContainsAny(rest, "%#") ||
+		strings.ContainsFunc(s.URL, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		v.add(p, fmt.Sprintf("sign-in URL %q is not an absolute http(s) URL whose only %% sequences are %%%%, %%REQ(:authority)%%, %%REQ(:path)%% and %%REQ(:scheme)%%", s.URL))
+	}
+	if s.Param != "" && !isToken(s.Param) {
+		v.add(p, fmt.Sprintf("sign-in redirect parameter %q is not an RFC 7230 token", s.Param))
+	}
+}
+
+// extAuthHTTPOptions checks an HTTP check's path override, a path (and
+// query) starting with "/", without whitespace, control characters or
+// '#', never beside a path prefix (Envoy HttpService: only one of
+// path_prefix and path_override); and that AllRequestHeaders comes
+// without a list of request headers.
+func (v *validator) extAuthHTTPOptions(p string, a *ExtAuth) {
+	if a.AllRequestHeaders && len(a.AllowedRequestHeaders) > 0 {
+		v.add(p, "an external authorization check sends every request header and a list of them")
+	}
+	o := a.PathOverride
+	if o == "" {
+		return
+	}
+	if a.PathPrefix != "" {
+		v.add(p, "an external authorization check has a path prefix and a path override")
+	}
+	if !strings.HasPrefix(o, "/") || strings.ContainsFunc(o, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '#' }) {
+		v.add(p, fmt.Sprintf("external authorization path override %q is not a path and query starting with /", o))
+	}
+}

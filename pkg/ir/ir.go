@@ -315,6 +315,12 @@ type HTTPFilters struct {
 	// their requests are forwarded (SecurityPolicy oidc); requests
 	// without a valid session are redirected to the provider.
 	OIDC *OIDC `json:"oidc,omitempty"`
+	// SecurityExtAuth, when set, is the external authorization check of
+	// the SecurityPolicy that covers the route (spec.extAuth). It runs
+	// before ExtAuth, the rule's own ExternalAuth filter, and a request
+	// must pass both: the policy's owner and the route's each get a say
+	// (an equal check is asked once).
+	SecurityExtAuth *ExtAuth `json:"securityExtAuth,omitempty"`
 }
 
 // OIDC is an OpenID Connect login (authorization code flow, PKCE) by
@@ -448,6 +454,34 @@ type ExtAuth struct {
 	// MaxBodyBytes, when not 0, forwards the request body to the service,
 	// at most this many bytes (a longer body is cut to this size).
 	MaxBodyBytes uint32 `json:"maxBodyBytes,omitempty"`
+	// AllRequestHeaders sends every client request header to the service
+	// (HTTP; AllowedRequestHeaders is then empty), as ingress-nginx's
+	// auth-url does: the service reads the session cookie.
+	AllRequestHeaders bool `json:"allRequestHeaders,omitempty"`
+	// PathOverride, when set (HTTP only), is the whole path (and query) of
+	// every check request, in place of PathPrefix followed by the
+	// request's path (ingress-nginx auth-url: the URL's own path). It
+	// starts with "/"; PathPrefix is then "".
+	PathOverride string `json:"pathOverride,omitempty"`
+	// SignIn, when set (HTTP only), turns the service's 401 denial into a
+	// 302 redirect to a sign-in page (ingress-nginx auth-signin).
+	SignIn *ExtAuthSignIn `json:"signIn,omitempty"`
+}
+
+// ExtAuthSignIn is where a client the authorization service answered 401
+// is sent: a 302 whose Location is URL with the original request's URL
+// (scheme, Host, path and query) in the query parameter Param, as
+// ingress-nginx's auth-signin does.
+type ExtAuthSignIn struct {
+	// URL is an absolute http or https URL. Its host and path may hold
+	// the request's own Host and path: the Envoy command operators
+	// %REQ(:authority)%, %REQ(:path)% and %REQ(:scheme)%, the only "%"
+	// sequences it holds besides "%%" (a literal '%').
+	URL string `json:"url"`
+	// Param is the query parameter that carries the original URL
+	// (ingress-nginx auth-signin-redirect-param; "rd"); "" when URL
+	// already has it (ingress-nginx then adds nothing).
+	Param string `json:"param,omitempty"`
 }
 
 // Header is a header name and value.

@@ -306,6 +306,9 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 	if o := r.Filters.OIDC; o != nil {
 		v.oidc(p, o)
 	}
+	if a := r.Filters.SecurityExtAuth; a != nil {
+		v.extAuth(p, a)
+	}
 	for _, m := range r.Filters.Mirrors {
 		if m.Backend == nil || m.Percent < 0 || m.Percent > 100 {
 			v.add(p, "a mirror needs a backend and a percent within 0-100")
@@ -451,8 +454,12 @@ func (v *validator) extAuth(p string, a *ExtAuth) {
 		if a.PathPrefix != "" && !strings.HasPrefix(a.PathPrefix, "/") {
 			v.add(p, fmt.Sprintf("external authorization path prefix %q must start with /", a.PathPrefix))
 		}
+		v.extAuthHTTPOptions(p, a)
 	default:
 		v.add(p, fmt.Sprintf("external authorization protocol %q is unknown", a.Protocol))
+	}
+	if a.SignIn != nil {
+		v.extAuthSignIn(p, a)
 	}
 	for _, h := range append(slices.Clone(a.AllowedRequestHeaders), a.AllowedResponseHeaders...) {
 		if !isToken(h) {

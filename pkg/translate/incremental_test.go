@@ -359,6 +359,28 @@ func (w *world) edit(o object) string {
 			v.Spec.Authorization = &v1alpha1.Authorization{DefaultAction: ptrTo(v1alpha1.AuthorizationAllow),
 				Rules: []v1alpha1.AuthorizationRule{{Action: v1alpha1.AuthorizationDeny, Methods: []gwapiv1.HTTPMethod{"DELETE"}}}}
 			return "authorization set"
+		case 6, 7: // extAuth: a check on a Service of the world (or a missing one), or none
+			if v.Spec.ExtAuth != nil && w.rng.IntN(3) == 0 {
+				v.Spec.ExtAuth = nil
+				return "no extAuth"
+			}
+			var svcs []string
+			for _, k := range w.keys(w.live) {
+				if k.kind == "Service" && k.ns == v.Namespace {
+					svcs = append(svcs, k.name)
+				}
+			}
+			name := "missing"
+			if len(svcs) > 0 && w.rng.IntN(4) > 0 {
+				name = svcs[w.rng.IntN(len(svcs))]
+			}
+			f := &gwapiv1.HTTPExternalAuthFilter{ExternalAuthProtocol: gwapiv1.HTTPRouteExternalAuthHTTPProtocol,
+				BackendRef: gwapiv1.BackendObjectReference{Name: gwapiv1.ObjectName(name), Port: ptrTo(gwapiv1.PortNumber(80))}, HTTPAuthConfig: &gwapiv1.HTTPAuthConfig{}}
+			if w.rng.IntN(2) == 0 {
+				f.ExternalAuthProtocol, f.GRPCAuthConfig, f.HTTPAuthConfig = gwapiv1.HTTPRouteExternalAuthGRPCProtocol, &gwapiv1.GRPCAuthConfig{}, nil
+			}
+			v.Spec.ExtAuth = f
+			return "extAuth on Service " + name
 		}
 		return w.swap(o, "Spec")
 	case *gwapixv1a1.XBackend:

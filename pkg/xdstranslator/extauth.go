@@ -16,6 +16,8 @@ package xdstranslator
 import (
 	"fmt"
 	"hash/fnv"
+	"reflect"
+	"strings"
 	"time"
 
 	mutationrulesv3 "github.com/envoyproxy/go-control-plane/envoy/config/common/mutation_rules/v3"
@@ -35,8 +37,11 @@ import (
 const (
 	// filterExtAuthz starts the names of the ext_authz filters:
 	// "<filterExtAuthz>/listener/<k>/<hash>" for the k-th filter of a
-	// listener, "<filterExtAuthz>/route/<hash>" for a route's; hash is of
-	// the filter's configuration, so equal checks share a filter.
+	// listener, "<filterExtAuthz>/policy/<hash>" for a SecurityPolicy's
+	// check of a route, "<filterExtAuthz>/route/<hash>" for a route
+	// rule's own; hash is of the filter's configuration, so equal checks
+	// share a filter. The chain holds them sorted by name: a listener's,
+	// then the policies', then the rules'.
 	filterExtAuthz = "envoy.filters.http.ext_authz"
 	// extAuthTimeout bounds each check: a service slower than this
 	// denies (403), as one that cannot be reached does.
@@ -68,7 +73,8 @@ type authzFilter struct {
 //
 //   - GRPC: grpc_service to the backend's cluster; allowed_headers the
 //     check's request headers (none: Envoy sends every header).
-//   - HTTP: http_service to the backend's cluster with path_prefix;
+//   - HTTP: http_service to the backend's cluster with path_prefix (or
+//     path_override);
 //     allowed_headers the check's request headers (Envoy always adds Host,
 //     Method, Path, Content-Length and Authorization, as
 //     HTTPAuthConfig allowedHeaders says); the 200 answer's headers copied
@@ -117,11 +123,26 @@ func extAuthz(a *ir.ExtAuth, k int) (authzFilter, *anypb.Any) {
 				Timeout:          durationpb.New(extAuthTimeout),
 			},
 			PathPrefix:            a.PathPrefix,
+			PathOverride:          a.PathOverride,
 			AuthorizationResponse: resp,
 		}}
 	}
 	if len(a.AllowedRequestHeaders) > 0 {
 		c.AllowedHeaders = headerNames(a.AllowedRequestHeaders)
+	}
+	if a.AllRequestHeaders {
+		c.AllowedHeaders = &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{{
+			MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: ".*"}},
+		}}}
+	}
+	if hs, ok := c.Services.(*extauthzv3.ExtAuthz_HttpService); ok && a.PathOverride != "" {
+		// The service is asked a fixed path: the original URL and
+		// method go in headers, as ingress-nginx's auth_request sends
+		// them.
+		hs.HttpService.AuthorizationRequest = &extauthzv3.AuthorizationRequest{HeadersToAdd: []*corev3.HeaderValue{
+			{Key: "x-original-url", Value: "%REQ(:scheme)%://%REQ(:authority)%%REQ(:path)%"},
+			{Key: "x-original-method", Value: "%REQ(:method)%"},
+		}}
 	}
 	if a.MaxBodyBytes > 0 {
 		c.WithRequestBody = &extauthzv3.BufferSettings{
@@ -181,4 +202,28 @@ func configHash(m proto.Message) string {
 	h := fnv.New64a()
 	_, _ = h.Write(b)
 	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// routeChecks are the external checks of a route, in the order they run:
+// its SecurityPolicy's (ir.HTTPFilters SecurityExtAuth), then its rule's
+// own ExternalAuth filter; a check equal to the policy's is asked once.
+func routeChecks(f *ir.HTTPFilters) []*ir.ExtAuth {
+	var out []*ir.ExtAuth
+	if a := f.SecurityExtAuth; a != nil {
+		out = append(out, a)
+	}
+	if a := f.ExtAuth; a != nil && (f.SecurityExtAuth == nil || !reflect.DeepEqual(a, f.SecurityExtAuth)) {
+		out = append(out, a)
+	}
+	return out
+}
+
+// policyCheck renames f, a route's ext_authz filter (extAuthz with k < 0),
+// as a SecurityPolicy's: "<filterExtAuthz>/policy/<hash>", which sorts
+// before every rule's filter, so that the policy's check runs first.
+func policyCheck(f authzFilter) authzFilter {
+	name := filterExtAuthz + "/policy/" + strings.TrimPrefix(f.name, filterExtAuthz+"/route/")
+	hf := proto.Clone(f.filter).(*hcmv3.HttpFilter)
+	hf.Name = name
+	return authzFilter{name: name, filter: hf}
 }

@@ -21,11 +21,15 @@ package xdstranslator
 // no credentials, and adds its headers to a denial too. Authentication
 // (oauth2.go: the OIDC login; jwt.go: jwt_authn; authn.go: basic_auth,
 // api_key_auth) sits between CORS and a route's external checks, for the
-// same reason. A SecurityPolicy's authorization (securityrbac.go: a
+// same reason. A route's external checks are a SecurityPolicy's, then the
+// rule's own (both must allow); custom_response (signin.go) sits right
+// before them, so that it sees their 401 replies and turns them into
+// sign-in redirects. A SecurityPolicy's authorization (securityrbac.go: a
 // second RBAC filter) comes after every check that authenticates, whose
 // results (jwt_authn's metadata) it reads. The whole order: a listener's
 // ext_authz checks, RBAC (source ranges), CORS, oauth2, jwt_authn,
-// basic_auth, api_key_auth, a route's ext_authz checks, the
+// basic_auth, api_key_auth, custom_response (sign-in redirects), a route's
+// ext_authz checks (a SecurityPolicy's, then the rule's own), the
 // SecurityPolicy's RBAC, stateful session, router.
 
 import (
@@ -80,6 +84,9 @@ type filterUse struct {
 	// oauth2 are the OAuth2 filters (oauth2.go), one per name, sorted by
 	// name, with the SDS secrets each reads.
 	oauth2 []authzFilter
+	// signIn: a route's check turns 401 into a sign-in redirect
+	// (signin.go: the custom_response filter).
+	signIn bool
 }
 
 func (u *filterUse) add(o filterUse) {
@@ -87,6 +94,7 @@ func (u *filterUse) add(o filterUse) {
 	u.rbac = u.rbac || o.rbac
 	u.session = u.session || o.session
 	u.apiKey = u.apiKey || o.apiKey
+	u.signIn = u.signIn || o.signIn
 	for _, f := range o.authz {
 		u.addAuthz(f)
 	}
@@ -117,8 +125,10 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 
 // hcmFilter is the HTTP connection manager of a filter chain, with the
 // optional filters its routes use (a listener's ext_authz checks first,
-// then RBAC, CORS, oauth2, jwt_authn, basic_auth, api_key_auth, a route's
-// ext_authz checks, the SecurityPolicy's RBAC, stateful session; the
+// then RBAC, CORS, oauth2, jwt_authn, basic_auth, api_key_auth,
+// custom_response (sign-in redirects), a route's ext_authz checks (a
+// SecurityPolicy's, then the rule's own), the SecurityPolicy's RBAC,
+// stateful session; the
 // router last), Envoy's stdout access log when log is set, the limits on
 // its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
 // traces nothing).
@@ -163,6 +173,10 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 	}
 	if use.apiKey {
 		filters = append(filters, apiKeyAuthFilter())
+	}
+	if use.signIn {
+		// Before the route's checks: their 401 replies pass through it.
+		filters = append(filters, customResponseFilter())
 	}
 	for _, f := range use.authz[routeAuthz:] {
 		filters = append(filters, f.filter)

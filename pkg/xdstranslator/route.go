@@ -229,15 +229,28 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 	default:
 		return nil, use, nil, fmt.Errorf("the route has no action")
 	}
-	if a := f.ExtAuth; a != nil && r.DirectResponse == nil {
-		af, enable := extAuthz(a, -1)
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+	if r.DirectResponse == nil {
+		// The route's checks (extauth.go): a SecurityPolicy's, then the
+		// rule's own; a request must pass both.
+		for _, a := range routeChecks(f) {
+			af, enable := extAuthz(a, -1)
+			if a == f.SecurityExtAuth {
+				af = policyCheck(af)
+			}
+			if out.TypedPerFilterConfig == nil {
+				out.TypedPerFilterConfig = map[string]*anypb.Any{}
+			}
+			out.TypedPerFilterConfig[af.name] = enable
+			use.addAuthz(af)
+			used = append(used, a.Backend)
+			if l := bodyBufferLimit(a); l.GetValue() > out.RequestBodyBufferLimit.GetValue() {
+				out.RequestBodyBufferLimit = l
+			}
+			if a.SignIn != nil {
+				out.TypedPerFilterConfig[filterCustomResponse] = signInRedirect(a.SignIn)
+				use.signIn = true
+			}
 		}
-		out.TypedPerFilterConfig[af.name] = enable
-		use.addAuthz(af)
-		used = append(used, a.Backend)
-		out.RequestBodyBufferLimit = bodyBufferLimit(a)
 	}
 	if a := f.BasicAuth; a != nil && r.DirectResponse == nil {
 		bf, per := basicAuth(a)

@@ -25,8 +25,10 @@ import (
 // Secrets, read by the controller's credential Secret cache: basic auth
 // on one named rule, API keys on another, a Secret rotated under a
 // policy, a policy naming a Secret of another type, which the
-// controller never reads (securityPolicy), and JWT with an authorization
-// rule on a claim, its key set rotated in its Secret (securityJWT).
+// controller never reads (securityPolicy), JWT with an authorization
+// rule on a claim, its key set rotated in its Secret (securityJWT), and a
+// policy's extAuth and an Ingress's auth-url against the test servers'
+// ext_authz service (securityExtAuth).
 func TestSecurityPolicyOnTheLocalCluster(t *testing.T) {
 	inBothModes(t, (*env).securityPolicy)
 }
@@ -215,6 +217,7 @@ func (e *env) securityPolicy(mode string) {
 		}
 	}
 	e.securityJWT(web)
+	e.securityExtAuth(web)
 	t.Logf("%s: basic auth and API keys served from Opaque Secrets; a rotated password applied in %s; a kubernetes.io/basic-auth Secret never read (SecretNotFound, 500)", mode, rotated.Round(time.Millisecond))
 }
 
@@ -375,7 +378,7 @@ func (e *env) securityJWT(web string) {
 	}{
 		{"no token", "", http.StatusUnauthorized},
 		{"a user's token (the rule wants role admin)", k1.token(t, "e2e", time.Hour, map[string]any{"role": "user"}), http.StatusForbidden},
-		{"an expired token", k1.token(t, "e2e", -time.Minute, map[string]any{"role": "admin"}), http.StatusUnauthorized},
+		{"an expired token (beyond the default 60 s clock skew)", k1.token(t, "e2e", -10*time.Minute, map[string]any{"role": "admin"}), http.StatusUnauthorized},
 		{"another audience", k1.token(t, "other", time.Hour, map[string]any{"role": "admin"}), http.StatusForbidden},
 		{"an unknown key", admin(k2), http.StatusUnauthorized},
 	} {
@@ -395,4 +398,78 @@ func (e *env) securityJWT(web string) {
 		return nil
 	})
 	t.Logf("JWT: admin passes, user 403, missing/expired/unknown key 401, other audience 403; the rotated key set applied within %s", time.Since(start).Round(time.Millisecond))
+}
+
+// extAuthYAML routes ext.example.com to foo under a SecurityPolicy whose
+// extAuth asks the test servers' HTTP ext_authz service (sent
+// x-e2e-auth, its x-auth-user copied upstream), and serves the Ingress
+// guarded (guarded.example.com to foo) behind the same service through
+// ingress-nginx's auth-url and auth-response-headers.
+const extAuthYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: ext, namespace: xds-example}
+spec:
+  parentRefs: [{name: web}]
+  hostnames: [ext.example.com]
+  rules:
+  - backendRefs: [{name: foo, port: 80}]
+---
+apiVersion: gateway.xds-controller.dev/v1alpha1
+kind: SecurityPolicy
+metadata: {name: ext, namespace: xds-example}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: ext}]
+  extAuth:
+    protocol: HTTP
+    backendRef: {name: testservers, port: 9001}
+    http: {allowedHeaders: [x-e2e-auth], allowedResponseHeaders: [x-auth-user]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: guarded
+  namespace: xds-example
+  annotations:
+    nginx.ingress.kubernetes.io/auth-url: http://testservers.xds-example.svc.cluster.local:9001/check
+    nginx.ingress.kubernetes.io/auth-response-headers: X-Auth-User
+spec:
+  ingressClassName: xds-controller
+  rules:
+  - host: guarded.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend: {service: {name: foo, port: {number: 80}}}
+`
+
+// securityExtAuth deploys the test servers and checks a SecurityPolicy
+// extAuth on a route and an Ingress's auth-url against their HTTP
+// ext_authz service: with x-e2e-auth: allow the request reaches foo with
+// the x-auth-user the service set (a forged one replaced), without it
+// the service's 403 and body come back.
+func (e *env) securityExtAuth(web string) {
+	t := e.t
+	e.deployTestServers()
+	e.mustKubectl(extAuthYAML, "apply", "-f", "-")
+	guarded := e.ingressAddress("guarded", 2*time.Minute)
+	for _, c := range []struct{ what, addr, host string }{
+		{"SecurityPolicy extAuth", web, "ext.example.com"},
+		{"Ingress auth-url", guarded, "guarded.example.com"},
+	} {
+		e.eventually(c.what+": allowed with x-e2e-auth, x-auth-user e2e", 2*time.Minute, func() error {
+			h := http.Header{"X-E2e-Auth": {"allow"}, "X-Auth-User": {"forged"}}
+			return e.expectEcho(c.addr, c.host, "/x", h, func(r *echoResponse) error {
+				if u := r.Headers["X-Auth-User"]; strings.Join(u, ",") != "e2e" {
+					return fmt.Errorf("x-auth-user %q, want e2e", u)
+				}
+				return nil
+			})
+		})
+		status, body, _, err := e.request(c.addr, c.host, "/x", http.Header{"X-Auth-User": {"forged"}})
+		if err != nil || status != http.StatusForbidden || body != "denied by xds-testservers" {
+			t.Fatalf("%s without x-e2e-auth: %d %q (%v), want the service's 403", c.what, status, body, err)
+		}
+		t.Logf("%s: allowed with x-e2e-auth (x-auth-user e2e), denied without: %d %q", c.what, status, body)
+	}
 }

@@ -43,8 +43,11 @@ spec:
   - {name: authz-http, port: 9001, targetPort: 9001}
   - {name: otlp, port: 4317, targetPort: 4317}
   - {name: report, port: 8080, targetPort: 8080}
----
-apiVersion: gateway.networking.k8s.io/v1
+`
+
+// tracingYAML routes spans.example.com to the test servers' report port
+// and traces Gateway web's requests to their OTLP receiver.
+const tracingYAML = `apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: spans, namespace: xds-example}
 spec:
@@ -66,6 +69,12 @@ spec:
     - {name: e2e.mode, sourceType: Literal, literalValue: cluster}
 `
 
+// deployTestServers applies testserversYAML and waits for its rollout.
+func (e *env) deployTestServers() {
+	e.mustKubectl(testserversYAML, "apply", "-f", "-")
+	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/testservers", "--timeout=120s")
+}
+
 // span is what the report port says of a span (otlp.Span's JSON).
 type span struct {
 	TraceID, SpanID, ParentSpanID, Name, Service string
@@ -79,8 +88,8 @@ type span struct {
 // policy's attribute.
 func (e *env) tracing(web string) {
 	t := e.t
-	e.mustKubectl(testserversYAML, "apply", "-f", "-")
-	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/testservers", "--timeout=120s")
+	e.deployTestServers()
+	e.mustKubectl(tracingYAML, "apply", "-f", "-")
 	e.eventually("XTelemetryPolicy web-tracing Accepted and ResolvedRefs on Gateway web", time.Minute, func() error {
 		out, err := e.kubectl("", "-n", exampleNamespace, "get", "xtelemetrypolicy", "web-tracing", "-o",
 			`jsonpath={range .status.ancestors[*]}{.ancestorRef.name}:{range .conditions[*]}{.type}={.status},{end}{end}`)

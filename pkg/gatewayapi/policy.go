@@ -268,6 +268,22 @@ type ancestor struct {
 	gw     types.NamespacedName
 }
 
+// checkTargetRefs checks a policy's spec.targetRefs as the schema of
+// GEP-713's LocalPolicyTargetReferenceWithSectionName lists does (1 to 16
+// entries, each distinct), for policies that skipped the API server
+// (standalone files): it returns why they are not valid, or "".
+func checkTargetRefs(refs []gwapiv1.LocalPolicyTargetReferenceWithSectionName) string {
+	if n := len(refs); n < 1 || n > maxItems16 {
+		return fmt.Sprintf("targetRefs: %d entries; 1 to %d are required", n, maxItems16)
+	}
+	for i, r := range refs {
+		if slices.Contains(refs[:i], r) {
+			return fmt.Sprintf("targetRefs[%d]: targets %s %s twice; targetRefs must be distinct", i, r.Kind, r.Name)
+		}
+	}
+	return ""
+}
+
 // readPolicies validates every policy of every registered kind, indexes
 // what they target (t.policyByTarget: per kind and target, oldest first)
 // and marks the younger of two policies on one target Conflicted. The

@@ -134,15 +134,9 @@ func (t *translator) securityPolicy(p *v1alpha1.SecurityPolicy, st *policyState)
 		st.notAccepted = &problem{string(gwapiv1.PolicyReasonInvalid), fmt.Sprintf(format, a...) + failClosed}
 	}
 	spec := p.Spec
-	if n := len(spec.TargetRefs); n < 1 || n > maxItems16 {
-		invalid("targetRefs: %d entries; 1 to %d are required", n, maxItems16)
+	if msg := checkTargetRefs(spec.TargetRefs); msg != "" {
+		invalid("%s", msg)
 		return
-	}
-	for i, r := range spec.TargetRefs {
-		if slices.Contains(spec.TargetRefs[:i], r) {
-			invalid("targetRefs[%d]: targets %s %s twice; targetRefs must be distinct", i, r.Kind, r.Name)
-			return
-		}
 	}
 	if spec.BasicAuth == nil && spec.APIKeyAuth == nil && spec.JWT == nil && spec.Authorization == nil && spec.OIDC == nil && spec.ExtAuth == nil {
 		invalid("at least one of jwt, oidc, basicAuth, apiKeyAuth, authorization and extAuth is required")

@@ -32,16 +32,8 @@ var KindXTelemetryPolicy = resources.XTelemetryPolicyKind.Name()
 // left to each Gateway when unset), nil for Disabled and
 // ImplementationDefault (no tracing: the implementation's default).
 var telemetryPolicyKind = registerPolicyKind(resources.XTelemetryPolicyKind, policyKindSpec[*gwapixv1alpha1.XTelemetryPolicy]{
-	targets: []targetKind{targetGateway},
-	targetRefs: func(p *gwapixv1alpha1.XTelemetryPolicy) []gwapiv1.LocalPolicyTargetReferenceWithSectionName {
-		out := make([]gwapiv1.LocalPolicyTargetReferenceWithSectionName, 0, len(p.Spec.TargetRefs))
-		for _, r := range p.Spec.TargetRefs {
-			out = append(out, gwapiv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
-				Group: r.Group, Kind: r.Kind, Name: r.Name,
-			}})
-		}
-		return out
-	},
+	targets:    []targetKind{targetGateway},
+	targetRefs: telemetryTargetRefs,
 	// TelemetryPolicyStatus is a PolicyStatus field for field.
 	status: func(p *gwapixv1alpha1.XTelemetryPolicy) *gwapiv1.PolicyStatus {
 		return (*gwapiv1.PolicyStatus)(&p.Status)
@@ -110,6 +102,18 @@ func attributeFormat(key string) string {
 // export call itself, which provider.headers may not name.
 var reservedExportHeaders = []string{"host", "content-type", "te", "user-agent"}
 
+// telemetryTargetRefs are an XTelemetryPolicy's targetRefs (Gateways: no
+// sectionName) in the shape every policy kind's are read in.
+func telemetryTargetRefs(p *gwapixv1alpha1.XTelemetryPolicy) []gwapiv1.LocalPolicyTargetReferenceWithSectionName {
+	out := make([]gwapiv1.LocalPolicyTargetReferenceWithSectionName, 0, len(p.Spec.TargetRefs))
+	for _, r := range p.Spec.TargetRefs {
+		out = append(out, gwapiv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
+			Group: r.Group, Kind: r.Kind, Name: r.Name,
+		}})
+	}
+	return out
+}
+
 // telemetryPolicy validates one policy (TelemetryPolicySpec, with the
 // CRD's schema and CEL rules, which standalone mode has no API server to
 // apply): a schema violation is Accepted=False reason Invalid; the
@@ -124,15 +128,9 @@ func (t *translator) telemetryPolicy(p *gwapixv1alpha1.XTelemetryPolicy, st *pol
 		st.notAccepted = &problem{string(gwapiv1.PolicyReasonInvalid), fmt.Sprintf(format, a...)}
 	}
 	spec := p.Spec
-	if n := len(spec.TargetRefs); n < 1 || n > maxItems16 {
-		invalid("targetRefs: %d entries; 1 to %d are required", n, maxItems16)
+	if msg := checkTargetRefs(telemetryTargetRefs(p)); msg != "" {
+		invalid("%s", msg)
 		return
-	}
-	for i, r := range spec.TargetRefs {
-		if slices.Contains(spec.TargetRefs[:i], r) {
-			invalid("targetRefs[%d]: targets %s %s twice; targetRefs must be distinct", i, r.Kind, r.Name)
-			return
-		}
 	}
 	tc := spec.Tracing
 	mode := tc.Mode

@@ -33,5 +33,5 @@ cluster-check-clean: ## Verify no cluster process, mount, netns, bridge, chain o
 cluster-controller-image: ## Build the controller image from ./cmd/xds-controller and import it into a running cluster
 	GO_IMAGE_LDFLAGS='$(LDFLAGS)' $(XDS_CLUSTER) go-image ./cmd/xds-controller xds-controller ghcr.io/xds-controller/xds-controller:dev
 
-cluster-testservers-image: ## Build the e2e test servers' image (ext_authz gRPC/HTTP, OTLP receiver: internal/testservers/cmd/xds-testservers) and import it into a running cluster
+cluster-testservers-image: ## Build the e2e test servers' image (ext_authz gRPC/HTTP, OTLP receiver, OpenID provider: internal/testservers/cmd/xds-testservers) and import it into a running cluster
 	$(XDS_CLUSTER) go-image ./internal/testservers/cmd/xds-testservers xds-testservers ghcr.io/xds-controller/xds-testservers:e2e

@@ -6,11 +6,8 @@ package gatewayapi
 // HTTP external authorization check (externalURLBackend, ir.ExtAuth).
 
 import (
-	"cmp"
 	"fmt"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
@@ -29,9 +26,9 @@ func (r *Refs) BasicAuthUsers(ns, name string, authMap bool) ([]ir.BasicAuthUser
 	if s == nil {
 		return nil, fmt.Sprintf("Secret %s/%s not found", ns, name)
 	}
-	if typ := cmp.Or(s.Type, corev1.SecretTypeOpaque); typ != corev1.SecretTypeOpaque {
+	if msg := notOpaque(s); msg != "" {
 		// As policySecret: the Kubernetes provider reads no other type.
-		return nil, fmt.Sprintf("Secret %s/%s: type is %q, not %q", ns, name, typ, corev1.SecretTypeOpaque)
+		return nil, fmt.Sprintf("Secret %s/%s: %s", ns, name, msg)
 	}
 	var file, key string
 	switch {
@@ -45,15 +42,11 @@ func (r *Refs) BasicAuthUsers(ns, name string, authMap bool) ([]ir.BasicAuthUser
 		}
 		file, key = b.String(), "(auth-map)"
 	default:
-		for _, key = range htpasswdKeys {
-			if d, ok := s.Data[key]; ok {
-				file = string(d)
-				break
-			}
-		}
-		if file == "" {
+		d, k, ok := htpasswdFile(s)
+		if !ok {
 			return nil, fmt.Sprintf("Secret %s/%s has no key %s", ns, name, strings.Join(htpasswdKeys, " or "))
 		}
+		file, key = string(d), k
 	}
 	users, msg := parseHtpasswd(file)
 	if msg != "" {

@@ -63,7 +63,7 @@ func authorizationRule(r v1alpha1.AuthorizationRule, j *v1alpha1.JWT) (ir.Author
 		return out, ": at most 16 headers, 16 paths and 9 methods"
 	}
 	for _, c := range r.ClientCIDRs {
-		p, msg := clientCIDR(c)
+		p, msg := ClientCIDR(c)
 		if msg != "" {
 			return out, ".clientCIDRs: " + msg
 		}
@@ -105,7 +105,7 @@ func authorizationRule(r v1alpha1.AuthorizationRule, j *v1alpha1.JWT) (ir.Author
 		out.Headers = append(out.Headers, m)
 	}
 	for _, m := range r.Methods {
-		if !slices.Contains(httpMethods, string(m)) {
+		if !knownMethods[m] {
 			return out, fmt.Sprintf(".methods: %s is not an HTTP method of the Gateway API", q(string(m)))
 		}
 		if !slices.Contains(out.Methods, string(m)) {
@@ -136,13 +136,11 @@ func authorizationRule(r v1alpha1.AuthorizationRule, j *v1alpha1.JWT) (ir.Author
 	return out, ""
 }
 
-// httpMethods are the Gateway API's HTTPMethod values.
-var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
-
-// clientCIDR reads a client range, a CIDR or one IP address (a /32 or
+// ClientCIDR reads a client range, a CIDR or one IP address (a /32 or
 // /128), and returns it canonical (the host bits cleared, as
-// ingress-nginx's source ranges are read).
-func clientCIDR(c string) (string, string) {
+// ingress-nginx's source ranges are read: pkg/ingress reads them with it),
+// or why c is neither.
+func ClientCIDR(c string) (string, string) {
 	p, err := netip.ParsePrefix(c)
 	if err != nil {
 		a, aerr := netip.ParseAddr(c)

@@ -12,12 +12,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"k8s.io/apimachinery/pkg/util/validation"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
@@ -55,7 +55,7 @@ func (t *translator) jwt(p *v1alpha1.SecurityPolicy, j *v1alpha1.JWT) (out *ir.J
 	out = &ir.JWT{Name: p.Namespace + "/" + p.Name}
 	for i, pr := range j.Providers {
 		field := fmt.Sprintf("jwt.providers[%d]", i)
-		if !dnsLabelRE.MatchString(pr.Name) || len(pr.Name) > 63 {
+		if len(validation.IsDNS1123Label(pr.Name)) > 0 {
 			return invalid("%s.name %s is not a DNS label (lower-case letters, digits and '-', at most 63)", field, q(pr.Name))
 		}
 		if slices.ContainsFunc(j.Providers[:i], func(o v1alpha1.JWTProvider) bool { return o.Name == pr.Name }) {
@@ -316,6 +316,3 @@ func jwtRequirements(j *ir.JWT) []ir.JWTMatch {
 	}
 	return out
 }
-
-// dnsLabelRE is a JWT provider's name: an RFC 1123 label.
-var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)

@@ -190,10 +190,31 @@ func (t *translator) policySecret(p *v1alpha1.SecurityPolicy, field string, ref 
 	if s == nil {
 		return nil, &problem{reasonSecretNotFound, name + ": Secret not found"}
 	}
-	if typ := cmp.Or(s.Type, corev1.SecretTypeOpaque); typ != corev1.SecretTypeOpaque {
-		return nil, &problem{reasonInvalidSecret, fmt.Sprintf("%s: Secret type is %q, not %q", name, typ, corev1.SecretTypeOpaque)}
+	if msg := notOpaque(s); msg != "" {
+		return nil, &problem{reasonInvalidSecret, name + ": Secret " + msg}
 	}
 	return s, nil
+}
+
+// notOpaque says why Secret s cannot hold credentials (a SecurityPolicy's,
+// an Ingress's auth-secret): its type is not Opaque (no type reads as
+// Opaque). "" when it is.
+func notOpaque(s *corev1.Secret) string {
+	if typ := cmp.Or(s.Type, corev1.SecretTypeOpaque); typ != corev1.SecretTypeOpaque {
+		return fmt.Sprintf("type is %q, not %q", typ, corev1.SecretTypeOpaque)
+	}
+	return ""
+}
+
+// htpasswdFile is the htpasswd file of Secret s: the data of its first
+// key of htpasswdKeys, and that key; ok is false when it has none.
+func htpasswdFile(s *corev1.Secret) (data []byte, key string, ok bool) {
+	for _, key = range htpasswdKeys {
+		if data, ok = s.Data[key]; ok {
+			return data, key, true
+		}
+	}
+	return nil, "", false
 }
 
 // basicAuth validates spec.basicAuth and reads its users: bad is a schema
@@ -216,15 +237,9 @@ func (t *translator) basicAuth(p *v1alpha1.SecurityPolicy, b *v1alpha1.BasicAuth
 	if refs != nil {
 		return nil, nil, refs
 	}
-	var data []byte
-	var key string
-	for _, key = range htpasswdKeys {
-		if data = s.Data[key]; data != nil {
-			break
-		}
-	}
+	data, key, ok := htpasswdFile(s)
 	field := fmt.Sprintf("basicAuth.users %s/%s", s.Namespace, s.Name)
-	if data == nil {
+	if !ok {
 		return nil, nil, &problem{reasonInvalidSecret, fmt.Sprintf("%s: the Secret has no key %s", field, strings.Join(htpasswdKeys, " or "))}
 	}
 	users, msg := parseHtpasswd(string(data))

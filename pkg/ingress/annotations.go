@@ -14,7 +14,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -321,16 +320,12 @@ func (a *annotationReader) sourceRanges(s *settings) {
 		if r = strings.TrimSpace(r); r == "" {
 			continue
 		}
-		p, err := netip.ParsePrefix(r)
-		if err != nil {
-			addr, aerr := netip.ParseAddr(r)
-			if aerr != nil {
-				a.invalid(key, "%q is not a CIDR or an IP address", r)
-				return
-			}
-			p = netip.PrefixFrom(addr, addr.BitLen())
+		s, msg := gatewayapi.ClientCIDR(r)
+		if msg != "" {
+			a.invalid(key, "%s", msg)
+			return
 		}
-		if s := p.Masked().String(); !slices.Contains(out, s) {
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

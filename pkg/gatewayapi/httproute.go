@@ -147,23 +147,9 @@ func (rc *ruleContext) matches(ms []gwapiv1.HTTPRouteMatch) ([]ir.HTTPMatch, boo
 			typ = deref(m.Path.Type, gwapiv1.PathMatchPathPrefix)
 			value = deref(m.Path.Value, "/")
 		}
-		switch typ {
-		case gwapiv1.PathMatchExact, gwapiv1.PathMatchPathPrefix:
-			if p := checkPathMatch(value); p != "" {
-				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path %s %s", j, q(value), p)
-			}
-			mt := ir.MatchExact
-			if typ == gwapiv1.PathMatchPathPrefix {
-				mt = ir.MatchPathPrefix
-			}
-			im.Path = &ir.StringMatch{Type: mt, Value: value}
-		case gwapiv1.PathMatchRegularExpression:
-			if p := checkRegex(value, maxPathLen); p != "" {
-				rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path regular expression %s %s", j, q(value), p)
-			}
-			im.Path = &ir.StringMatch{Type: ir.MatchRegex, Value: value}
-		default:
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path match type %s is not supported", j, q(string(typ)))
+		var msg string
+		if im.Path, msg = pathMatch(typ, value); msg != "" {
+			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: path %s", j, msg)
 		}
 		im.Headers = rc.headerMatches(j, m.Headers)
 		if len(m.QueryParams) > maxItems16 {

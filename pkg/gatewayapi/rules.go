@@ -195,18 +195,58 @@ func (rc *ruleContext) headerMatches(j int, hs []gwapiv1.HTTPHeaderMatch) []ir.S
 // stringMatch translates a header or query parameter match (what names it
 // in messages) of type typ whose value may be maxLen bytes long.
 func (rc *ruleContext) stringMatch(j int, what, name, typ, value string, maxLen int) ir.StringMatch {
+	m, msg := valueMatch(name, typ, value, maxLen)
+	if msg != "" {
+		rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: %s %s", j, what, msg)
+	}
+	return m
+}
+
+// valueMatch translates a header or query parameter match (HTTPHeaderMatch,
+// HTTPQueryParamMatch) of name, of type typ (Exact or RegularExpression),
+// whose value may be maxLen bytes long (the schema's; a regular expression
+// must also pass RE2 within Envoy's program size: checkRegex). It returns
+// the IR match (Exact when typ is unknown) and why the match is not valid,
+// "" when it is.
+func valueMatch(name, typ, value string, maxLen int) (ir.StringMatch, string) {
 	switch typ {
 	case "Exact":
 		if p := checkFieldValue(value, maxLen); p != "" {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: %s value %s %s", j, what, q(value), p)
+			return ir.StringMatch{Name: name, Type: ir.MatchExact, Value: value}, fmt.Sprintf("value %s %s", q(value), p)
 		}
-		return ir.StringMatch{Name: name, Type: ir.MatchExact, Value: value}
+		return ir.StringMatch{Name: name, Type: ir.MatchExact, Value: value}, ""
 	case "RegularExpression":
 		if p := checkRegex(value, maxLen); p != "" {
-			rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: %s regular expression %s %s", j, what, q(value), p)
+			return ir.StringMatch{Name: name, Type: ir.MatchRegex, Value: value}, fmt.Sprintf("regular expression %s %s", q(value), p)
 		}
-		return ir.StringMatch{Name: name, Type: ir.MatchRegex, Value: value}
+		return ir.StringMatch{Name: name, Type: ir.MatchRegex, Value: value}, ""
 	}
-	rc.unsupportedf(gwapiv1.RouteReasonUnsupportedValue, "match %d: %s match type %s is not supported", j, what, q(typ))
-	return ir.StringMatch{Name: name, Type: ir.MatchExact, Value: value}
+	return ir.StringMatch{Name: name, Type: ir.MatchExact, Value: value}, fmt.Sprintf("match type %s is not supported", q(typ))
+}
+
+// pathMatch translates an HTTPPathMatch of type typ and value (defaults
+// applied: PathPrefix, "/"): Exact and PathPrefix values must pass the
+// HTTPPathMatch CEL rules (checkPathMatch), a RegularExpression RE2
+// within Envoy's program size. It returns the IR match and why the match
+// is not valid, "" when it is; an unknown type gives no match.
+func pathMatch(typ gwapiv1.PathMatchType, value string) (*ir.StringMatch, string) {
+	switch typ {
+	case gwapiv1.PathMatchExact, gwapiv1.PathMatchPathPrefix:
+		mt := ir.MatchExact
+		if typ == gwapiv1.PathMatchPathPrefix {
+			mt = ir.MatchPathPrefix
+		}
+		m := &ir.StringMatch{Type: mt, Value: value}
+		if p := checkPathMatch(value); p != "" {
+			return m, fmt.Sprintf("%s %s", q(value), p)
+		}
+		return m, ""
+	case gwapiv1.PathMatchRegularExpression:
+		m := &ir.StringMatch{Type: ir.MatchRegex, Value: value}
+		if p := checkRegex(value, maxPathLen); p != "" {
+			return m, fmt.Sprintf("regular expression %s %s", q(value), p)
+		}
+		return m, ""
+	}
+	return nil, fmt.Sprintf("match type %s is not supported", q(string(typ)))
 }

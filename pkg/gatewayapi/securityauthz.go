@@ -88,19 +88,9 @@ func authorizationRule(r v1alpha1.AuthorizationRule, j *v1alpha1.JWT) (ir.Author
 		if msg := checkHeaderName(string(h.Name)); msg != "" {
 			return out, fmt.Sprintf(".headers: name %s %s", q(string(h.Name)), msg)
 		}
-		m := ir.StringMatch{Name: strings.ToLower(string(h.Name)), Type: ir.MatchExact, Value: h.Value}
-		switch typ := deref(h.Type, gwapiv1.HeaderMatchExact); typ {
-		case gwapiv1.HeaderMatchExact:
-			if msg := checkFieldValue(h.Value, maxHeaderValueLen); msg != "" {
-				return out, fmt.Sprintf(".headers %s: value %s %s", h.Name, q(h.Value), msg)
-			}
-		case gwapiv1.HeaderMatchRegularExpression:
-			if msg := checkRegex(h.Value, maxHeaderValueLen); msg != "" {
-				return out, fmt.Sprintf(".headers %s: regular expression %s %s", h.Name, q(h.Value), msg)
-			}
-			m.Type = ir.MatchRegex
-		default:
-			return out, fmt.Sprintf(".headers %s: type %s is not Exact or RegularExpression", h.Name, q(string(typ)))
+		m, msg := valueMatch(strings.ToLower(string(h.Name)), string(deref(h.Type, gwapiv1.HeaderMatchExact)), h.Value, maxHeaderValueLen)
+		if msg != "" {
+			return out, fmt.Sprintf(".headers %s: %s", h.Name, msg)
 		}
 		out.Headers = append(out.Headers, m)
 	}
@@ -113,25 +103,11 @@ func authorizationRule(r v1alpha1.AuthorizationRule, j *v1alpha1.JWT) (ir.Author
 		}
 	}
 	for _, p := range r.Paths {
-		typ, v := deref(p.Type, gwapiv1.PathMatchPathPrefix), deref(p.Value, "/")
-		m := ir.StringMatch{Type: ir.MatchPathPrefix, Value: v}
-		switch typ {
-		case gwapiv1.PathMatchExact, gwapiv1.PathMatchPathPrefix:
-			if msg := checkPathMatch(v); msg != "" {
-				return out, fmt.Sprintf(".paths: %s %s", q(v), msg)
-			}
-			if typ == gwapiv1.PathMatchExact {
-				m.Type = ir.MatchExact
-			}
-		case gwapiv1.PathMatchRegularExpression:
-			if msg := checkRegex(v, maxPathLen); msg != "" {
-				return out, fmt.Sprintf(".paths: regular expression %s %s", q(v), msg)
-			}
-			m.Type = ir.MatchRegex
-		default:
-			return out, fmt.Sprintf(".paths: type %s is not Exact, PathPrefix or RegularExpression", q(string(typ)))
+		m, msg := pathMatch(deref(p.Type, gwapiv1.PathMatchPathPrefix), deref(p.Value, "/"))
+		if msg != "" {
+			return out, ".paths: " + msg
 		}
-		out.Paths = append(out.Paths, m)
+		out.Paths = append(out.Paths, *m)
 	}
 	return out, ""
 }

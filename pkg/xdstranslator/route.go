@@ -216,14 +216,11 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 			out.StatPrefix = routeStatName(r)
 		}
 		if f.CORS != nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{filterCORS: toAny(corsPolicy(f.CORS))}
+			setPerFilter(out, filterCORS, toAny(corsPolicy(f.CORS)))
 			use.cors = true
 		}
 		if sp := r.SessionPersistence; sp != nil {
-			if out.TypedPerFilterConfig == nil {
-				out.TypedPerFilterConfig = map[string]*anypb.Any{}
-			}
-			out.TypedPerFilterConfig[filterStatefulSession] = toAny(statefulSession(sp))
+			setPerFilter(out, filterStatefulSession, toAny(statefulSession(sp)))
 			use.session = true
 		}
 	default:
@@ -237,81 +234,71 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 			if a == f.SecurityExtAuth {
 				af = policyCheck(af)
 			}
-			if out.TypedPerFilterConfig == nil {
-				out.TypedPerFilterConfig = map[string]*anypb.Any{}
-			}
-			out.TypedPerFilterConfig[af.name] = enable
+			setPerFilter(out, af.name, enable)
 			use.addAuthz(af)
 			used = append(used, a.Backend)
 			if l := bodyBufferLimit(a); l.GetValue() > out.RequestBodyBufferLimit.GetValue() {
 				out.RequestBodyBufferLimit = l
 			}
 			if a.SignIn != nil {
-				out.TypedPerFilterConfig[filterCustomResponse] = signInRedirect(a.SignIn)
+				setPerFilter(out, filterCustomResponse, signInRedirect(a.SignIn))
 				use.signIn = true
 			}
 		}
-	}
-	if a := f.BasicAuth; a != nil && r.DirectResponse == nil {
-		bf, per := basicAuth(a)
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		// Authentication (authn.go, oauth2.go, jwt.go) and authorization
+		// (securityrbac.go) of a SecurityPolicy.
+		if a := f.BasicAuth; a != nil {
+			bf, per := basicAuth(a)
+			setPerFilter(out, bf.name, per)
+			use.basicAuth = addNamed(use.basicAuth, bf)
 		}
-		out.TypedPerFilterConfig[bf.name] = per
-		use.basicAuth = addNamed(use.basicAuth, bf)
-	}
-	if o := f.OIDC; o != nil && r.DirectResponse == nil {
-		of, enable := oauth2(o)
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		if o := f.OIDC; o != nil {
+			of, enable := oauth2(o)
+			setPerFilter(out, of.name, enable)
+			use.oauth2 = addNamed(use.oauth2, of)
+			used = append(used, o.TokenBackend)
 		}
-		out.TypedPerFilterConfig[of.name] = enable
-		use.oauth2 = addNamed(use.oauth2, of)
-		used = append(used, o.TokenBackend)
-	}
-	if a := f.APIKeyAuth; a != nil && r.DirectResponse == nil {
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		if a := f.APIKeyAuth; a != nil {
+			setPerFilter(out, filterAPIKeyAuth, apiKeyAuth(a))
+			use.apiKey = true
 		}
-		out.TypedPerFilterConfig[filterAPIKeyAuth] = apiKeyAuth(a)
-		use.apiKey = true
-	}
-	if j := f.JWT; j != nil && r.DirectResponse == nil {
-		req, per := jwtAuthn(j)
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
-		}
-		out.TypedPerFilterConfig[filterJWTAuthn] = per
-		use.jwt = addJWT(use.jwt, req)
-		for _, p := range j.Providers {
-			if p.RemoteJWKS != nil {
-				used = append(used, p.RemoteJWKS.Backend)
+		if j := f.JWT; j != nil {
+			req, per := jwtAuthn(j)
+			setPerFilter(out, filterJWTAuthn, per)
+			use.jwt = addJWT(use.jwt, req)
+			for _, p := range j.Providers {
+				if p.RemoteJWKS != nil {
+					used = append(used, p.RemoteJWKS.Backend)
+				}
 			}
 		}
-	}
-	if a := f.Authorization; a != nil && r.DirectResponse == nil {
-		p, err := securityRBAC(a)
-		if err != nil {
-			return nil, use, nil, err
+		if a := f.Authorization; a != nil {
+			p, err := securityRBAC(a)
+			if err != nil {
+				return nil, use, nil, err
+			}
+			setPerFilter(out, filterSecurityRBAC, toAny(p))
+			use.securityRBAC = true
 		}
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
-		}
-		out.TypedPerFilterConfig[filterSecurityRBAC] = toAny(p)
-		use.securityRBAC = true
 	}
 	if len(f.AllowedSourceRanges) > 0 {
 		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
 		if err != nil {
 			return nil, use, nil, err
 		}
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
-		}
-		out.TypedPerFilterConfig[filterRBAC] = toAny(p)
+		setPerFilter(out, filterRBAC, toAny(p))
 		use.rbac = true
 	}
 	return out, use, used, nil
+}
+
+// setPerFilter sets out's per-route configuration of the HTTP filter
+// name (typed_per_filter_config).
+func setPerFilter(out *routev3.Route, name string, cfg *anypb.Any) {
+	if out.TypedPerFilterConfig == nil {
+		out.TypedPerFilterConfig = map[string]*anypb.Any{}
+	}
+	out.TypedPerFilterConfig[name] = cfg
 }
 
 // routeMatch renders a route's match; a gRPC route matches only gRPC

@@ -208,6 +208,9 @@ func (c *checker) walk(w where, m protoreflect.Message) {
 		fw := w
 		fw.inMatch = fw.inMatch || f.inMatch
 		v := m.Get(f.fd)
+		if enablesOnly(m, f.fd, v) {
+			continue
+		}
 		switch {
 		case f.vhosts && c.vhosts != nil:
 			// Walked once per virtual host (validateConfig).
@@ -232,6 +235,19 @@ func (c *checker) walk(w where, m protoreflect.Message) {
 			c.walkMessage(fw, v.Message())
 		}
 	}
+}
+
+// enablesOnly says whether v, field fd of m, is the empty config of a
+// route's FilterConfig: it enables a filter disabled by default and holds
+// nothing to check (Envoy's rule; the OAuth2 filter of
+// pkg/xdstranslator/oauth2.go). An empty Any anywhere else cannot be
+// decoded, which walkMessage reports.
+func enablesOnly(m protoreflect.Message, fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	if m.Descriptor().FullName() != "envoy.config.route.v3.FilterConfig" || fd.Name() != "config" {
+		return false
+	}
+	a, ok := v.Message().Interface().(*anypb.Any)
+	return ok && a.TypeUrl == "" && len(a.Value) == 0
 }
 
 // plan is how walk goes through messages of one type: whether visit
@@ -340,12 +356,6 @@ func fieldMessage(fd protoreflect.FieldDescriptor) protoreflect.MessageDescripto
 
 func (c *checker) walkMessage(w where, m protoreflect.Message) {
 	if a, ok := m.Interface().(*anypb.Any); ok {
-		if a.TypeUrl == "" && len(a.Value) == 0 {
-			// An empty Any: a route's FilterConfig whose config enables
-			// a filter disabled by default (Envoy's rule; the OAuth2
-			// filter of pkg/xdstranslator/oauth2.go).
-			return
-		}
 		inner, err := a.UnmarshalNew()
 		if err != nil {
 			c.add(w, "typed config %s cannot be decoded: %v", a.TypeUrl, err)

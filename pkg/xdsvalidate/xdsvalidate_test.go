@@ -93,6 +93,9 @@ func TestCheck(t *testing.T) {
 				Clusters: []*routev3.WeightedCluster_ClusterWeight{{Name: "web", RequestHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "host", Value: "x"}}}}},
 			}}}}
 		}, routeName, false, `request header "host" cannot be modified`},
+		{"empty typed config", func(r *routev3.Route, _ *listenerv3.Listener) {
+			r.TypedPerFilterConfig = map[string]*anypb.Any{"envoy.filters.http.oauth2/x": {}}
+		}, routeName, false, "cannot be decoded"},
 		{"missing cluster", func(r *routev3.Route, _ *listenerv3.Listener) {
 			r.Action = &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "nope"}}}
 		}, routeName, false, `cluster "nope" does not exist`},
@@ -122,6 +125,22 @@ func TestCheck(t *testing.T) {
 			}
 			t.Errorf("problems %+v, want one in route %q (inMatch %v) with %q", ps, c.route, c.inMatch, c.want)
 		})
+	}
+}
+
+// TestFilterConfigEnablingOnly: a route's FilterConfig whose config is an
+// empty Any enables a filter disabled by default (the OAuth2 filter's
+// way), which Envoy accepts: not a problem.
+func TestFilterConfigEnablingOnly(t *testing.T) {
+	enable, err := anypb.New(&routev3.FilterConfig{Config: &anypb.Any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := Check(base(t, func(r *routev3.Route, _ *listenerv3.Listener) {
+		r.TypedPerFilterConfig = map[string]*anypb.Any{"envoy.filters.http.oauth2/x": enable}
+	}))
+	if len(ps) != 0 {
+		t.Fatalf("a FilterConfig enabling a filter has problems: %v", ps)
 	}
 }
 

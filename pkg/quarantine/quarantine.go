@@ -385,11 +385,23 @@ func (q *Quarantine) Attributed(scope, version string) bool {
 
 // View returns views (xdsserver.Server.View) without the rejections that
 // were traced to objects: a scope whose refused routes are held back is
-// not Rejected as a whole (status.WithDataPlane), its culprits are.
+// not Rejected as a whole (status.WithDataPlane), its culprits are. A
+// rejection of a version published but not judged yet (the NACK arrived
+// after the last Update: views are read apart from Update, and the NACK's
+// own notification brings the Update) is hidden too, until Update says
+// whether it can be traced; otherwise a status read in between would show
+// the whole scope Rejected for a moment.
 func (q *Quarantine) View(views map[string]xdsserver.ScopeView) map[string]xdsserver.ScopeView {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	out := maps.Clone(views)
 	for scope, v := range out {
-		if v.Rejected != nil && q.Attributed(scope, v.Rejected.Version) {
+		st := q.scopes[scope]
+		if v.Rejected == nil || st == nil {
+			continue
+		}
+		judging := slices.ContainsFunc(st.pubs, func(p publication) bool { return p.version == v.Rejected.Version })
+		if judging || slices.Contains(st.attributed, v.Rejected.Version) {
 			v.Rejected = nil
 			out[scope] = v
 		}

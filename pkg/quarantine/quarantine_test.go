@@ -213,10 +213,13 @@ func TestUnattributedNacksHoldNothing(t *testing.T) {
 	r := render(objs, nil)
 	v := e.publish(r)
 	q.Published("s", v, r, func(k gatewayapi.RouteKey) (int64, bool) { g, ok := objs[k]; return g, ok })
+	views := map[string]xdsserver.ScopeView{"s": {Rejected: &xdsserver.Nack{Version: v}}}
+	if q.View(views)["s"].Rejected != nil {
+		t.Error("a NACK read before Update judged its version shows the scope Rejected")
+	}
 	if q.Update(e) || len(q.Holds()) != 0 {
 		t.Errorf("a Listener NACK: holds %v", q.Holds())
 	}
-	views := map[string]xdsserver.ScopeView{"s": {Rejected: &xdsserver.Nack{Version: v}}}
 	if q.View(views)["s"].Rejected == nil || q.Attributed("s", v) {
 		t.Error("an unattributed NACK is hidden from the scope's view")
 	}

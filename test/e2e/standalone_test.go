@@ -7,12 +7,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,26 +37,37 @@ func backend(t testing.TB, name string) *httptest.Server {
 	return s
 }
 
-// handedOut are the ports freePort returned in this process: the kernel
-// may give a closed port again, and two of a test's ports (a listener and
-// Envoy's admin) must differ.
+// handedOut are the ports freePort returned in this process: two of a
+// test's ports (a listener and Envoy's admin) must differ.
 var handedOut sync.Map
 
 // freePort returns a loopback TCP port that was free a moment ago and that
-// no earlier call returned.
+// no earlier call returned. It is drawn below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range, 32768 and up by default), which the
+// kernel never hands out by itself: a port taken from ":0" and closed can
+// be given, before the test binds it again, to any outgoing connection as
+// its source port (Envoy's, the test client's), which failed the bind
+// ("address already in use") now and then.
 func freePort(t testing.TB) int {
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				low = n
+			}
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if _, taken := handedOut.LoadOrStore(port, true); !taken {
+	}
+	for range 1000 {
+		port := 10000 + rand.IntN(low-10000)
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue
+		}
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
 			return port
 		}
 	}
-	t.Fatal("no fresh free port")
+	t.Fatal("no free port below the ephemeral range")
 	return 0
 }
 

@@ -80,7 +80,7 @@ func LocalSnapshot(ctx context.Context, c client.Reader, controllerName gwapiv1.
 	// here as the controller fetches them, and a stand-in for the
 	// controller's key, which only makes the session cookies' HMAC key
 	// (an SDS secret, compared redacted).
-	opts.OIDCProviders = oidcdiscovery.New(oidcdiscovery.Config{}).Providers(ctx, gatewayapi.OIDCDiscoveries(res))
+	opts.OIDCProviders = oidcdiscovery.New(oidcdiscovery.Config{}).Fetch(ctx, gatewayapi.OIDCDiscoveries(res))
 	opts.SecretKey = []byte("config-dump --diff: the HMAC key is compared redacted")
 	out, err := translate.Run(res, opts, translate.WithIngress(ing))
 	if err != nil {

@@ -33,6 +33,9 @@ const (
 	// reasonDiscoveryFailed is ResolvedRefs=False of a policy whose
 	// issuer's discovery document could not be used.
 	reasonDiscoveryFailed = "DiscoveryFailed"
+	// reasonDiscoveryPending is ResolvedRefs=False of a policy whose
+	// issuer's discovery document is being fetched for the first time.
+	reasonDiscoveryPending = "DiscoveryPending"
 )
 
 // SecretKeyPurpose is the purpose the controller's CA derives
@@ -48,6 +51,10 @@ type OIDCProvider struct {
 	EndSessionEndpoint    string
 	// Error, when set, is why the document could not be fetched or used.
 	Error string
+	// Pending says that the document is being fetched for the first
+	// time (pkg/oidcdiscovery fetches in the background): the policy is
+	// translated again when it is there.
+	Pending bool
 }
 
 // OIDCDiscovery is one discovery document the translation needs: an
@@ -244,6 +251,8 @@ func (t *translator) oidc(p *v1alpha1.SecurityPolicy, o *v1alpha1.OIDC) (out *ir
 		switch {
 		case !ok:
 			return nil, nil, &problem{reasonDiscoveryFailed, fmt.Sprintf("oidc.issuer %s: its discovery document was not fetched (this translation has no discovery; set authorizationEndpoint and tokenEndpoint)", q(o.Issuer))}
+		case d.Pending:
+			return nil, nil, &problem{reasonDiscoveryPending, fmt.Sprintf("oidc.issuer %s: its discovery document is being fetched (the policy is translated again when it is there)", q(o.Issuer))}
 		case d.Error != "":
 			return nil, nil, &problem{reasonDiscoveryFailed, fmt.Sprintf("oidc.issuer %s: discovery failed: %s", q(o.Issuer), d.Error)}
 		}

@@ -54,6 +54,7 @@ func TestSecurityPolicyOIDC(t *testing.T) {
 	discovered := map[string]OIDCProvider{
 		OIDCDiscoveryKey(testIssuer, nil):                  {AuthorizationEndpoint: testIssuer + "/authorize", TokenEndpoint: testIssuer + "/token", EndSessionEndpoint: testIssuer + "/logout"},
 		OIDCDiscoveryKey("https://down.example.com", nil):  {Error: "GET .../.well-known/openid-configuration: 503"},
+		OIDCDiscoveryKey("https://slow.example.com", nil):  {Pending: true},
 		OIDCDiscoveryKey("https://plain.example.com", nil): {AuthorizationEndpoint: "http://plain.example.com/authorize", TokenEndpoint: "http://plain.example.com/token"},
 	}
 	for _, tc := range []struct {
@@ -84,6 +85,7 @@ func TestSecurityPolicyOIDC(t *testing.T) {
 		}},
 		{name: "no controller key", spec: oidcSpec(nil), noKey: true, accepted: "Invalid", msg: "no key to derive"},
 		{name: "discovery failed", spec: oidcSpec(func(o *v1alpha1.OIDC) { o.Issuer = "https://down.example.com" }), accepted: "Invalid", msg: "discovery failed: GET", refs: reasonDiscoveryFailed},
+		{name: "discovery under way", spec: oidcSpec(func(o *v1alpha1.OIDC) { o.Issuer = "https://slow.example.com" }), accepted: "Invalid", msg: "is being fetched", refs: reasonDiscoveryPending},
 		{name: "not discovered", spec: oidcSpec(func(o *v1alpha1.OIDC) { o.Issuer = "https://other.example.com" }), accepted: "Invalid", msg: "was not fetched", refs: reasonDiscoveryFailed},
 		{name: "discovered endpoints not https", spec: oidcSpec(func(o *v1alpha1.OIDC) { o.Issuer = "https://plain.example.com" }), accepted: "Invalid", msg: "not an absolute https URL", refs: reasonDiscoveryFailed},
 		{name: "issuer http", spec: oidcSpec(func(o *v1alpha1.OIDC) { o.Issuer = "http://id.example.com" }), accepted: "Invalid", msg: "oidc.issuer"},

@@ -61,7 +61,7 @@ type Options struct {
 	// SecurityPolicies' oidc issuers discovered (pkg/oidcdiscovery), by
 	// OIDCDiscoveryKey: the I/O of discovery happens before the
 	// translation, which reads its result. A policy whose issuer has no
-	// entry (or a failed one) and no explicit endpoints is
+	// entry (or a failed or Pending one) and no explicit endpoints is
 	// ResolvedRefs=False. Default: none.
 	OIDCProviders map[string]OIDCProvider
 	// SecretKey is the controller's key from which the keys Envoy needs

@@ -52,10 +52,14 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBytes bounds a document's size (DefaultMaxBytes).
 	MaxBytes int64
-	// OnChange, when set, is called (from Run's goroutine) after a
-	// fetch of Run changed an entry's result.
+	// OnChange, when set, is called after a fetch changed an entry's
+	// result: a first fetch that Providers started (from its goroutine),
+	// or a round of Run's (from Run's goroutine).
 	OnChange func()
 }
+
+// MaxFetches bounds the first fetches under way at once (Providers).
+const MaxFetches = 4
 
 // Cache holds the discovery documents by gatewayapi.OIDCDiscoveryKey
 // (issuer and CA). It is safe for concurrent use.
@@ -63,6 +67,8 @@ type Cache struct {
 	cfg     Config
 	mu      sync.Mutex
 	entries map[string]*entry
+	// fetches holds a token per first fetch under way (MaxFetches).
+	fetches chan struct{}
 }
 
 type entry struct {
@@ -85,51 +91,89 @@ func New(cfg Config) *Cache {
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
-	return &Cache{cfg: cfg, entries: map[string]*entry{}}
+	return &Cache{cfg: cfg, entries: map[string]*entry{}, fetches: make(chan struct{}, MaxFetches)}
 }
 
-// Providers returns the result of every document of reqs, by
-// gatewayapi.OIDCDiscoveryKey: those never fetched are fetched now,
-// concurrently, each within the timeout (a provider that does not answer
-// delays this call by the timeout once; Run tries it again). Entries not
-// in reqs are forgotten.
-func (c *Cache) Providers(ctx context.Context, reqs []gatewayapi.OIDCDiscovery) map[string]gatewayapi.OIDCProvider {
+// Providers returns what is known of every document of reqs, by
+// gatewayapi.OIDCDiscoveryKey, without waiting for the network: a document
+// never asked for before is fetched in the background (at most
+// MaxFetches at once) and reads Pending until it is there, when OnChange
+// is called, so that a provider that answers slowly or never delays
+// nothing but the policies that name it (a translation run never waits
+// for a tenant's issuer). Entries not in reqs are forgotten.
+func (c *Cache) Providers(reqs []gatewayapi.OIDCDiscovery) map[string]gatewayapi.OIDCProvider {
+	out, missing := c.lookup(reqs)
+	for k, req := range missing {
+		go func() {
+			c.fetches <- struct{}{}
+			r := c.fetch(context.Background(), req)
+			<-c.fetches
+			if c.settle(k, r) && c.cfg.OnChange != nil {
+				c.cfg.OnChange()
+			}
+		}()
+	}
+	return out
+}
+
+// Fetch is Providers for a one-off translation (the translate and
+// config-dump commands): it waits, within ctx and the timeout, for the
+// documents never fetched before.
+func (c *Cache) Fetch(ctx context.Context, reqs []gatewayapi.OIDCDiscovery) map[string]gatewayapi.OIDCProvider {
+	out, missing := c.lookup(reqs)
+	var wg sync.WaitGroup
+	for k, req := range missing {
+		wg.Go(func() { c.settle(k, c.fetch(ctx, req)) })
+	}
+	wg.Wait()
+	if len(missing) > 0 {
+		out, _ = c.lookup(reqs)
+	}
+	return out
+}
+
+// lookup forgets the entries not in reqs, adds a Pending entry for each
+// request never seen (returned in missing, by key) and returns every
+// request's result.
+func (c *Cache) lookup(reqs []gatewayapi.OIDCDiscovery) (out map[string]gatewayapi.OIDCProvider, missing map[string]gatewayapi.OIDCDiscovery) {
 	want := map[string]gatewayapi.OIDCDiscovery{}
 	for _, r := range reqs {
 		want[gatewayapi.OIDCDiscoveryKey(r.Issuer, r.CA)] = r
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for k := range c.entries {
 		if _, ok := want[k]; !ok {
 			delete(c.entries, k)
 		}
 	}
-	var missing []string
-	for k := range want {
-		if c.entries[k] == nil {
-			missing = append(missing, k)
-		}
-	}
-	c.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, k := range missing {
-		wg.Go(func() {
-			e := &entry{req: want[k], result: c.fetch(ctx, want[k]), fetched: time.Now()}
-			c.mu.Lock()
+	out = make(map[string]gatewayapi.OIDCProvider, len(want))
+	for k, r := range want {
+		e := c.entries[k]
+		if e == nil {
+			e = &entry{req: r, result: gatewayapi.OIDCProvider{Pending: true}}
 			c.entries[k] = e
-			c.mu.Unlock()
-		})
+			if missing == nil {
+				missing = map[string]gatewayapi.OIDCDiscovery{}
+			}
+			missing[k] = r
+		}
+		out[k] = e.result
 	}
-	wg.Wait()
-	out := make(map[string]gatewayapi.OIDCProvider, len(want))
+	return out, missing
+}
+
+// settle records the first result of the Pending entry k and says whether
+// it did (false: the entry was forgotten meanwhile).
+func (c *Cache) settle(k string, r gatewayapi.OIDCProvider) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range want {
-		if e := c.entries[k]; e != nil {
-			out[k] = e.result
-		}
+	e := c.entries[k]
+	if e == nil || !e.result.Pending {
+		return false
 	}
-	return out
+	e.result, e.fetched = r, time.Now()
+	return true
 }
 
 // Run fetches again, until ctx ends, every entry whose time has come
@@ -157,6 +201,9 @@ func (c *Cache) refresh(ctx context.Context, now time.Time) bool {
 	c.mu.Lock()
 	due := map[string]gatewayapi.OIDCDiscovery{}
 	for k, e := range c.entries {
+		if e.result.Pending {
+			continue // its first fetch is under way (Providers)
+		}
 		wait := c.cfg.Refresh
 		if e.result.Error != "" {
 			wait = c.cfg.Retry

@@ -310,10 +310,11 @@ func (r *runner) reload(ctx context.Context) {
 		Edge:         func(*gwapiv1.Gateway) *ir.HTTPEdge { return infra.HTTPEdge(r.cfg.Edge) },
 		DNSResolvers: r.cfg.DNSResolvers,
 		ProxyPorts:   r.cfg.proxyPorts(),
-		// SecurityPolicy oidc: the discovery documents, fetched now
-		// when new (pkg/oidcdiscovery), and the key of the session
-		// cookies' HMAC keys, the CA's.
-		OIDCProviders: r.discovery.Providers(ctx, gatewayapi.OIDCDiscoveries(loaded.Resources)),
+		// SecurityPolicy oidc: the discovery documents (a new one is
+		// fetched in the background, pkg/oidcdiscovery, and its arrival
+		// reloads), and the key of the session cookies' HMAC keys, the
+		// CA's.
+		OIDCProviders: r.discovery.Providers(gatewayapi.OIDCDiscoveries(loaded.Resources)),
 		SecretKey:     r.authority.Current().DerivationKey(gatewayapi.SecretKeyPurpose),
 	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}),
 		translate.WithHolds(r.quarantine.Holds()))

@@ -688,9 +688,9 @@ func (l *provisionLoop) run(ctx context.Context) {
 }
 
 // oidcOptions sets what SecurityPolicy oidc reads in opts: the discovery
-// documents of res's issuers (fetched now when new, then kept fresh by a
-// goroutine started on the first run, which asks for a run when one
-// changes) and the key the session cookies' HMAC keys derive from, the
+// documents of res's issuers (a new one is fetched in the background and
+// asks for a run when it arrives; all are kept fresh by a goroutine
+// started on the first run, which asks for a run when one changes) and the key the session cookies' HMAC keys derive from, the
 // controller's current CA's (the same on every replica and across
 // restarts; a CA rotation changes it, and users log in again).
 func (p *pipeline) oidcOptions(ctx context.Context, res *resources.Resources, opts *gatewayapi.Options) {
@@ -698,7 +698,7 @@ func (p *pipeline) oidcOptions(ctx context.Context, res *resources.Resources, op
 		p.oidc = oidcdiscovery.New(oidcdiscovery.Config{OnChange: func() { p.trigger("oidc-discovery") }})
 		go p.oidc.Run(ctx)
 	}
-	opts.OIDCProviders = p.oidc.Providers(ctx, gatewayapi.OIDCDiscoveries(res))
+	opts.OIDCProviders = p.oidc.Providers(gatewayapi.OIDCDiscoveries(res))
 	if p.ident != nil && p.ident.Authority != nil {
 		if ca := p.ident.Authority.Current(); ca != nil {
 			opts.SecretKey = ca.DerivationKey(gatewayapi.SecretKeyPurpose)

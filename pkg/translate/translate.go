@@ -10,13 +10,15 @@
 package translate
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	goyaml "go.yaml.in/yaml/v2"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/yaml"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
@@ -237,7 +239,7 @@ func MarshalIR(r *Result, showSecrets bool) ([]byte, error) {
 	if r.Status != nil && len(r.Status.Warnings) > 0 {
 		out["warnings"] = r.Status.Warnings
 	}
-	return yaml.Marshal(out)
+	return marshalYAML(out)
 }
 
 // MarshalXDS renders xDS resources as YAML in the proto3 JSON mapping of
@@ -274,19 +276,71 @@ func MarshalXDS(x map[string]*xdstranslator.Resources, showSecrets bool) ([]byte
 		}
 		scopes[scope] = s
 	}
-	return yaml.Marshal(map[string]any{"scopes": scopes})
+	// Generic values only (toMap): printed directly (marshalYAML).
+	return goyaml.Marshal(map[string]any{"scopes": scopes})
 }
 
+// toMap returns m in the proto3 JSON mapping as generic values
+// (decodeJSON).
 func toMap(m proto.Message) (any, error) {
 	j, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	var v any
-	if err := yaml.Unmarshal(j, &v); err != nil {
+	return decodeJSON(j)
+}
+
+// marshalYAML renders v as sigs.k8s.io/yaml.Marshal does (its JSON
+// encoding, keys sorted, as YAML) without its JSON-to-YAML round trip,
+// most of the translate command's time at thousands of routes: the JSON
+// is read back by encoding/json (decodeJSON) and printed by
+// go.yaml.in/yaml/v2, the library that round trip ends in.
+func marshalYAML(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
 		return nil, err
 	}
-	return v, nil
+	g, err := decodeJSON(j)
+	if err != nil {
+		return nil, err
+	}
+	return goyaml.Marshal(g)
+}
+
+// decodeJSON reads j as generic values: maps, lists, strings, bools, nil,
+// and numbers as int64 (integral) or float64, the values
+// go.yaml.in/yaml/v2 would read from the same JSON, so that printing them
+// gives the same YAML as sigs.k8s.io/yaml.JSONToYAML.
+func decodeJSON(j []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return plainNumbers(v), nil
+}
+
+// plainNumbers replaces, in place, every json.Number of v by an int64, or
+// a float64 when it is not integral.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = plainNumbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
 }
 
 // ScopeNames returns the scopes of x, sorted.

@@ -14,17 +14,21 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
@@ -43,8 +47,8 @@ func (e *LoadError) Error() string { return fmt.Sprintf("%s: %s: %v", e.File, e.
 
 func (e *LoadError) Unwrap() error { return e.Err }
 
-var decoder = func() runtime.Decoder {
-	s := runtime.NewScheme()
+var decoder = func() kruntime.Decoder {
+	s := kruntime.NewScheme()
 	if err := resources.AddToScheme(s); err != nil {
 		panic(err)
 	}
@@ -82,7 +86,7 @@ func Load(path string) (*resources.Resources, []*LoadError, error) {
 type Object struct {
 	// Key is "Kind namespace/name" (or "Kind name" for cluster-scoped kinds).
 	Key string
-	Obj runtime.Object
+	Obj kruntime.Object
 	// defaultGeneration: the document set no metadata.generation (it is
 	// 1; a Loader numbers its changes).
 	defaultGeneration bool
@@ -173,38 +177,56 @@ func Decode(file string, data []byte, res *resources.Resources) []*LoadError {
 
 // decodeFile decodes every document of one file.
 func decodeFile(file string, data []byte) ([]Object, []*LoadError) {
+	docs := slices.DeleteFunc(splitDocuments(data), func(d document) bool {
+		return len(bytes.TrimSpace(stripComments(d.text))) == 0
+	})
+	// Documents are decoded on every core (decoding is most of the
+	// translate command's time at thousands of routes), each into its own
+	// slot, so that the order is the file's.
+	type result struct {
+		obj Object
+		err error
+	}
+	out := make([]result, len(docs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(docs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(docs); i = int(next.Add(1) - 1) {
+				out[i].obj, out[i].err = decodeOne(docs[i].text)
+			}
+		})
+	}
+	wg.Wait()
 	var objs []Object
 	var problems []*LoadError
-	for n, doc := range splitDocuments(data) {
-		if len(bytes.TrimSpace(stripComments(doc.text))) == 0 {
+	for i, r := range out {
+		if r.err != nil {
+			problems = append(problems, &LoadError{File: file, Object: describe(docs[i].text, docs[i].n, docs[i].line), Err: r.err})
 			continue
 		}
-		o, err := decodeOne(doc.text)
-		if err != nil {
-			problems = append(problems, &LoadError{File: file, Object: describe(doc.text, n+1, doc.line), Err: err})
-			continue
-		}
-		objs = append(objs, o)
+		objs = append(objs, r.obj)
 	}
 	return objs, problems
 }
 
 type document struct {
 	text []byte
-	// line is the 1-based line of the file where the document starts.
-	line int
+	// n is the document's 1-based index in the file, line the 1-based
+	// line of the file where it starts.
+	n, line int
 }
 
 // splitDocuments splits a YAML stream at "---" separator lines.
 func splitDocuments(data []byte) []document {
 	var docs []document
-	cur := document{line: 1}
+	cur := document{n: 1, line: 1}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	for i, line := range lines {
 		t := bytes.TrimRight(line, " \t\r\n")
 		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) || bytes.HasPrefix(t, []byte("---\t")) {
 			docs = append(docs, cur)
-			cur = document{line: i + 2}
+			cur = document{n: cur.n + 1, line: i + 2}
 			continue
 		}
 		cur.text = append(cur.text, line...)
@@ -212,8 +234,16 @@ func splitDocuments(data []byte) []document {
 	return append(docs, cur)
 }
 
+// decodeOne decodes one YAML document. It is converted to JSON once,
+// strictly (a duplicate key is an error), and decoded by the strict JSON
+// decoder (an unknown or duplicate field is an error): the YAML decoder
+// would convert it twice.
 func decodeOne(doc []byte) (Object, error) {
-	obj, gvk, err := decoder.Decode(doc, nil, nil)
+	j, err := sigsyaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return Object{}, err
+	}
+	obj, gvk, err := decoder.Decode(j, nil, nil)
 	if err != nil {
 		return Object{}, err
 	}

@@ -236,7 +236,9 @@ func Run(ctx context.Context, cfg Config) error {
 		args := append([]string{"-c", bootPath, "--disable-hot-restart", "--drain-time-s", "1", "--log-level", "warn"}, bootstrap.ConfigArgs()...)
 		logPath := filepath.Join(cfg.StateDir, "envoy.log")
 		fmt.Fprintf(cfg.Out, "Envoy: %s (admin http://127.0.0.1:%d, log %s)\n", cfg.EnvoyPath, cfg.AdminPort, logPath)
-		envoyDone.Go(func() { supervise(ctx, cfg.Log, cfg.EnvoyPath, args, logPath, nil) })
+		envoyDone.Go(func() {
+			supervise(ctx, cfg.Log, process{name: "Envoy", path: cfg.EnvoyPath, args: args, logPath: logPath})
+		})
 	}
 	wg.Go(func() {
 		if err := r.watch(ctx); err != nil {

@@ -66,8 +66,9 @@ type RateLimitService struct {
 	// reach the service unchanged.
 	Redis string
 	// RedisServerPath, when set, is a redis-server that Run starts on
-	// Redis (an IP literal then), without persistence, in Dir/redis; "":
-	// Redis is run by someone else.
+	// Redis (an IP literal then), without persistence, in Dir/redis, in
+	// its protected mode (no password: it answers loopback clients only);
+	// "": Redis is run by someone else.
 	RedisServerPath string
 	// Dir is the service's runtime folder (RUNTIME_ROOT): its
 	// configuration files are in Dir/config.
@@ -166,7 +167,7 @@ func (s *RateLimitService) Run(ctx context.Context, log *slog.Logger) error {
 		}
 		ap := netip.MustParseAddrPort(s.Redis)
 		args := []string{"--bind", ap.Addr().String(), "--port", strconv.Itoa(int(ap.Port())), "--dir", data,
-			"--save", "", "--appendonly", "no", "--protected-mode", "no"}
+			"--save", "", "--appendonly", "no"}
 		wg.Go(func() {
 			supervise(ctx, log, process{name: "redis-server", path: s.RedisServerPath, args: args, logPath: filepath.Join(logDir, "redis.log")})
 		})

@@ -66,9 +66,9 @@ type RateLimitService struct {
 	// reach the service unchanged.
 	Redis string
 	// RedisServerPath, when set, is a redis-server that Run starts on
-	// Redis (an IP literal then), without persistence, in Dir/redis, in
-	// its protected mode (no password: it answers loopback clients only);
-	// "": Redis is run by someone else.
+	// Redis (an IP literal then: it binds that address only), without
+	// persistence and without a password (REDIS_AUTH stays for a Redis run
+	// by someone else), in Dir/redis; "": Redis is run by someone else.
 	RedisServerPath string
 	// Dir is the service's runtime folder (RUNTIME_ROOT): its
 	// configuration files are in Dir/config.

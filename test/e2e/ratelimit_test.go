@@ -385,3 +385,51 @@ func TestGlobalRateLimitSharedByTwoEnvoys(t *testing.T) {
 		t.Errorf("/closed after a restart of the service: %v, want %d × 429 (counters kept in Redis)", again, 2*n)
 	}
 }
+
+// TestStandaloneRunsTheRateLimitService: `serve standalone` with the
+// --ratelimit-* flags runs the service and a redis-server, writes the
+// scope's domain into the service's folder (which the service loads), and
+// stops both when it stops.
+func TestStandaloneRunsTheRateLimitService(t *testing.T) {
+	rlsPath, redisPath := rateLimitBinaries(t)
+	at := func() string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
+	grpcAddr, httpAddr, redis := at(), at(), at()
+	f := start(t, func(f *fixture) {
+		f.noEnvoy = true
+		f.args = append(f.args, "--ratelimit-path", rlsPath, "--ratelimit-redis-server-path", redisPath, "--ratelimit-redis", redis,
+			"--ratelimit-grpc-address", grpcAddr, "--ratelimit-http-address", httpAddr, "--ratelimit-debug-address", at())
+	})
+	c := &http.Client{Timeout: time.Second}
+	began := time.Now()
+	waitFor(t, "the rate-limit service healthy", 30*time.Second, func() error {
+		resp, err := c.Get("http://" + httpAddr + "/healthcheck")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("/healthcheck: %d", resp.StatusCode)
+		}
+		return nil
+	})
+	t.Logf("service healthy %s after the controller's start", time.Since(began))
+	b, err := os.ReadFile(filepath.Join(f.state, "ratelimit", "config", "standalone.yaml"))
+	if err != nil || !strings.Contains(string(b), "domain: standalone") {
+		t.Fatalf("the scope's domain file: %q %v", b, err)
+	}
+	if !strings.Contains(f.out.String(), "Rate-limit service: "+rlsPath) {
+		t.Errorf("no start line in the controller's output:\n%s", f.out.String())
+	}
+	began = time.Now()
+	f.stop()
+	t.Logf("controller stopped in %s", time.Since(began))
+	for _, a := range []string{grpcAddr, redis} {
+		waitFor(t, a+" closed after the controller stopped", 10*time.Second, func() error {
+			if conn, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+				conn.Close()
+				return fmt.Errorf("still open")
+			}
+			return nil
+		})
+	}
+}

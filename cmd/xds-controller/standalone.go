@@ -19,6 +19,7 @@ func newStandaloneCommand() *cobra.Command {
 	cfg := standalone.Config{}
 	var noEnvoy bool
 	var edgeFile string
+	rl := standalone.RateLimitService{}
 	cmd := &cobra.Command{
 		Use:   "standalone --config PATH",
 		Short: "Serve Gateway API YAML from files to a local Envoy, without Kubernetes",
@@ -35,7 +36,15 @@ local backend can be described as a Service with clusterIP 127.0.0.1.
 The Ingresses of IngressClasses whose spec.controller is
 xds-controller.dev/ingress-controller are served by the same Envoy on
 --ingress-http-address, and on --ingress-https-address when one of them has
-a usable spec.tls (docs/ingress.md).`,
+a usable spec.tls (docs/ingress.md).
+
+Global rate limits go through the envoyproxy/ratelimit service
+(docs/traffic-policy.md): --ratelimit-path runs it (hack/install-ratelimit.sh
+builds one) against the Redis at --ratelimit-redis (--ratelimit-redis-server-path
+starts a redis-server there too); or --ratelimit-config-dir points to the
+RUNTIME_ROOT of a service run by someone else (CONFIG_TYPE=FILE,
+RUNTIME_WATCH_ROOT=false), listening on --ratelimit-grpc-address. The
+scope's limits are written there, one file per domain.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !noEnvoy && cfg.EnvoyPath == "" {
@@ -62,6 +71,9 @@ a usable spec.tls (docs/ingress.md).`,
 			if cfg.DNSResolvers, err = gatewayapi.ParseDNSResolvers(cfg.DNSResolvers); err != nil {
 				return fmt.Errorf("--dns-resolvers: %w", err)
 			}
+			if rl.Path != "" || rl.Dir != "" {
+				cfg.RateLimit = &rl
+			}
 			cfg.Out = cmd.OutOrStdout()
 			cfg.Log = slog.Default()
 			return standalone.Run(cmd.Context(), cfg)
@@ -85,6 +97,13 @@ a usable spec.tls (docs/ingress.md).`,
 	f.StringVar(&cfg.IngressHTTPAddress, "ingress-http-address", standalone.DefaultIngressHTTPAddress, "host:port where Envoy serves the Ingresses of our IngressClasses over HTTP")
 	f.StringVar(&cfg.IngressHTTPSAddress, "ingress-https-address", standalone.DefaultIngressHTTPSAddress, "host:port where Envoy serves them over HTTPS (when an Ingress has spec.tls)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", `address of /metrics (Prometheus), e.g. 127.0.0.1:9090 ("" disables)`)
+	f.StringVar(&rl.Path, "ratelimit-path", "", "run this envoyproxy/ratelimit service binary for global rate limits (hack/install-ratelimit.sh prints one; default: run none)")
+	f.StringVar(&rl.GRPCAddress, "ratelimit-grpc-address", "127.0.0.1:18081", "ip:port of the rate-limit service's gRPC, where Envoy reaches it (and where --ratelimit-path listens)")
+	f.StringVar(&rl.HTTPAddress, "ratelimit-http-address", "127.0.0.1:18082", "ip:port of the service's GET /healthcheck (--ratelimit-path)")
+	f.StringVar(&rl.DebugAddress, "ratelimit-debug-address", "127.0.0.1:18083", "ip:port of the service's debug pages, GET /rlconfig among them (--ratelimit-path)")
+	f.StringVar(&rl.Redis, "ratelimit-redis", "127.0.0.1:16379", "host:port of the Redis the service keeps its counters in (REDIS_URL; other REDIS_* variables of our environment reach the service)")
+	f.StringVar(&rl.RedisServerPath, "ratelimit-redis-server-path", "", "start this redis-server on --ratelimit-redis, without persistence (hack/install-redis.sh prints one; default: Redis is run by someone else)")
+	f.StringVar(&rl.Dir, "ratelimit-config-dir", "", "the service's RUNTIME_ROOT: the scope's limits are written in its config/ folder, one file per domain (default: <state-dir>/ratelimit)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }

@@ -13,23 +13,38 @@ import (
 	"time"
 )
 
-// supervise runs Envoy with args until ctx ends, restarting it whenever it
-// exits, with a back-off that starts at 250ms, doubles up to 30s, and falls
-// back to 250ms after a run that lasted over a minute. Envoy's output goes
-// to logPath (appended). On ctx end Envoy gets SIGTERM, then SIGKILL after
-// 5 seconds. started, when not nil, receives each new process id.
-func supervise(ctx context.Context, log *slog.Logger, envoyPath string, args []string, logPath string, started func(pid int)) {
+// process is a child process that supervise keeps running: Envoy, or the
+// global rate-limit service (ratelimit.go).
+type process struct {
+	// name is the process in log messages ("Envoy").
+	name string
+	path string
+	args []string
+	// env, when not nil, is the whole environment of the process (nil:
+	// ours).
+	env []string
+	// logPath receives its output (appended).
+	logPath string
+	// started, when not nil, receives each new process id.
+	started func(pid int)
+}
+
+// supervise runs p until ctx ends, restarting it whenever it exits, with a
+// back-off that starts at 250ms, doubles up to 30s, and falls back to
+// 250ms after a run that lasted over a minute. On ctx end the process gets
+// SIGTERM, then SIGKILL after 5 seconds.
+func supervise(ctx context.Context, log *slog.Logger, p process) {
 	backoff := 250 * time.Millisecond
 	for ctx.Err() == nil {
 		began := time.Now()
-		err := runOnce(ctx, envoyPath, args, logPath, started)
+		err := runOnce(ctx, p)
 		if ctx.Err() != nil {
 			return
 		}
 		if time.Since(began) > time.Minute {
 			backoff = 250 * time.Millisecond
 		}
-		log.Error("Envoy exited; restarting", "error", err, "after", backoff, "log", logPath)
+		log.Error(p.name+" exited; restarting", "error", err, "after", backoff, "log", p.logPath)
 		select {
 		case <-ctx.Done():
 			return
@@ -39,8 +54,8 @@ func supervise(ctx context.Context, log *slog.Logger, envoyPath string, args []s
 	}
 }
 
-func runOnce(ctx context.Context, envoyPath string, args []string, logPath string, started func(int)) error {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+func runOnce(ctx context.Context, p process) error {
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -49,15 +64,16 @@ func runOnce(ctx context.Context, envoyPath string, args []string, logPath strin
 	if st, err := logf.Stat(); err == nil {
 		offset = st.Size()
 	}
-	cmd := exec.Command(envoyPath, args...)
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Envoy dies with us even if we are killed without a chance to stop it.
+	// The process dies with us even if we are killed without a chance to stop it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	if started != nil {
-		started(cmd.Process.Pid)
+	if p.started != nil {
+		p.started(cmd.Process.Pid)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -66,7 +82,7 @@ func runOnce(ctx context.Context, envoyPath string, args []string, logPath strin
 		if err == nil {
 			err = errors.New("exited with status 0")
 		}
-		if last := lastLine(logPath, offset); last != "" {
+		if last := lastLine(p.logPath, offset); last != "" {
 			err = fmt.Errorf("%w: %s", err, last)
 		}
 		return err
@@ -82,7 +98,7 @@ func runOnce(ctx context.Context, envoyPath string, args []string, logPath strin
 	}
 }
 
-// lastLine returns the last non-empty line Envoy wrote to its log after
+// lastLine returns the last non-empty line a process wrote to its log after
 // offset (bytes), at most 500 bytes of it: the reason it stopped, as a rule.
 func lastLine(path string, offset int64) string {
 	f, err := os.Open(path)

@@ -112,6 +112,11 @@ type Config struct {
 	// MetricsAddress, when set, is where /metrics (Prometheus) is served:
 	// xds_controller_xds_acks_total and xds_controller_xds_nacks_total.
 	MetricsAddress string
+	// RateLimit, when set, is the global rate-limit service (ratelimit.go):
+	// Run starts it when its Path is set, and writes the scope's domain
+	// (Scope) into its configuration folder (Dir, default
+	// StateDir/ratelimit).
+	RateLimit *RateLimitService
 }
 
 // Run serves until ctx ends. It fails early when the state folder, the
@@ -143,6 +148,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.EnvoyPath != "" {
 		if st, err := os.Stat(cfg.EnvoyPath); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			return fmt.Errorf("envoy: %s is not an executable file", cfg.EnvoyPath)
+		}
+	}
+	if cfg.RateLimit != nil {
+		if cfg.RateLimit.Dir == "" {
+			cfg.RateLimit.Dir = filepath.Join(cfg.StateDir, "ratelimit")
+		}
+		if err := cfg.RateLimit.Check(); err != nil {
+			return err
+		}
+		// The scope's domain, with no rule yet: the TrafficPolicy's global
+		// limits will fill it (ir.GlobalRateLimits).
+		if err := cfg.RateLimit.WriteConfigs(xdstranslator.RateLimitConfig(&ir.GlobalRateLimits{Domain: Scope})); err != nil {
+			return fmt.Errorf("rate-limit service configuration: %w", err)
 		}
 	}
 	creds, err := issueCredentials(cfg)
@@ -192,6 +210,14 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Go(func() { serveMetrics(ctx, cfg.Log, metricsLis, srv) })
 	}
 	wg.Go(func() { r.discovery.Run(ctx) })
+	if rl := cfg.RateLimit; rl != nil && rl.Path != "" {
+		fmt.Fprintf(cfg.Out, "Rate-limit service: %s (gRPC %s, Redis %s, configuration %s)\n", rl.Path, rl.GRPCAddress, rl.Redis, filepath.Join(rl.Dir, "config"))
+		wg.Go(func() {
+			if err := rl.Run(ctx, cfg.Log); err != nil {
+				cfg.Log.Error("the rate-limit service cannot run", "error", err)
+			}
+		})
+	}
 	wg.Go(func() {
 		for {
 			select {
@@ -236,7 +262,9 @@ func Run(ctx context.Context, cfg Config) error {
 		args := append([]string{"-c", bootPath, "--disable-hot-restart", "--drain-time-s", "1", "--log-level", "warn"}, bootstrap.ConfigArgs()...)
 		logPath := filepath.Join(cfg.StateDir, "envoy.log")
 		fmt.Fprintf(cfg.Out, "Envoy: %s (admin http://127.0.0.1:%d, log %s)\n", cfg.EnvoyPath, cfg.AdminPort, logPath)
-		envoyDone.Go(func() { supervise(ctx, cfg.Log, cfg.EnvoyPath, args, logPath, nil) })
+		envoyDone.Go(func() {
+			supervise(ctx, cfg.Log, process{name: "Envoy", path: cfg.EnvoyPath, args: args, logPath: logPath})
+		})
 	}
 	wg.Go(func() {
 		if err := r.watch(ctx); err != nil {

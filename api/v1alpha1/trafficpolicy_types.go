@@ -181,14 +181,11 @@ type Compression struct {
 	// +kubebuilder:validation:MaxItems=3
 	Algorithms []CompressionAlgorithm `json:"algorithms"`
 
-	// ContentTypes are the media types compressed (the Content-Type
-	// without its parameters). Default: Envoy's list (text/html,
-	// text/plain, text/css, application/javascript,
-	// application/x-javascript, text/javascript, text/x-javascript,
-	// text/ecmascript, text/js, text/jscript, text/x-js,
-	// application/ecmascript, application/x-json, application/xml,
-	// application/json, image/svg+xml, text/xml,
-	// application/xhtml+xml).
+	// ContentTypes are the media types compressed (compared with the
+	// response's Content-Type in any case, its parameters ignored).
+	// Default: Envoy's list, text/html, text/plain, text/css, text/xml,
+	// application/javascript, application/json, application/xhtml+xml and
+	// image/svg+xml, and their synonyms.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MinLength=3

@@ -174,8 +174,9 @@ const (
 // it is not encoded already, and it has no Cache-Control no-transform.
 type Compression struct {
 	// Algorithms are the content codings offered, most preferred first:
-	// the client's Accept-Encoding picks the one with the highest q-value,
-	// and between equal q-values the one first here.
+	// the client's Accept-Encoding picks the one with the highest q-value;
+	// on a tie the first here wins (Compressor choose_first), and between
+	// the others the client's order decides.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=3

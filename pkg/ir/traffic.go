@@ -83,8 +83,8 @@ const (
 
 // Compression compresses a route's responses.
 type Compression struct {
-	// Algorithms are the codings offered, distinct, most preferred first
-	// (the tie-break between equal Accept-Encoding q-values).
+	// Algorithms are the codings offered, distinct, most preferred first:
+	// the first wins a tie of Accept-Encoding q-values.
 	Algorithms []CompressionAlgorithm `json:"algorithms"`
 	// ContentTypes are the media types compressed, sorted; empty means
 	// Envoy's default list.

@@ -167,7 +167,7 @@ var compressorLibraries = map[ir.CompressionAlgorithm]func() (string, proto.Mess
 
 // compressors renders c as the compressor filters that serve it, one per
 // coding in c's order (disabled by default; named so that, sorted, they
-// come in that order), and the per-route configuration that enables each
+// come in that order; the first chosen on a tie of q-values), and the per-route configuration that enables each
 // on a route (an empty CompressorOverrides). Only responses are
 // compressed; the filters' content types are c's (content_type_matcher:
 // the media type in any case, parameters allowed; Envoy's default list
@@ -197,6 +197,10 @@ func compressors(c *ir.Compression) ([]authzFilter, *anypb.Any) {
 				CompressorLibrary:       &corev3.TypedExtensionConfig{Name: lib, TypedConfig: toAny(m)},
 				RequestDirectionConfig:  &compressorv3.Compressor_RequestDirectionConfig{CommonConfig: &compressorv3.Compressor_CommonDirectionConfig{Enabled: &corev3.RuntimeFeatureFlag{DefaultValue: wrapperspb.Bool(false)}}},
 				ResponseDirectionConfig: &compressorv3.Compressor_ResponseDirectionConfig{CommonConfig: settings},
+				// The most preferred coding wins a tie of q-values (a
+				// browser's "gzip, deflate, br, zstd"); between the others
+				// Envoy takes the client's order.
+				ChooseFirst: i == 0,
 			})},
 			Disabled: true,
 		}}

@@ -245,7 +245,7 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		// WebSocket (HTTP/1.1 Upgrade) is forwarded to every backend: a
 		// Service port with appProtocol kubernetes.io/ws (GEP-1911) needs
 		// it, any other backend answers the upgrade as it sees fit.
-		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket", Filters: upgradeFilters(filters)}},
 	}
 	applyEdge(h, edge)
 	h.Tracing = s.tracing(tr)
@@ -253,4 +253,15 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
 	}
 	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
+}
+
+// upgradeFilters is the filter chain of an upgraded (WebSocket) request:
+// nil, the chain's own, unless it holds the buffer filter (traffic.go),
+// which waits for the end of a request's body, and an upgraded request's
+// never ends: then the chain without it.
+func upgradeFilters(filters []*hcmv3.HttpFilter) []*hcmv3.HttpFilter {
+	if !slices.ContainsFunc(filters, func(f *hcmv3.HttpFilter) bool { return f.Name == filterBuffer }) {
+		return nil
+	}
+	return slices.DeleteFunc(slices.Clone(filters), func(f *hcmv3.HttpFilter) bool { return f.Name == filterBuffer })
 }

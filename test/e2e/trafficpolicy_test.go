@@ -107,6 +107,10 @@ func startTraffic(t *testing.T) *trafficFixture {
 	s := &trafficFixture{}
 	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.hits.Add(1)
+		if r.Header.Get("Upgrade") == "websocket" {
+			upgradeEcho(w)
+			return
+		}
 		if r.Method == http.MethodPost {
 			n, err := io.Copy(io.Discard, r.Body)
 			fmt.Fprintf(w, "read %d bytes err=%v", n, err)
@@ -334,5 +338,57 @@ func TestTrafficPolicyRequestBodyLimit(t *testing.T) {
 		if tc.want == 200 && r.body != fmt.Sprintf("read %d bytes err=<nil>", len(tc.body)) {
 			t.Errorf("%s: app answered %q", tc.what, r.body)
 		}
+	}
+}
+
+// upgradeEcho answers an upgrade with 101 and then echoes what it reads.
+func upgradeEcho(w http.ResponseWriter) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	_ = rw.Flush()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64)
+	n, _ := rw.Read(buf)
+	_, _ = conn.Write(buf[:n])
+}
+
+// TestTrafficPolicyBodyLimitKeepsUpgrades: an upgrade (WebSocket) on a
+// route with a body limit is forwarded at once, and its bytes flow both
+// ways (the buffer filter must not wait for the end of a request that
+// never ends).
+func TestTrafficPolicyBodyLimitKeepsUpgrades(t *testing.T) {
+	s := startTraffic(t)
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.gwPort), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /ws HTTP/1.1\r\nHost: body.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+	head := make([]byte, 0, 512)
+	buf := make([]byte, 512)
+	for !bytes.Contains(head, []byte("\r\n\r\n")) {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("upgrade through body.example.com: %v after %q", err, head)
+		}
+		head = append(head, buf[:n]...)
+	}
+	status, _, _ := strings.Cut(string(head), "\r\n")
+	t.Logf("upgrade through body.example.com (1Ki limit): %s", status)
+	if !strings.Contains(status, " 101 ") {
+		t.Fatalf("upgrade: %q", head)
+	}
+	if _, err := io.WriteString(conn, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.ReadAtLeast(conn, buf, 5)
+	if err != nil || string(buf[:n]) != "hello" {
+		t.Errorf("echo through the upgraded connection: %q %v", buf[:n], err)
 	}
 }

@@ -205,6 +205,8 @@ type Compression struct {
 }
 
 // RequestBody limits request bodies.
+//
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.maxSize)).isInteger() && quantity(string(self.maxSize)).compareTo(quantity('1')) >= 0 && quantity(string(self.maxSize)).compareTo(quantity('64Mi')) <= 0",message="maxSize must be a whole number of bytes, 1 to 64Mi"
 type RequestBody struct {
 	// MaxSize is the largest request body accepted: a larger one, with a
 	// Content-Length or streamed (chunked), gets 413 Content Too Large.

@@ -115,7 +115,8 @@ const (
 )
 
 // LocalRateLimitRule is one token bucket (TokenBucket): it holds Burst
-// tokens, refilled with Requests tokens every Unit; a request takes one.
+// tokens at most and gains Requests tokens per Unit, steadily (one every
+// Unit/Requests); a request takes one.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.by) && self.by == 'Header' ? has(self.header) : !has(self.header)",message="header is required when by is Header, and only then"
 // +kubebuilder:validation:XValidation:rule="!has(self.burst) || self.burst >= self.requests",message="burst must be at least requests"
@@ -127,8 +128,8 @@ type LocalRateLimitRule struct {
 	Requests int32 `json:"requests"`
 
 	// Unit is the period: Second, Minute or Hour (TokenBucket
-	// fill_interval). The bucket is refilled at once at the end of each
-	// period.
+	// fill_interval). Envoy refills the bucket steadily over the period,
+	// not at its end: 60 per Minute is a token a second.
 	Unit RateLimitUnit `json:"unit"`
 
 	// Burst is the size of the bucket: the requests allowed at once after

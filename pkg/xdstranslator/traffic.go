@@ -81,8 +81,8 @@ func percent(n uint32) *corev3.RuntimeFractionalPercent {
 	return &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{Numerator: n, Denominator: typev3.FractionalPercent_HUNDRED}}
 }
 
-// tokenBucket is a rule's bucket: burst tokens, requests added every
-// period (at once).
+// tokenBucket is a rule's bucket: burst tokens at most, requests added
+// per period (Envoy adds them steadily: one every period/requests).
 func tokenBucket(r ir.RateLimitRule) *typev3.TokenBucket {
 	return &typev3.TokenBucket{MaxTokens: r.Burst, TokensPerFill: wrapperspb.UInt32(r.Requests), FillInterval: durationpb.New(r.Period)}
 }

@@ -28,8 +28,9 @@ import (
 )
 
 // trafficYAML: HTTPRoute limited (limited.example.com: 5 requests per
-// minute per client address), peruser (peruser.example.com: 3 per minute
-// per value of x-user), shadow (shadow.example.com: 2 per minute, shadow),
+// hour per client address), peruser (peruser.example.com: 3 per hour per
+// value of x-user), shadow (shadow.example.com: 2 per hour, shadow: the
+// buckets are not refilled during a test),
 // compress (compress.example.com: Brotli, Zstd, Gzip, text/plain, 100
 // bytes or more) and body (body.example.com: bodies up to 1Ki).
 // {{.Route}} is the route name prefix the policies target ("" normally).
@@ -50,7 +51,7 @@ spec:
   rateLimit:
     local:
       rules:
-      - {requests: 5, unit: Minute, by: ClientIP}
+      - {requests: 5, unit: Hour, by: ClientIP}
 ---
 apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: TrafficPolicy
@@ -60,7 +61,7 @@ spec:
   rateLimit:
     local:
       rules:
-      - {requests: 3, unit: Minute, by: Header, header: x-user}
+      - {requests: 3, unit: Hour, by: Header, header: x-user}
 ---
 apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: TrafficPolicy
@@ -71,7 +72,7 @@ spec:
     local:
       shadow: true
       rules:
-      - {requests: 2, unit: Minute}
+      - {requests: 2, unit: Hour}
 ---
 apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: TrafficPolicy
@@ -196,7 +197,7 @@ func (s *trafficFixture) burst(c *http.Client, host string, n int, check func(re
 func TestTrafficPolicyLocalRateLimit(t *testing.T) {
 	s := startTraffic(t)
 
-	// Per client address: 5 per minute. A burst of 12 from 127.0.0.1.
+	// Per client address: 5 per hour. A burst of 12 from 127.0.0.1.
 	var checked bool
 	before := s.hits.Load()
 	got := s.burst(s.client, "limited.example.com", 12, func(r reply) {
@@ -224,7 +225,7 @@ func TestTrafficPolicyLocalRateLimit(t *testing.T) {
 		t.Errorf("127.0.0.2 after 127.0.0.1's burst: %v; want 3 x 200", other)
 	}
 
-	// Per header value: 3 per minute per x-user; a request without it is
+	// Per header value: 3 per hour per x-user; a request without it is
 	// not counted.
 	alice := s.burst(s.client, "peruser.example.com", 6, nil, "x-user", "alice")
 	bob := s.burst(s.client, "peruser.example.com", 2, nil, "x-user", "bob")
@@ -240,7 +241,7 @@ func TestTrafficPolicyShadowRateLimit(t *testing.T) {
 	s := startTraffic(t)
 	got := s.burst(s.client, "shadow.example.com", 10, nil)
 	limited := s.adminStat(t, "http_local_rate_limiter.http_local_rate_limit.rate_limited")
-	t.Logf("shadow.example.com (2 per minute, shadow), 10 requests: %d x 200, %d x 429; Envoy counted %d rate limited", got[200], got[429], limited)
+	t.Logf("shadow.example.com (2 per hour, shadow), 10 requests: %d x 200, %d x 429; Envoy counted %d rate limited", got[200], got[429], limited)
 	if got[200] != 10 {
 		t.Errorf("shadow mode refused requests: %v", got)
 	}
@@ -301,6 +302,9 @@ func TestTrafficPolicyCompression(t *testing.T) {
 		t.Logf("accept-encoding %q: %d, content-encoding %q, %d bytes on the wire, %d decoded", tc.accept, r.status, enc, len(r.body), len(plain))
 		if r.status != 200 || enc != tc.want || string(plain) != page {
 			t.Errorf("accept-encoding %q: %d, content-encoding %q (want %q), decoded equal to the page: %t", tc.accept, r.status, enc, tc.want, string(plain) == page)
+		}
+		if enc != "" && (!strings.Contains(strings.ToLower(strings.Join(r.header.Values("Vary"), ",")), "accept-encoding") || r.header.Get("Content-Length") != "") {
+			t.Errorf("accept-encoding %q: a %s response with vary %q and content-length %q", tc.accept, enc, r.header.Values("Vary"), r.header.Get("Content-Length"))
 		}
 	}
 	// A route without the policy is never compressed.

@@ -168,7 +168,7 @@ func TestDefaults(t *testing.T) {
 	objs := render(t, nil)
 	k := kinds(objs)
 	for kind, n := range map[string]int{
-		"CustomResourceDefinition": 3, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
+		"CustomResourceDefinition": 4, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
 		"ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 		"GatewayClass": 1, "GatewayParameters": 1, "IngressClass": 1,
 	} {
@@ -237,8 +237,8 @@ func TestDefaults(t *testing.T) {
 	if str(gp, "spec", "mode") != "Shared" || get(gp, "spec", "envoy") != nil {
 		t.Errorf("default GatewayParameters %v", gp["spec"])
 	}
-	// No Gateway API CRDs unless asked: only our three.
-	if n := k["CustomResourceDefinition"]; n != 3 {
+	// No Gateway API CRDs unless asked: only our four.
+	if n := k["CustomResourceDefinition"]; n != 4 {
 		t.Errorf("%d CRDs", n)
 	}
 }

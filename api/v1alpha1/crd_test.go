@@ -86,3 +86,27 @@ func generatedCRD(t *testing.T, file, kind string) *apiextensionsv1.CustomResour
 	}
 	return &crd
 }
+
+func TestTrafficPolicyCRD(t *testing.T) {
+	crd := generatedCRD(t, "gateway.xds-controller.dev_trafficpolicies.yaml", TrafficPolicyKind)
+	v := crd.Spec.Versions[0]
+	if v.Subresources == nil || v.Subresources.Status == nil {
+		t.Error("no status subresource")
+	}
+	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+	if len(spec.XValidations) != 1 || len(spec.Required) != 1 || spec.Required[0] != "targetRefs" {
+		t.Errorf("spec: rules %v, required %v; want the at-least-one-field rule and targetRefs required", spec.XValidations, spec.Required)
+	}
+	for _, f := range []string{"targetRefs", "rateLimit", "compression", "requestBody"} {
+		if _, ok := spec.Properties[f]; !ok {
+			t.Errorf("spec.%s missing", f)
+		}
+	}
+	rule := spec.Properties["rateLimit"].Properties["local"].Properties["rules"].Items.Schema
+	if len(rule.XValidations) != 2 || len(rule.Properties["unit"].Enum) != 3 || len(rule.Properties["by"].Enum) != 3 {
+		t.Errorf("rateLimit.local.rules: %d rules, unit enum %v, by enum %v", len(rule.XValidations), rule.Properties["unit"].Enum, rule.Properties["by"].Enum)
+	}
+	if a := spec.Properties["compression"].Properties["algorithms"]; a.MaxItems == nil || *a.MaxItems != 3 || len(a.Items.Schema.Enum) != 3 {
+		t.Errorf("compression.algorithms: maxItems %v, enum %v", a.MaxItems, a.Items.Schema.Enum)
+	}
+}

@@ -190,6 +190,9 @@ type HTTPRoute struct {
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
 	// Retry is the rule's retry policy (HTTPRoute rule retry, GEP-1731).
 	Retry *Retry `json:"retry,omitempty"`
+	// Traffic is the route's rate limits, compression and body limit
+	// (traffic.go; a TrafficPolicy's).
+	Traffic *Traffic `json:"traffic,omitempty"`
 	// SessionPersistence, when set, pins a client to the endpoint that
 	// served it, within the backend the route picks (HTTPRouteRule and
 	// GRPCRouteRule sessionPersistence, GEP-1619). Only a route with

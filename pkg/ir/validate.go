@@ -288,6 +288,9 @@ func (v *validator) httpRoute(p string, r *HTTPRoute) {
 		}
 		v.session(p, r.SessionPersistence)
 	}
+	if t := r.Traffic; t != nil {
+		v.traffic(p, t)
+	}
 	if a := r.Filters.ExtAuth; a != nil {
 		v.extAuth(p, a)
 	}

@@ -67,6 +67,9 @@ type Resources struct {
 	// SecurityPolicies authenticate and authorize the requests of the
 	// Gateways, listeners and routes they target (basic auth, API keys).
 	SecurityPolicies []*v1alpha1.SecurityPolicy
+	// TrafficPolicies set rate limits, compression and body limits on
+	// the Gateways, listeners and routes they target.
+	TrafficPolicies []*v1alpha1.TrafficPolicy
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -107,6 +110,9 @@ var (
 	PodKind            = register("", "Pod", func(r *Resources) *[]*corev1.Pod { return &r.Pods })
 	SecurityPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.SecurityPolicyKind, func(r *Resources) *[]*v1alpha1.SecurityPolicy {
 		return &r.SecurityPolicies
+	})
+	TrafficPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.TrafficPolicyKind, func(r *Resources) *[]*v1alpha1.TrafficPolicy {
+		return &r.TrafficPolicies
 	})
 )
 

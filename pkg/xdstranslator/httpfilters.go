@@ -31,6 +31,20 @@ package xdstranslator
 // basic_auth, api_key_auth, custom_response (sign-in redirects), a route's
 // ext_authz checks (a SecurityPolicy's, then the rule's own), the
 // SecurityPolicy's RBAC, stateful session, router.
+//
+// A TrafficPolicy's filters (traffic.go) come after every check: the
+// local rate limit first, so that a client refused by access control or
+// authentication never spends the tokens of an allowed one, and a bucket
+// per header value reads the headers authentication set (a JWT claim
+// copied into a header); then the buffer filter (the body limit), so that
+// only a request that is let through has its body held; the compressors
+// last before the router, so that they compress what the backend sends
+// (a response runs through the filters in reverse) and never a reply of
+// a filter before them (401, 403, 429, 413). The whole order: a
+// listener's ext_authz checks, RBAC, CORS, oauth2, jwt_authn, basic_auth,
+// api_key_auth, custom_response, a route's ext_authz checks, the
+// SecurityPolicy's RBAC, local_ratelimit, buffer, stateful session, the
+// compressors (in each route's order of preference), router.
 
 import (
 	"slices"
@@ -87,6 +101,11 @@ type filterUse struct {
 	// signIn: a route's check turns 401 into a sign-in redirect
 	// (signin.go: the custom_response filter).
 	signIn bool
+	// localRateLimit, buffer: a route has local rate limits, a body
+	// limit; compressors are the compressor filters, one per name, sorted
+	// by name (traffic.go).
+	localRateLimit, buffer bool
+	compressors            []authzFilter
 }
 
 func (u *filterUse) add(o filterUse) {
@@ -108,6 +127,11 @@ func (u *filterUse) add(o filterUse) {
 	for _, f := range o.oauth2 {
 		u.oauth2 = addNamed(u.oauth2, f)
 	}
+	u.localRateLimit = u.localRateLimit || o.localRateLimit
+	u.buffer = u.buffer || o.buffer
+	for _, f := range o.compressors {
+		u.compressors = addNamed(u.compressors, f)
+	}
 }
 
 // addAuthz adds an ext_authz filter, once per name.
@@ -128,7 +152,7 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 // then RBAC, CORS, oauth2, jwt_authn, basic_auth, api_key_auth,
 // custom_response (sign-in redirects), a route's ext_authz checks (a
 // SecurityPolicy's, then the rule's own), the SecurityPolicy's RBAC,
-// stateful session; the
+// local_ratelimit, buffer, stateful session, the compressors; the
 // router last), Envoy's stdout access log when log is set, the limits on
 // its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
 // traces nothing).
@@ -185,6 +209,12 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		// After every authentication: it reads jwt_authn's metadata.
 		filters = append(filters, securityRBACFilter())
 	}
+	if use.localRateLimit {
+		filters = append(filters, localRateLimitFilter())
+	}
+	if use.buffer {
+		filters = append(filters, bufferFilter())
+	}
 	if use.session {
 		// No session state: routes without a per-route one have no
 		// session persistence.
@@ -192,6 +222,9 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 			Name:       filterStatefulSession,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&statefulsessionv3.StatefulSession{})},
 		})
+	}
+	for _, f := range use.compressors {
+		filters = append(filters, f.filter)
 	}
 	filters = append(filters, &hcmv3.HttpFilter{
 		Name:       filterRouter,
@@ -212,7 +245,7 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		// WebSocket (HTTP/1.1 Upgrade) is forwarded to every backend: a
 		// Service port with appProtocol kubernetes.io/ws (GEP-1911) needs
 		// it, any other backend answers the upgrade as it sees fit.
-		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket", Filters: upgradeFilters(filters)}},
 	}
 	applyEdge(h, edge)
 	h.Tracing = s.tracing(tr)
@@ -220,4 +253,15 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
 	}
 	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
+}
+
+// upgradeFilters is the filter chain of an upgraded (WebSocket) request:
+// nil, the chain's own, unless it holds the buffer filter (traffic.go),
+// which waits for the end of a request's body, and an upgraded request's
+// never ends: then the chain without it.
+func upgradeFilters(filters []*hcmv3.HttpFilter) []*hcmv3.HttpFilter {
+	if !slices.ContainsFunc(filters, func(f *hcmv3.HttpFilter) bool { return f.Name == filterBuffer }) {
+		return nil
+	}
+	return slices.DeleteFunc(slices.Clone(filters), func(f *hcmv3.HttpFilter) bool { return f.Name == filterBuffer })
 }

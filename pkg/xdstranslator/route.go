@@ -281,6 +281,7 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 			use.securityRBAC = true
 		}
 	}
+	traffic(out, r, &use) // a TrafficPolicy's (traffic.go)
 	if len(f.AllowedSourceRanges) > 0 {
 		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
 		if err != nil {

@@ -71,6 +71,16 @@ var goldenCases = []string{
 	// 118-security-ext-auth has HTTPRoute ExternalAuth rule filters, which
 	// the standard channel's CRDs (the integration API server's) refuse.
 	"119-security-ext-auth-invalid",
+	// TrafficPolicies (127-traffic-invalid holds values the CRD's
+	// validation refuses).
+	"121-traffic-ratelimit",
+	"122-traffic-ratelimit-shadow",
+	"123-traffic-compression",
+	"124-traffic-body-limit",
+	"125-traffic-precedence",
+	"126-traffic-conflict",
+	"128-traffic-listener",
+	"129-traffic-jwt-claim",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks

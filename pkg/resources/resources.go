@@ -67,6 +67,10 @@ type Resources struct {
 	// SecurityPolicies authenticate and authorize the requests of the
 	// Gateways, listeners and routes they target (basic auth, API keys).
 	SecurityPolicies []*v1alpha1.SecurityPolicy
+	// BackendPolicies set health checks, circuit breakers, load balancing,
+	// connection settings and the PROXY protocol for the Service ports
+	// they target.
+	BackendPolicies []*v1alpha1.BackendPolicy
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -107,6 +111,9 @@ var (
 	PodKind            = register("", "Pod", func(r *Resources) *[]*corev1.Pod { return &r.Pods })
 	SecurityPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.SecurityPolicyKind, func(r *Resources) *[]*v1alpha1.SecurityPolicy {
 		return &r.SecurityPolicies
+	})
+	BackendPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.BackendPolicyKind, func(r *Resources) *[]*v1alpha1.BackendPolicy {
+		return &r.BackendPolicies
 	})
 )
 

@@ -96,9 +96,15 @@ func (c *policyChecker) duration(field string, v *gwapiv1.Duration, def, least, 
 	case p != "":
 		c.bad("%s %s %s", field, q(string(*v)), p)
 	case d < least || d > most:
-		c.bad("%s %s is not between %s and %s", field, *v, least, most)
+		c.bad("%s %s is not between %s and %s", field, *v, shortDuration(least), shortDuration(most))
 	}
 	return ir.Duration{Duration: d}
+}
+
+// shortDuration prints d without Go's zero minutes and seconds ("1h",
+// not "1h0m0s").
+func shortDuration(d time.Duration) string {
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
 }
 
 // count is field's value v (def when nil), between least and most.

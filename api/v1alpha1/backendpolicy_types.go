@@ -143,7 +143,8 @@ type HTTPHealthCheck struct {
 	// +kubebuilder:validation:Pattern=`^/[^\x00-\x20\x7f?#]*$`
 	Path string `json:"path"`
 
-	// Host is the probe's Host header (host). Default: the cluster's name.
+	// Host is the probe's Host header (host). Default: the Service's
+	// name, "<name>.<namespace>.svc".
 	// +optional
 	Host *gwapiv1.PreciseHostname `json:"host,omitempty"`
 

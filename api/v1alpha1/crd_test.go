@@ -86,3 +86,30 @@ func generatedCRD(t *testing.T, file, kind string) *apiextensionsv1.CustomResour
 	}
 	return &crd
 }
+
+func TestBackendPolicyCRD(t *testing.T) {
+	crd := generatedCRD(t, "gateway.xds-controller.dev_backendpolicies.yaml", BackendPolicyKind)
+	v := crd.Spec.Versions[0]
+	if v.Subresources == nil || v.Subresources.Status == nil {
+		t.Error("no status subresource")
+	}
+	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+	if len(spec.XValidations) != 1 || len(spec.Required) != 1 || spec.Required[0] != "targetRefs" {
+		t.Errorf("spec: rules %v, required %v; want the at-least-one-field rule and targetRefs required", spec.XValidations, spec.Required)
+	}
+	for _, f := range []string{"targetRefs", "healthCheck", "circuitBreaker", "loadBalancer", "connection", "proxyProtocol"} {
+		if _, ok := spec.Properties[f]; !ok {
+			t.Errorf("spec.%s missing", f)
+		}
+	}
+	if tr := spec.Properties["targetRefs"]; len(tr.XValidations) != 2 || tr.MaxItems == nil || *tr.MaxItems != 16 {
+		t.Errorf("targetRefs: %d rules, maxItems %v", len(tr.XValidations), tr.MaxItems)
+	}
+	lb := spec.Properties["loadBalancer"]
+	if len(lb.XValidations) != 2 || len(lb.Properties["type"].Enum) != 5 || len(lb.Properties["hashKey"].XValidations) != 2 {
+		t.Errorf("loadBalancer: %d rules, type enum %v, hashKey %d rules", len(lb.XValidations), lb.Properties["type"].Enum, len(lb.Properties["hashKey"].XValidations))
+	}
+	if a := spec.Properties["healthCheck"].Properties["active"]; len(a.XValidations) != 2 || len(a.Properties["type"].Enum) != 3 {
+		t.Errorf("healthCheck.active: %d rules, type enum %v", len(a.XValidations), a.Properties["type"].Enum)
+	}
+}

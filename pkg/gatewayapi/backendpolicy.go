@@ -50,11 +50,25 @@ var backendPolicyKind = registerPolicyKind(resources.BackendPolicyKind, policyKi
 })
 
 // applyBackendPolicy renders the policy of a Service port on b. A policy
-// that is not accepted renders nothing.
+// that is not accepted renders nothing. An HTTP probe without a host
+// gets the Service's name, "<name>.<namespace>.svc", as its Host (Envoy's
+// default, the cluster's name, has "/" in it: a server that checks its
+// Host answers 400 to every probe).
 func applyBackendPolicy(st *policyState, _ string, b *ir.Backend) *ir.Backend {
-	if e, _ := st.effect.(*ir.BackendPolicy); e != nil {
-		b.Policy = e
+	e, _ := st.effect.(*ir.BackendPolicy)
+	if e == nil {
+		return b
 	}
+	if hc := e.HealthCheck; hc != nil && hc.Type == ir.HealthCheckHTTP && hc.Host == "" {
+		if parts := strings.Split(b.Name, "/"); len(parts) >= 3 && parts[0] == "service" {
+			probe := *hc
+			probe.Host = parts[2] + "." + parts[1] + ".svc"
+			withHost := *e
+			withHost.HealthCheck = &probe
+			e = &withHost
+		}
+	}
+	b.Policy = e
 	return b
 }
 

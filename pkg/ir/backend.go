@@ -56,8 +56,8 @@ type HealthCheck struct {
 	UnhealthyThreshold uint32 `json:"unhealthyThreshold"`
 	HealthyThreshold   uint32 `json:"healthyThreshold"`
 	// Path, Host and ExpectedStatuses are the HTTP probe's (Host empty:
-	// the cluster's name); ExpectedStatuses are codes 100-599, at least
-	// one.
+	// the cluster's name, which pkg/gatewayapi never leaves: it fills in
+	// the Service's); ExpectedStatuses are codes 100-599, at least one.
 	Path             string   `json:"path,omitempty"`
 	Host             string   `json:"host,omitempty"`
 	ExpectedStatuses []uint32 `json:"expectedStatuses,omitempty"`

@@ -110,12 +110,18 @@ func optUInt32(v uint32) *wrapperspb.UInt32Value {
 	return wrapperspb.UInt32(v)
 }
 
-// healthCheck renders an active health check. An HTTP probe of an HTTP/2
+// healthCheck renders an active health check. The probes run at the
+// interval whether or not the cluster has had traffic (Envoy's
+// no_traffic_interval, 60s by default, would otherwise space the probes
+// of a cluster that had none when it was last probed: a replica killed
+// then would be found a minute later). An HTTP probe of an HTTP/2
 // backend speaks HTTP/2 (codec_client_type), as the cluster does.
 func healthCheck(hc *ir.HealthCheck, http2 bool) *corev3.HealthCheck {
+	interval := durationpb.New(hc.Interval.Duration)
 	out := &corev3.HealthCheck{
 		Timeout:            durationpb.New(hc.Timeout.Duration),
-		Interval:           durationpb.New(hc.Interval.Duration),
+		Interval:           interval,
+		NoTrafficInterval:  interval,
 		UnhealthyThreshold: wrapperspb.UInt32(hc.UnhealthyThreshold),
 		HealthyThreshold:   wrapperspb.UInt32(hc.HealthyThreshold),
 	}

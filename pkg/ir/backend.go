@@ -5,6 +5,11 @@ package ir
 // that send requests to the backend render (RouteAction hash_policy).
 // Every value is explicit: pkg/gatewayapi fills the defaults in.
 
+import (
+	"fmt"
+	"strings"
+)
+
 // BackendPolicy is the effect of a BackendPolicy on a backend; nil fields
 // render nothing (Envoy's or our defaults).
 type BackendPolicy struct {
@@ -144,4 +149,63 @@ type TCPKeepalive struct {
 	Probes          uint32 `json:"probes,omitempty"`
 	IdleTimeSeconds uint32 `json:"idleTimeSeconds,omitempty"`
 	IntervalSeconds uint32 `json:"intervalSeconds,omitempty"`
+}
+
+// problems lists what of p Envoy would refuse or misread (IR.Validate):
+// durations that are not above 0, thresholds below 1, statuses out of
+// 100-599, unknown types, a hash key without its name, percents over 100,
+// a PROXY protocol version other than 1 or 2.
+func (p *BackendPolicy) problems() []string {
+	var out []string
+	bad := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+	if hc := p.HealthCheck; hc != nil {
+		switch hc.Type {
+		case HealthCheckHTTP:
+			if !strings.HasPrefix(hc.Path, "/") {
+				bad("health check path %q is not absolute", hc.Path)
+			}
+			for _, s := range hc.ExpectedStatuses {
+				if s < 100 || s > 599 {
+					bad("health check status %d is not 100-599", s)
+				}
+			}
+		case HealthCheckTCP, HealthCheckGRPC:
+		default:
+			bad("health check type %q is unknown", hc.Type)
+		}
+		if hc.Interval.Duration <= 0 || hc.Timeout.Duration <= 0 || hc.UnhealthyThreshold < 1 || hc.HealthyThreshold < 1 {
+			bad("health check interval, timeout and thresholds must be above 0")
+		}
+	}
+	if o := p.Outlier; o != nil && (o.Consecutive5xx < 1 || o.Interval.Duration <= 0 || o.BaseEjectionTime.Duration <= 0 || o.MaxEjectionPercent > 100) {
+		bad("outlier detection needs consecutive 5xx, interval and ejection time above 0, and an ejection percent of 100 at most")
+	}
+	if lb := p.LoadBalancer; lb != nil {
+		switch lb.Type {
+		case LoadBalancerRoundRobin, LoadBalancerLeastRequest, LoadBalancerRandom, LoadBalancerRingHash, LoadBalancerMaglev:
+		default:
+			bad("load balancer %q is unknown", lb.Type)
+		}
+		if ss := lb.SlowStart; ss != nil && (ss.Window.Duration <= 0 || ss.Aggression <= 0 || ss.MinWeightPercent < 1 || ss.MinWeightPercent > 100) {
+			bad("slow start needs a window and an aggression above 0, and a min weight percent of 1-100")
+		}
+	}
+	if h := p.Hash; h != nil {
+		switch h.Type {
+		case HashHeader, HashCookie:
+			if h.Name == "" {
+				bad("hash key %s needs a name", h.Type)
+			}
+		case HashClientIP:
+		default:
+			bad("hash key %q is unknown", h.Type)
+		}
+	}
+	if d := p.ConnectTimeout; d != nil && d.Duration <= 0 {
+		bad("connect timeout %s is not above 0", d.Duration)
+	}
+	if p.ProxyProtocol > 2 {
+		bad("PROXY protocol version %d is not 1 or 2", p.ProxyProtocol)
+	}
+	return out
 }

@@ -71,6 +71,15 @@ var goldenCases = []string{
 	// 118-security-ext-auth has HTTPRoute ExternalAuth rule filters, which
 	// the standard channel's CRDs (the integration API server's) refuse.
 	"119-security-ext-auth-invalid",
+	// BackendPolicies (131 has an XBackendTrafficPolicy, 135 a TCPRoute
+	// and 139 a TLSRoute of the experimental channel; 137 orders by the
+	// creationTimestamps its input sets; 138 holds values the CRD's
+	// validation refuses).
+	"130-backend-policy-health-check",
+	"132-backend-policy-load-balancer",
+	"133-backend-policy-hash-key",
+	"134-backend-policy-connection",
+	"136-backend-policy-precedence",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks

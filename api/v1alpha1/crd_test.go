@@ -87,8 +87,13 @@ func generatedCRD(t *testing.T, file, kind string) *apiextensionsv1.CustomResour
 	return &crd
 }
 
-func TestTrafficPolicyCRD(t *testing.T) {
-	crd := generatedCRD(t, "gateway.xds-controller.dev_trafficpolicies.yaml", TrafficPolicyKind)
+// policySpec reads a policy kind's generated CRD and checks what every
+// policy kind of ours has: a status subresource, targetRefs required, the
+// spec's at-least-one-field rule and each of fields. It returns the spec's
+// schema for the kind's own checks.
+func policySpec(t *testing.T, file, kind string, fields ...string) apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	crd := generatedCRD(t, file, kind)
 	v := crd.Spec.Versions[0]
 	if v.Subresources == nil || v.Subresources.Status == nil {
 		t.Error("no status subresource")
@@ -97,16 +102,35 @@ func TestTrafficPolicyCRD(t *testing.T) {
 	if len(spec.XValidations) != 1 || len(spec.Required) != 1 || spec.Required[0] != "targetRefs" {
 		t.Errorf("spec: rules %v, required %v; want the at-least-one-field rule and targetRefs required", spec.XValidations, spec.Required)
 	}
-	for _, f := range []string{"targetRefs", "rateLimit", "compression", "requestBody"} {
+	for _, f := range append([]string{"targetRefs"}, fields...) {
 		if _, ok := spec.Properties[f]; !ok {
 			t.Errorf("spec.%s missing", f)
 		}
 	}
+	return spec
+}
+
+func TestTrafficPolicyCRD(t *testing.T) {
+	spec := policySpec(t, "gateway.xds-controller.dev_trafficpolicies.yaml", TrafficPolicyKind, "rateLimit", "compression", "requestBody")
 	rule := spec.Properties["rateLimit"].Properties["local"].Properties["rules"].Items.Schema
 	if len(rule.XValidations) != 2 || len(rule.Properties["unit"].Enum) != 3 || len(rule.Properties["by"].Enum) != 3 {
 		t.Errorf("rateLimit.local.rules: %d rules, unit enum %v, by enum %v", len(rule.XValidations), rule.Properties["unit"].Enum, rule.Properties["by"].Enum)
 	}
 	if a := spec.Properties["compression"].Properties["algorithms"]; a.MaxItems == nil || *a.MaxItems != 3 || len(a.Items.Schema.Enum) != 3 {
 		t.Errorf("compression.algorithms: maxItems %v, enum %v", a.MaxItems, a.Items.Schema.Enum)
+	}
+}
+
+func TestBackendPolicyCRD(t *testing.T) {
+	spec := policySpec(t, "gateway.xds-controller.dev_backendpolicies.yaml", BackendPolicyKind, "healthCheck", "circuitBreaker", "loadBalancer", "connection", "proxyProtocol")
+	if tr := spec.Properties["targetRefs"]; len(tr.XValidations) != 2 || tr.MaxItems == nil || *tr.MaxItems != 16 {
+		t.Errorf("targetRefs: %d rules, maxItems %v", len(tr.XValidations), tr.MaxItems)
+	}
+	lb := spec.Properties["loadBalancer"]
+	if len(lb.XValidations) != 2 || len(lb.Properties["type"].Enum) != 5 || len(lb.Properties["hashKey"].XValidations) != 2 {
+		t.Errorf("loadBalancer: %d rules, type enum %v, hashKey %d rules", len(lb.XValidations), lb.Properties["type"].Enum, len(lb.Properties["hashKey"].XValidations))
+	}
+	if a := spec.Properties["healthCheck"].Properties["active"]; len(a.XValidations) != 2 || len(a.Properties["type"].Enum) != 3 {
+		t.Errorf("healthCheck.active: %d rules, type enum %v", len(a.XValidations), a.Properties["type"].Enum)
 	}
 }

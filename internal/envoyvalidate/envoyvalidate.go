@@ -39,6 +39,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -125,19 +126,34 @@ func Static(r *xdstranslator.Resources) (*bootstrapv3.Bootstrap, error) {
 			c.LoadAssignment = proto.Clone(cla).(*endpointv3.ClusterLoadAssignment)
 		}
 		if ts := c.TransportSocket; ts != nil {
+			// A PROXY protocol socket (BackendPolicy proxyProtocol) wraps
+			// the raw or TLS one.
+			var pp proxyprotocolv3.ProxyProtocolUpstreamTransport
+			wrapped := ts.GetTypedConfig().MessageIs(&pp)
+			if wrapped {
+				if err := ts.GetTypedConfig().UnmarshalTo(&pp); err != nil {
+					return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+				}
+				ts = pp.TransportSocket
+			}
 			// A client certificate presented to the backend (Gateway
 			// spec.tls.backend) is an SDS reference too.
 			var tc tlsv3.UpstreamTlsContext
-			if err := ts.GetTypedConfig().UnmarshalTo(&tc); err != nil {
-				return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
-			}
-			for _, sds := range tc.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
-				if !secrets[sds.Name] {
-					errs = append(errs, fmt.Errorf("cluster %s: secret %q is not defined", c.Name, sds.Name))
+			if ts.GetTypedConfig().MessageIs(&tc) {
+				if err := ts.GetTypedConfig().UnmarshalTo(&tc); err != nil {
+					return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 				}
-				sds.SdsConfig = nil
+				for _, sds := range tc.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+					if !secrets[sds.Name] {
+						errs = append(errs, fmt.Errorf("cluster %s: secret %q is not defined", c.Name, sds.Name))
+					}
+					sds.SdsConfig = nil
+				}
+				ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&tc)}
 			}
-			ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&tc)}
+			if wrapped {
+				c.TransportSocket.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&pp)}
+			}
 		}
 		sr.Clusters = append(sr.Clusters, c)
 	}

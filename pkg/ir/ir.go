@@ -707,6 +707,8 @@ type Backend struct {
 	// (XBackendTrafficPolicy retryConstraint; Envoy Cluster
 	// circuit_breakers.thresholds retry_budget).
 	RetryBudget *RetryBudget `json:"retryBudget,omitempty"`
+	// Policy is what a BackendPolicy sets on the backend (backend.go).
+	Policy *BackendPolicy `json:"policy,omitempty"`
 }
 
 // RetryBudget bounds the retries to a backend by the requests to it, as

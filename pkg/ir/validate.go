@@ -361,6 +361,11 @@ func (v *validator) backend(p string, b *Backend) {
 	if b.SessionPersistence != nil {
 		v.session(p+": backend "+b.Name, b.SessionPersistence)
 	}
+	if bp := b.Policy; bp != nil {
+		for _, msg := range bp.problems() { // backend.go
+			v.add(p, "backend "+b.Name+": "+msg)
+		}
+	}
 	if !b.Invalid {
 		for _, e := range b.Endpoints {
 			if e.Address == "" || e.Port == 0 || e.Port > 65535 {

@@ -46,6 +46,15 @@ func TestValidateRejects(t *testing.T) {
 			x.Gateways = append(x.Gateways, &g)
 		}, "sorted"},
 		{"port zero", func(x *IR) { x.Gateways[0].Listeners[0].Port = 0 }, "outside 1-65535"},
+		{"backend policy hash key without a name", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].Backends.Backends[0].Policy = &BackendPolicy{Hash: &HashKey{Type: HashHeader}}
+		}, "hash key Header needs a name"},
+		{"backend policy probe without an interval", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].Backends.Backends[0].Policy = &BackendPolicy{HealthCheck: &HealthCheck{Type: HealthCheckTCP, UnhealthyThreshold: 1, HealthyThreshold: 1}}
+		}, "interval, timeout and thresholds must be above 0"},
+		{"backend policy PROXY protocol v3", func(x *IR) {
+			x.Gateways[0].Listeners[0].HTTPRoutes[0].Backends.Backends[0].Policy = &BackendPolicy{ProxyProtocol: 3}
+		}, "PROXY protocol version 3"},
 		{"bad address", func(x *IR) { x.Gateways[0].Listeners[0].Address = "example.com" }, "not an IP address"},
 		{"HTTPS without certificates", func(x *IR) { x.Gateways[0].Listeners[0].Protocol = ProtocolHTTPS }, "at least one certificate"},
 		{"two actions", func(x *IR) {

@@ -70,6 +70,10 @@ type Resources struct {
 	// TrafficPolicies set rate limits, compression and body limits on
 	// the Gateways, listeners and routes they target.
 	TrafficPolicies []*v1alpha1.TrafficPolicy
+	// BackendPolicies set health checks, circuit breakers, load balancing,
+	// connection settings and the PROXY protocol for the Service ports
+	// they target.
+	BackendPolicies []*v1alpha1.BackendPolicy
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -113,6 +117,9 @@ var (
 	})
 	TrafficPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.TrafficPolicyKind, func(r *Resources) *[]*v1alpha1.TrafficPolicy {
 		return &r.TrafficPolicies
+	})
+	BackendPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.BackendPolicyKind, func(r *Resources) *[]*v1alpha1.BackendPolicy {
+		return &r.BackendPolicies
 	})
 )
 

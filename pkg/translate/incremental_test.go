@@ -299,6 +299,50 @@ func (w *world) edit(o object) string {
 			v.Spec.RetryConstraint = &gwapixv1a1.RetryConstraint{Budget: &gwapixv1a1.BudgetDetails{Percent: ptrTo(w.rng.IntN(120))}}
 			return "retry budget percent"
 		}
+	case *v1alpha1.BackendPolicy:
+		switch w.rng.IntN(7) {
+		case 0:
+			// Another Service of the world, or a port of it.
+			var svcs []gwapiv1.BackendObjectReference
+			for _, s := range w.services {
+				if s.Group == nil {
+					svcs = append(svcs, s)
+				}
+			}
+			if len(v.Spec.TargetRefs) > 0 && len(svcs) > 0 {
+				s := svcs[w.rng.IntN(len(svcs))]
+				v.Spec.TargetRefs[0].Name = s.Name
+				return "targetRef " + string(s.Name)
+			}
+		case 1:
+			if len(v.Spec.TargetRefs) > 0 {
+				v.Spec.TargetRefs[0].SectionName = []*gwapiv1.SectionName{nil, ptrTo(gwapiv1.SectionName("http")), ptrTo(gwapiv1.SectionName("admin"))}[w.rng.IntN(3)]
+				return "targetRef sectionName"
+			}
+		case 2:
+			lb := &v1alpha1.LoadBalancer{Type: []v1alpha1.LoadBalancerType{v1alpha1.LoadBalancerRandom, v1alpha1.LoadBalancerRingHash, v1alpha1.LoadBalancerMaglev}[w.rng.IntN(3)]}
+			if lb.Type != v1alpha1.LoadBalancerRandom {
+				lb.HashKey = []*v1alpha1.HashKey{
+					{Type: v1alpha1.HashKeyHeader, Header: &v1alpha1.HashHeader{Name: "x-user"}},
+					{Type: v1alpha1.HashKeyCookie, Cookie: &v1alpha1.HashCookie{Name: "lb"}},
+					{Type: v1alpha1.HashKeyClientIP},
+				}[w.rng.IntN(3)]
+			}
+			v.Spec.LoadBalancer = lb
+			return "loadBalancer " + string(lb.Type)
+		case 3:
+			v.Spec.HealthCheck = []*v1alpha1.HealthCheck{nil, {Passive: &v1alpha1.PassiveHealthCheck{}}, {Active: &v1alpha1.ActiveHealthCheck{Type: v1alpha1.ActiveHealthCheckGRPC}}}[w.rng.IntN(3)]
+			return "healthCheck"
+		case 4:
+			v.Spec.CircuitBreaker = &v1alpha1.CircuitBreaker{MaxRequests: ptrTo(int32(w.rng.IntN(3)))}
+			return "circuitBreaker maxRequests (0 is invalid)"
+		case 5:
+			v.Spec.ProxyProtocol = []*v1alpha1.BackendProxyProtocol{nil, {Version: v1alpha1.ProxyProtocolV1}, {Version: v1alpha1.ProxyProtocolV2}}[w.rng.IntN(3)]
+			return "proxyProtocol"
+		default:
+			v.Spec.Connection = &v1alpha1.BackendConnection{ConnectTimeout: ptrTo(gwapiv1.Duration(w.oneOf([]string{"1s", "250ms", "0s"})))}
+			return "connectTimeout"
+		}
 	case *v1alpha1.SecurityPolicy:
 		switch w.rng.IntN(8) {
 		case 0:
@@ -696,7 +740,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
-	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod", "SecurityPolicy", "TrafficPolicy"} {
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod", "SecurityPolicy", "TrafficPolicy", "BackendPolicy"} {
 		if changed[kind] < 10 {
 			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
 		}

@@ -393,7 +393,8 @@ func mergeSorted(sorted, added []string) []string {
 func sameCluster(a, b *ir.Backend) bool {
 	return a.Name == b.Name && a.Protocol == b.Protocol && slices.Equal(a.Endpoints, b.Endpoints) && slices.Equal(a.DNSResolvers, b.DNSResolvers) && a.DNSNoSearch == b.DNSNoSearch &&
 		(a.TLS == b.TLS || a.TLS != nil && b.TLS != nil && reflect.DeepEqual(a.TLS, b.TLS)) &&
-		(a.RetryBudget == b.RetryBudget || a.RetryBudget != nil && b.RetryBudget != nil && *a.RetryBudget == *b.RetryBudget)
+		(a.RetryBudget == b.RetryBudget || a.RetryBudget != nil && b.RetryBudget != nil && *a.RetryBudget == *b.RetryBudget) &&
+		(a.Policy == b.Policy || a.Policy != nil && b.Policy != nil && reflect.DeepEqual(a.Policy, b.Policy))
 }
 
 // mergeByName merges two lists sorted by resource name.

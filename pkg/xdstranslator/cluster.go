@@ -89,6 +89,9 @@ func cluster(b *ir.Backend) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignme
 	if rb := b.RetryBudget; rb != nil {
 		c.CircuitBreakers = retryBudget(rb)
 	}
+	if p := b.Policy; p != nil {
+		backendPolicy(c, b, p) // backendpolicy.go
+	}
 	return c, cla
 }
 

@@ -538,6 +538,7 @@ func routeAction(r *ir.HTTPRoute) (*routev3.RouteAction, *ir.DirectResponse, []*
 		}
 		ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
 	}
+	ra.HashPolicy = hashPolicy(live) // backendpolicy.go
 	if u := r.Filters.URLRewrite; u != nil {
 		if u.Hostname != "" {
 			// A URLRewrite hostname, or a rule's `set` of Host.

@@ -168,7 +168,7 @@ func TestDefaults(t *testing.T) {
 	objs := render(t, nil)
 	k := kinds(objs)
 	for kind, n := range map[string]int{
-		"CustomResourceDefinition": 4, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
+		"CustomResourceDefinition": len(ourCRDs), "Deployment": 1, "Service": 1, "ServiceAccount": 1,
 		"ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 		"GatewayClass": 1, "GatewayParameters": 1, "IngressClass": 1,
 	} {
@@ -176,7 +176,7 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("%d %s, want %d (all: %v)", k[kind], kind, n, k)
 		}
 	}
-	for _, name := range []string{"gatewayparameters.gateway.xds-controller.dev", "ingressclassparameters.gateway.xds-controller.dev", "securitypolicies.gateway.xds-controller.dev", "trafficpolicies.gateway.xds-controller.dev"} {
+	for _, name := range ourCRDs {
 		if crd := find(objs, "CustomResourceDefinition", name); crd == nil {
 			t.Errorf("our CRD %s is not in the chart", name)
 		}
@@ -237,10 +237,20 @@ func TestDefaults(t *testing.T) {
 	if str(gp, "spec", "mode") != "Shared" || get(gp, "spec", "envoy") != nil {
 		t.Errorf("default GatewayParameters %v", gp["spec"])
 	}
-	// No Gateway API CRDs unless asked: only our four.
-	if n := k["CustomResourceDefinition"]; n != 4 {
-		t.Errorf("%d CRDs", n)
+	// No Gateway API CRDs unless asked: only ours.
+	if n := k["CustomResourceDefinition"]; n != len(ourCRDs) {
+		t.Errorf("%d CRDs, want %d", n, len(ourCRDs))
 	}
+}
+
+// ourCRDs are the CustomResourceDefinitions of our API group that the
+// chart installs (config/crd, copied by make generate-api).
+var ourCRDs = []string{
+	"gatewayparameters.gateway.xds-controller.dev",
+	"ingressclassparameters.gateway.xds-controller.dev",
+	"securitypolicies.gateway.xds-controller.dev",
+	"trafficpolicies.gateway.xds-controller.dev",
+	"backendpolicies.gateway.xds-controller.dev",
 }
 
 // grants lists what the rules of a Role or ClusterRole allow, keyed by
@@ -338,6 +348,8 @@ func TestRBAC(t *testing.T) {
 		"ClusterRole gateway.xds-controller.dev/securitypolicies/status":    {"patch"},
 		"ClusterRole gateway.xds-controller.dev/trafficpolicies":            {"get", "list", "watch"},
 		"ClusterRole gateway.xds-controller.dev/trafficpolicies/status":     {"patch"},
+		"ClusterRole gateway.xds-controller.dev/backendpolicies":            {"get", "list", "watch"},
+		"ClusterRole gateway.xds-controller.dev/backendpolicies/status":     {"patch"},
 	}
 	for key, verbs := range want {
 		for _, v := range verbs {

@@ -81,6 +81,15 @@ var goldenCases = []string{
 	"126-traffic-conflict",
 	"128-traffic-listener",
 	"129-traffic-jwt-claim",
+	// BackendPolicies (131 has an XBackendTrafficPolicy, 135 a TCPRoute
+	// and 139 a TLSRoute of the experimental channel; 137 orders by the
+	// creationTimestamps its input sets; 138 holds values the CRD's
+	// validation refuses).
+	"130-backend-policy-health-check",
+	"132-backend-policy-load-balancer",
+	"133-backend-policy-hash-key",
+	"134-backend-policy-connection",
+	"136-backend-policy-precedence",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks

@@ -79,6 +79,13 @@ with a newline.
 - apiGroups: [gateway.xds-controller.dev]
   resources: [trafficpolicies/status]
   verbs: [patch, update]
+# BackendPolicies (ours): read, and write their status.ancestors.
+- apiGroups: [gateway.xds-controller.dev]
+  resources: [backendpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [gateway.xds-controller.dev]
+  resources: [backendpolicies/status]
+  verbs: [patch, update]
 # Ingresses: read, and write the status.loadBalancer of the Ingresses of
 # our classes (merge patch).
 - apiGroups: [networking.k8s.io]

@@ -67,6 +67,10 @@ type Resources struct {
 	// SecurityPolicies authenticate and authorize the requests of the
 	// Gateways, listeners and routes they target (basic auth, API keys).
 	SecurityPolicies []*v1alpha1.SecurityPolicy
+	// ListenerPolicies set how the listeners of the Gateways and
+	// ListenerSets they target meet their clients (TLS, PROXY protocol,
+	// client address, HTTP/1, access log).
+	ListenerPolicies []*v1alpha1.ListenerPolicy
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -107,6 +111,9 @@ var (
 	PodKind            = register("", "Pod", func(r *Resources) *[]*corev1.Pod { return &r.Pods })
 	SecurityPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.SecurityPolicyKind, func(r *Resources) *[]*v1alpha1.SecurityPolicy {
 		return &r.SecurityPolicies
+	})
+	ListenerPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.ListenerPolicyKind, func(r *Resources) *[]*v1alpha1.ListenerPolicy {
+		return &r.ListenerPolicies
 	})
 )
 

@@ -132,7 +132,7 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 // router last), Envoy's stdout access log when log is set, the limits on
 // its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
 // traces nothing).
-func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing) *listenerv3.Filter {
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing, c ir.ClientSettings) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	routeAuthz := len(use.authz)
 	for i, f := range use.authz {
@@ -217,7 +217,8 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 	applyEdge(h, edge)
 	h.Tracing = s.tracing(tr)
 	if log {
-		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
+		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog(nil)}
 	}
+	applyClient(h, c) // client.go
 	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
 }

@@ -383,6 +383,26 @@ func (w *world) edit(o object) string {
 			return "extAuth on Service " + name
 		}
 		return w.swap(o, "Spec")
+	case *v1alpha1.ListenerPolicy:
+		switch w.rng.IntN(5) {
+		case 0: // another listener of the target, or the whole of it
+			if len(v.Spec.TargetRefs) > 0 {
+				v.Spec.TargetRefs[0].SectionName = []*gwapiv1.SectionName{nil, ptrTo(gwapiv1.SectionName(w.oneOf(w.sections)))}[w.rng.IntN(2)]
+				return "targetRef sectionName"
+			}
+		case 1: // PROXY protocol on, optional, or off: shared ports disagree
+			v.Spec.ProxyProtocol = []*v1alpha1.ProxyProtocolSettings{nil, {}, {Optional: true}}[w.rng.IntN(3)]
+			return "proxyProtocol"
+		case 2:
+			v.Spec.TLS = []*v1alpha1.ListenerTLSSettings{nil, {MinVersion: ptrTo(v1alpha1.TLSVersion13)},
+				{MaxVersion: ptrTo(v1alpha1.TLSVersion12), CipherSuites: []string{w.oneOf([]string{"AES128-SHA", "RC4-MD5"})}}}[w.rng.IntN(3)]
+			return "tls"
+		case 3:
+			v.Spec.AccessLog = []*v1alpha1.AccessLogSettings{nil, {Disabled: true}, {Text: ptrTo("%RESPONSE_CODE%")},
+				{JSON: map[string]string{"path": w.oneOf([]string{"%REQ(:PATH)%", "%BAD%"})}}}[w.rng.IntN(4)]
+			return "accessLog"
+		}
+		return w.swap(o, "Spec")
 	case *gwapixv1a1.XBackend:
 		switch w.rng.IntN(4) {
 		case 0:
@@ -694,7 +714,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
-	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod", "SecurityPolicy"} {
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod", "SecurityPolicy", "ListenerPolicy"} {
 		if changed[kind] < 10 {
 			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
 		}

@@ -168,7 +168,7 @@ func TestDefaults(t *testing.T) {
 	objs := render(t, nil)
 	k := kinds(objs)
 	for kind, n := range map[string]int{
-		"CustomResourceDefinition": 3, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
+		"CustomResourceDefinition": 4, "Deployment": 1, "Service": 1, "ServiceAccount": 1,
 		"ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 		"GatewayClass": 1, "GatewayParameters": 1, "IngressClass": 1,
 	} {
@@ -176,7 +176,7 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("%d %s, want %d (all: %v)", k[kind], kind, n, k)
 		}
 	}
-	for _, name := range []string{"gatewayparameters.gateway.xds-controller.dev", "ingressclassparameters.gateway.xds-controller.dev", "securitypolicies.gateway.xds-controller.dev"} {
+	for _, name := range []string{"gatewayparameters.gateway.xds-controller.dev", "ingressclassparameters.gateway.xds-controller.dev", "securitypolicies.gateway.xds-controller.dev", "listenerpolicies.gateway.xds-controller.dev"} {
 		if crd := find(objs, "CustomResourceDefinition", name); crd == nil {
 			t.Errorf("our CRD %s is not in the chart", name)
 		}
@@ -336,6 +336,8 @@ func TestRBAC(t *testing.T) {
 		"ClusterRole gateway.networking.x-k8s.io/xbackends/status":          {"patch"},
 		"ClusterRole gateway.xds-controller.dev/securitypolicies":           {"get", "list", "watch"},
 		"ClusterRole gateway.xds-controller.dev/securitypolicies/status":    {"patch"},
+		"ClusterRole gateway.xds-controller.dev/listenerpolicies":           {"get", "list", "watch"},
+		"ClusterRole gateway.xds-controller.dev/listenerpolicies/status":    {"patch"},
 	}
 	for key, verbs := range want {
 		for _, v := range verbs {

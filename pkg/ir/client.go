@@ -1,5 +1,7 @@
 package ir
 
+import "slices"
+
 // ClientSettings are how a listener meets its clients (ListenerPolicy):
 // each field nil takes the xDS translator's default. Where each lands in
 // Envoy decides who may differ:
@@ -88,4 +90,50 @@ type AccessLogFormat struct {
 type AccessLogField struct {
 	Name   string `json:"name"`
 	Format string `json:"format"`
+}
+
+// client checks l's ClientSettings: TLS only on a terminating listener,
+// known versions in order; the HTTP settings only on HTTP and HTTPS
+// listeners; one client address source; a default host only with
+// HTTP/1.0; one access log format, JSON fields named and distinct.
+func (v *validator) client(p string, l *Listener) {
+	c, p := l.Client, p+".client"
+	http := l.Protocol == ProtocolHTTP || l.Protocol == ProtocolHTTPS
+	if t := c.TLS; t != nil {
+		if l.TLS == nil || l.TLS.Mode != TLSTerminate {
+			v.add(p+".tls", "TLS parameters apply only to a listener that terminates TLS")
+		}
+		for _, ver := range []TLSVersion{t.MinVersion, t.MaxVersion} {
+			if ver != "" && ver != TLS12 && ver != TLS13 {
+				v.add(p+".tls", "unknown TLS version "+string(ver))
+			}
+		}
+		if t.MinVersion != "" && t.MaxVersion != "" && t.MinVersion > t.MaxVersion {
+			v.add(p+".tls", "minVersion above maxVersion")
+		}
+	}
+	if c.ProxyProtocol != nil && l.Protocol == ProtocolUDP {
+		v.add(p+".proxyProtocol", "PROXY protocol applies only to TCP-based listeners")
+	}
+	if (c.ClientIP != nil || c.HTTP1 != nil || c.AccessLog != nil) && !http {
+		v.add(p, "clientIP, http1 and accessLog apply only to HTTP and HTTPS listeners")
+	}
+	if d := c.ClientIP; d != nil && d.CustomHeader != "" && d.XFFNumTrustedHops != 0 {
+		v.add(p+".clientIP", "a custom header and trusted X-Forwarded-For hops are exclusive")
+	}
+	if o := c.HTTP1; o != nil && o.DefaultHost != "" && !o.AcceptHTTP10 {
+		v.add(p+".http1", "a default host for HTTP/1.0 needs acceptHTTP10")
+	}
+	if f := c.AccessLog; f != nil {
+		if (f.Text == "") == (len(f.JSON) == 0) {
+			v.add(p+".accessLog", "exactly one of text and json is required")
+		}
+		var names []string
+		for _, fl := range f.JSON {
+			if fl.Name == "" || slices.Contains(names, fl.Name) {
+				v.add(p+".accessLog", "JSON field names must be set and distinct")
+			}
+			names = append(names, fl.Name)
+		}
+	}
 }

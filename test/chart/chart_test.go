@@ -237,8 +237,8 @@ func TestDefaults(t *testing.T) {
 	if str(gp, "spec", "mode") != "Shared" || get(gp, "spec", "envoy") != nil {
 		t.Errorf("default GatewayParameters %v", gp["spec"])
 	}
-	// No Gateway API CRDs unless asked: only our three.
-	if n := k["CustomResourceDefinition"]; n != 3 {
+	// No Gateway API CRDs unless asked: only our four.
+	if n := k["CustomResourceDefinition"]; n != 4 {
 		t.Errorf("%d CRDs", n)
 	}
 }

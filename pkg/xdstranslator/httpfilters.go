@@ -130,8 +130,9 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 // SecurityPolicy's, then the rule's own), the SecurityPolicy's RBAC,
 // stateful session; the
 // router last), Envoy's stdout access log when log is set, the limits on
-// its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
-// traces nothing).
+// its clients of edge (applyEdge), the tracing of tr (tracing.go; nil
+// traces nothing), and c's client address, HTTP/1 and access log format
+// (client.go applyClient).
 func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing, c ir.ClientSettings) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	routeAuthz := len(use.authz)

@@ -55,9 +55,8 @@ var listenerPolicyKind = registerPolicyKind(resources.ListenerPolicyKind, policy
 // ClientSettings (shared, never modified) and whether it turns the access
 // log off.
 type listenerEffect struct {
-	client    ir.ClientSettings
-	logOff    bool
-	hasFields bool
+	client ir.ClientSettings
+	logOff bool
 }
 
 // applyListenerPolicy renders the effective policy of listener l: TLS on

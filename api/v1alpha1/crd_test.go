@@ -60,6 +60,36 @@ func TestSecurityPolicyCRD(t *testing.T) {
 	}
 }
 
+func TestListenerPolicyCRD(t *testing.T) {
+	crd := generatedCRD(t, "gateway.xds-controller.dev_listenerpolicies.yaml", ListenerPolicyKind)
+	v := crd.Spec.Versions[0]
+	if v.Subresources == nil || v.Subresources.Status == nil {
+		t.Error("no status subresource")
+	}
+	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+	if len(spec.XValidations) != 1 || len(spec.Required) != 1 || spec.Required[0] != "targetRefs" {
+		t.Errorf("spec: rules %v, required %v; want the at-least-one-field rule and targetRefs required", spec.XValidations, spec.Required)
+	}
+	for _, f := range []string{"targetRefs", "tls", "proxyProtocol", "clientIP", "http1", "accessLog"} {
+		if _, ok := spec.Properties[f]; !ok {
+			t.Errorf("spec.%s missing", f)
+		}
+	}
+	if tr := spec.Properties["targetRefs"]; len(tr.XValidations) != 2 || tr.MaxItems == nil || *tr.MaxItems != 16 {
+		t.Errorf("targetRefs: %d rules, maxItems %v", len(tr.XValidations), tr.MaxItems)
+	}
+	tls := spec.Properties["tls"]
+	if len(tls.XValidations) != 1 || len(tls.Properties["minVersion"].Enum) != 2 || len(tls.Properties["alpnProtocols"].Items.Schema.Enum) != 2 {
+		t.Errorf("tls schema: rules %v, minVersion enum %v", tls.XValidations, tls.Properties["minVersion"].Enum)
+	}
+	if c := spec.Properties["clientIP"]; len(c.XValidations) != 1 || c.Properties["xffNumTrustedHops"].Maximum == nil {
+		t.Errorf("clientIP schema: rules %v", c.XValidations)
+	}
+	if a := spec.Properties["accessLog"]; len(a.XValidations) != 1 || a.Properties["json"].AdditionalProperties == nil {
+		t.Errorf("accessLog schema: rules %v", a.XValidations)
+	}
+}
+
 // generatedCRD reads config/crd/<file>, checks that the chart ships the
 // same bytes, and that it is the namespaced CRD of kind in our group and
 // version.

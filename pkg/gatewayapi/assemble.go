@@ -28,9 +28,7 @@ func (c *Cache) result() *Result {
 		Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
 		ListenerSets:   map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
 		Routes:         c.routeStatus,
-		Policies:       t.policyStatus(),
 	}
-	t.xbackendStatus(c.xbAncestors, st.Policies)
 	c.statusShared = true
 	for _, k := range slices.SortedFunc(maps.Keys(c.sliceWarnings), compareNN) {
 		st.Warnings = append(st.Warnings, c.sliceWarnings[k])
@@ -40,6 +38,7 @@ func (c *Cache) result() *Result {
 		st.Warnings = append(st.Warnings, c.routes[k].warnings...)
 	}
 	out := &ir.IR{}
+	var built []builtListener
 	for _, gs := range t.gateways {
 		st.Gateways[gs.nn] = gs.buildStatus()
 		if gs.refused != nil || !gs.accepted() && (gs.obj.Namespace == "" || gs.obj.Name == "") {
@@ -60,9 +59,15 @@ func (c *Cache) result() *Result {
 			t.listenerPolicies(ls, l)
 			l.HTTPRoutes, l.L4Routes = ls.irRoutes, ls.irL4
 			g.Listeners = append(g.Listeners, l)
+			built = append(built, builtListener{gs.scope, ls, l})
 		}
 		out.Gateways = append(out.Gateways, g)
 	}
+	// Policies' status after the listeners: a ListenerPolicy that
+	// disagrees with another on a shared port is Conflicted there.
+	t.settleSharedPorts(built)
+	st.Policies = t.policyStatus()
+	t.xbackendStatus(c.xbAncestors, st.Policies)
 	for _, s := range t.listenerSets {
 		st.ListenerSets[s.nn] = s.buildStatus()
 	}

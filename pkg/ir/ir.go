@@ -113,6 +113,9 @@ type Listener struct {
 	// route matching then reads (never Host). Only on HTTP and HTTPS
 	// listeners.
 	ExtAuth []*ExtAuth `json:"extAuth,omitempty"`
+	// Client is how the listener meets its clients (client.go); nil
+	// takes every default.
+	Client *ClientSettings `json:"client,omitempty"`
 	// L4Routes are the routes attached to a TLS, TCP or UDP listener,
 	// oldest first. A TCP or UDP listener has at most one; a TLS listener
 	// picks one by SNI, the first that claims a name.

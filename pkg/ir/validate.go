@@ -161,6 +161,9 @@ func (v *validator) listener(p string, l *Listener) {
 	if l.Tracing != nil {
 		v.tracing(p, l)
 	}
+	if l.Client != nil {
+		v.client(p, l) // client.go
+	}
 	if len(l.HTTPRoutes) > 0 && l.Protocol != ProtocolHTTP && l.Protocol != ProtocolHTTPS {
 		v.add(p, "HTTP routes attach only to HTTP and HTTPS listeners")
 	}

@@ -74,6 +74,10 @@ type Resources struct {
 	// connection settings and the PROXY protocol for the Service ports
 	// they target.
 	BackendPolicies []*v1alpha1.BackendPolicy
+	// ListenerPolicies set how the listeners of the Gateways and
+	// ListenerSets they target meet their clients (TLS, PROXY protocol,
+	// client address, HTTP/1, access log).
+	ListenerPolicies []*v1alpha1.ListenerPolicy
 }
 
 // The kinds of the snapshot (the registry, Kinds), in the order of
@@ -120,6 +124,9 @@ var (
 	})
 	BackendPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.BackendPolicyKind, func(r *Resources) *[]*v1alpha1.BackendPolicy {
 		return &r.BackendPolicies
+	})
+	ListenerPolicyKind = register(v1alpha1.GroupVersion.Group, v1alpha1.ListenerPolicyKind, func(r *Resources) *[]*v1alpha1.ListenerPolicy {
+		return &r.ListenerPolicies
 	})
 )
 

@@ -429,6 +429,8 @@ func (w *world) edit(o object) string {
 		return w.swap(o, "Spec")
 	case *v1alpha1.TrafficPolicy:
 		return w.editTrafficPolicy(v)
+	case *v1alpha1.ListenerPolicy:
+		return w.editListenerPolicy(o, v)
 	case *gwapixv1a1.XBackend:
 		switch w.rng.IntN(4) {
 		case 0:
@@ -740,7 +742,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
-	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod", "SecurityPolicy", "TrafficPolicy", "BackendPolicy"} {
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod", "SecurityPolicy", "TrafficPolicy", "BackendPolicy", "ListenerPolicy"} {
 		if changed[kind] < 10 {
 			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
 		}

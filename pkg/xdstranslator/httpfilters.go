@@ -154,9 +154,10 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 // SecurityPolicy's, then the rule's own), the SecurityPolicy's RBAC,
 // local_ratelimit, buffer, stateful session, the compressors; the
 // router last), Envoy's stdout access log when log is set, the limits on
-// its clients of edge (applyEdge), and the tracing of tr (tracing.go; nil
-// traces nothing).
-func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing) *listenerv3.Filter {
+// its clients of edge (applyEdge), the tracing of tr (tracing.go; nil
+// traces nothing), and c's client address, HTTP/1 and access log format
+// (client.go applyClient).
+func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing, c ir.ClientSettings) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	routeAuthz := len(use.authz)
 	for i, f := range use.authz {
@@ -250,8 +251,9 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 	applyEdge(h, edge)
 	h.Tracing = s.tracing(tr)
 	if log {
-		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog()}
+		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog(nil)}
 	}
+	applyClient(h, c) // client.go
 	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
 }
 

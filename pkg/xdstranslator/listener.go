@@ -50,7 +50,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 		routes = append(routes, rc)
 		l.FilterChains = []*listenerv3.FilterChain{{
 			Name:    "http",
-			Filters: []*listenerv3.Filter{s.hcmFilter(httpStatName(k, ls, s.gateway), name, use, accessLog(ls...), edgeOf(ls...), tracingOf(ls...))},
+			Filters: []*listenerv3.Filter{s.hcmFilter(httpStatName(k, ls, s.gateway), name, use, accessLog(ls...), edgeOf(ls...), tracingOf(ls...), sharedClient(ls...))},
 		}}
 	case ir.ProtocolHTTPS, ir.ProtocolTLS:
 		// More specific listeners first, so that a server name claimed by a
@@ -73,8 +73,8 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 					Name:             "https/" + il.Name,
 					FilterChainMatch: tlsChainMatch(il.Hostname),
-					Filters:          []*listenerv3.Filter{s.hcmFilter(listenerStatName(il), rcName, use, accessLog(il), edgeOf(il), il.Tracing)},
-					TransportSocket:  s.downstreamTLS(il.TLS, []string{"h2", "http/1.1"}),
+					Filters:          []*listenerv3.Filter{s.hcmFilter(listenerStatName(il), rcName, use, accessLog(il), edgeOf(il), il.Tracing, sharedClient(il))},
+					TransportSocket:  s.downstreamTLS(il.TLS, []string{"h2", "http/1.1"}, sharedClient(il).TLS),
 				})
 				continue
 			}
@@ -101,7 +101,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 						// TLSRouteModeTerminate: Envoy terminates with the
 						// listener's certificates and relays the plain
 						// stream; no ALPN is offered (the bytes are not HTTP).
-						chain.TransportSocket = s.downstreamTLS(il.TLS, nil)
+						chain.TransportSocket = s.downstreamTLS(il.TLS, nil, sharedClient(il).TLS)
 					}
 					l.FilterChains = append(l.FilterChains, chain)
 				}
@@ -135,6 +135,9 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 	}
 	if len(l.FilterChains) == 0 {
 		return nil, nil, nil
+	}
+	if pp := proxyProtocolFilter(ls); pp != nil {
+		l.ListenerFilters = append([]*listenerv3.ListenerFilter{pp}, l.ListenerFilters...)
 	}
 	return l, routes, nil
 }
@@ -185,24 +188,32 @@ func accessLog(ls ...*ir.Listener) bool {
 	return slices.ContainsFunc(ls, func(l *ir.Listener) bool { return !l.NoAccessLog })
 }
 
-func stdoutAccessLog() *accesslogv3.AccessLog {
+// stdoutAccessLog writes the access log to Envoy's stdout, in Envoy's
+// default format, or in f when set (client.go logFormat).
+func stdoutAccessLog(f *ir.AccessLogFormat) *accesslogv3.AccessLog {
+	l := &streamv3.StdoutAccessLog{}
+	if f != nil {
+		l.AccessLogFormat = &streamv3.StdoutAccessLog_LogFormat{LogFormat: logFormat(f)}
+	}
 	return &accesslogv3.AccessLog{
 		Name:       accessLogStdout,
-		ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: toAny(&streamv3.StdoutAccessLog{})},
+		ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: toAny(l)},
 	}
 }
 
 // downstreamTLS terminates TLS with the listener's certificates, fetched
 // by SDS over ADS, offering alpn (h2 and http/1.1 on HTTPS listeners, none
-// on TLS listeners). With ClientValidation, client certificates are
+// on TLS listeners; ct, a ListenerPolicy's, may replace them and set the
+// TLS versions and cipher suites). With ClientValidation, client certificates are
 // checked against its CA bundle (inline): required
 // (require_client_certificate), or with AllowInsecureFallback requested
 // and accepted whatever they are (trust_chain_verification
 // ACCEPT_UNTRUSTED; a client without one is let in too).
-func (s *scopeBuilder) downstreamTLS(t *ir.ListenerTLS, alpn []string) *corev3.TransportSocket {
+func (s *scopeBuilder) downstreamTLS(t *ir.ListenerTLS, alpn []string, ct *ir.ClientTLS) *corev3.TransportSocket {
 	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		AlpnProtocols: alpn,
 	}}
+	applyClientTLS(ctx, ct)
 	if t != nil && t.ClientValidation != nil {
 		vc := &tlsv3.CertificateValidationContext{
 			TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: t.ClientValidation.CACertificates}},

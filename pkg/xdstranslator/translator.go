@@ -72,7 +72,9 @@
 //     recommendation), "::" with ipv4_compat so one listener serves both
 //     families. HTTPS and TLS chains
 //     match transport_protocol "tls" (tls_inspector), so plain text on a
-//     TLS port is closed. When two TLS listeners or passthrough routes claim
+//     TLS port is closed. The IR's ClientSettings (client.go) add the
+//     PROXY protocol listener filter first, TLS parameters and ALPN per
+//     chain, and connection manager options. When two TLS listeners or passthrough routes claim
 //     one server name, the most specific listener wins, then IR order.
 //   - PathPrefix "/foo" or "/foo/" is path_separated_prefix "/foo" (the
 //     Gateway API ignores a trailing slash); "/" is prefix "/".

@@ -251,6 +251,7 @@ var ourCRDs = []string{
 	"securitypolicies.gateway.xds-controller.dev",
 	"trafficpolicies.gateway.xds-controller.dev",
 	"backendpolicies.gateway.xds-controller.dev",
+	"listenerpolicies.gateway.xds-controller.dev",
 }
 
 // grants lists what the rules of a Role or ClusterRole allow, keyed by
@@ -350,6 +351,8 @@ func TestRBAC(t *testing.T) {
 		"ClusterRole gateway.xds-controller.dev/trafficpolicies/status":     {"patch"},
 		"ClusterRole gateway.xds-controller.dev/backendpolicies":            {"get", "list", "watch"},
 		"ClusterRole gateway.xds-controller.dev/backendpolicies/status":     {"patch"},
+		"ClusterRole gateway.xds-controller.dev/listenerpolicies":           {"get", "list", "watch"},
+		"ClusterRole gateway.xds-controller.dev/listenerpolicies/status":    {"patch"},
 	}
 	for key, verbs := range want {
 		for _, v := range verbs {

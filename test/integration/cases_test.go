@@ -90,6 +90,12 @@ var goldenCases = []string{
 	"133-backend-policy-hash-key",
 	"134-backend-policy-connection",
 	"136-backend-policy-precedence",
+	// ListenerPolicies (143 orders two policies by the creationTimestamps
+	// its input sets; 145's are refused by the CRD's validation).
+	"140-listener-tls",
+	"141-listener-proxy-protocol-client-ip",
+	"142-listener-http1-access-log",
+	"144-listener-shared-port",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks

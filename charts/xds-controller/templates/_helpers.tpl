@@ -86,6 +86,13 @@ with a newline.
 - apiGroups: [gateway.xds-controller.dev]
   resources: [backendpolicies/status]
   verbs: [patch, update]
+# ListenerPolicies (ours): read, and write their status.ancestors.
+- apiGroups: [gateway.xds-controller.dev]
+  resources: [listenerpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [gateway.xds-controller.dev]
+  resources: [listenerpolicies/status]
+  verbs: [patch, update]
 # Ingresses: read, and write the status.loadBalancer of the Ingresses of
 # our classes (merge patch).
 - apiGroups: [networking.k8s.io]

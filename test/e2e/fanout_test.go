@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,15 +56,20 @@ func BenchmarkFanout(b *testing.B) {
 }
 
 func fanout(b *testing.B, n, routes int) {
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
 	f := startWith(b, func(f *fixture) {
 		f.noEnvoy = true
+		f.args = append(f.args, "--pprof-address", pprofAddr)
 		if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, routes, f.gwPort), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		// The Service of the added routes: nothing listens on its
-		// port, no traffic is sent.
+		// The Service of the added routes (nothing listens on its
+		// port, no traffic is sent), and a route to it from the start:
+		// its cluster is there before the changes, which change one
+		// route configuration only.
 		render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
 			map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: freePort(b)}}})
+		render(b, filepath.Join(f.dir, "extra-base.yaml"), extraRouteYAML, "base")
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -83,11 +90,11 @@ func fanout(b *testing.B, n, routes int) {
 		return p
 	}
 	// A first proxy until the whole input is translated (a cluster per
-	// Service a route sends to), before the controller's memory
+	// Service, extra's included), before the controller's memory
 	// is read without proxies.
 	began := time.Now()
 	var probe *simProxy
-	for probe == nil || probe.clusters.Load() < int64(routes) {
+	for probe == nil || probe.clusters.Load() < int64(routes+1) {
 		if time.Since(began) > 3*time.Minute {
 			b.Fatalf("the %d bench routes were not translated after %s", routes, time.Since(began))
 		}
@@ -106,8 +113,11 @@ func fanout(b *testing.B, n, routes int) {
 	time.Sleep(time.Second)
 	rss0 := procRSS(b, f.proc.Process.Pid)
 	proxies := []*simProxy{probe}
+	// They connect over a second, as a fleet whose controller came back
+	// does (Envoy's reconnection is jittered).
 	for i := 1; i < n; i++ {
 		proxies = append(proxies, connect(i))
+		time.Sleep(time.Second / time.Duration(n))
 	}
 	for _, p := range proxies {
 		select {
@@ -120,9 +130,29 @@ func fanout(b *testing.B, n, routes int) {
 	}
 	time.Sleep(time.Second)
 	rss1 := procRSS(b, f.proc.Process.Pid)
-	b.Logf("%d proxies synced %s after start; controller RSS %d MiB without them, %d MiB with them",
-		n, time.Since(began).Round(time.Millisecond), rss0>>20, rss1>>20)
+	var reconnects int64
+	failures := map[string]int{}
+	for _, p := range proxies {
+		reconnects += p.reconnects.Load()
+		if e, ok := p.lastErr.Load().(string); ok {
+			failures[e]++
+		}
+	}
+	for e, k := range failures {
+		b.Logf("%d proxies' last stream failure: %s", k, e)
+	}
+	b.Logf("%d proxies synced %s after start (%d streams opened again); controller RSS %d MiB without them, %d MiB with them",
+		n, time.Since(began).Round(time.Millisecond), reconnects, rss0>>20, rss1>>20)
+	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
+		saveProfile(b, pprofAddr, "heap", filepath.Join(dir, fmt.Sprintf("heap-proxies=%d-routes=%d.pb.gz", n, routes)))
+	}
 
+	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
+		// The CPU profile of the first 20 s of changes.
+		wg.Go(func() {
+			saveProfile(b, pprofAddr, "profile?seconds=20", filepath.Join(dir, fmt.Sprintf("cpu-proxies=%d-routes=%d.pb.gz", n, routes)))
+		})
+	}
 	var acks, writes []time.Duration
 	var cpu time.Duration
 	var sent int64
@@ -167,6 +197,28 @@ func fanout(b *testing.B, n, routes int) {
 	b.ReportMetric(ms(cpu)/float64(i), "cpu-ms/change")
 	b.ReportMetric(float64(sent)/float64(i)/1e6, "MB/change")
 	b.ReportMetric(float64(rss1-rss0)/1024/float64(n), "KiB/proxy")
+	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
+		saveProfile(b, pprofAddr, "allocs", filepath.Join(dir, fmt.Sprintf("allocs-proxies=%d-routes=%d.pb.gz", n, routes)))
+	}
+}
+
+// saveProfile writes the controller's Go profile name (heap, allocs), read
+// from its --pprof-address addr, to path.
+func saveProfile(b testing.TB, addr, name, path string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("profile %s: %s", name, path)
 }
 
 // envInts reads a comma-separated list of integers from the environment

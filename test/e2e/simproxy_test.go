@@ -3,9 +3,8 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"io"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -22,7 +21,9 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffetls/tlsconfig"
 	"github.com/spiffe/go-spiffe/v2/svid/x509svid"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -61,6 +62,16 @@ type simProxy struct {
 	// bytes adds up the encoded size of every response received (all
 	// proxies share one counter).
 	bytes *atomic.Int64
+	// reconnects counts the streams opened again after a failure.
+	reconnects atomic.Int64
+	// lastErr is the last stream failure's message (a string).
+	lastErr atomic.Value
+	once    sync.Once
+	// versions are the resources held, per type URL, name to version;
+	// subscribed the names asked for, per type URL (run's goroutine
+	// only).
+	versions   map[string]map[string]string
+	subscribed map[string]map[string]bool
 }
 
 // simCredentials is the TLS configuration simulated proxies connect with:
@@ -83,9 +94,37 @@ func simCredentials(state string) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// run connects to the xDS server at addr and serves the stream until ctx
-// ends (nil then) or the stream fails (its error).
+// run serves the proxy's ADS stream to the xDS server at addr until ctx
+// ends. A stream that fails is opened again after a jittered backoff
+// (0.5 s doubling to 30 s, as Envoy's gRPC mux), resuming with the
+// versions it holds (initial_resource_versions), as Envoy does; a stream
+// that is refused (PERMISSION_DENIED, a failed handshake) is an error.
 func (p *simProxy) run(ctx context.Context, addr string, creds *tls.Config) error {
+	p.versions = map[string]map[string]string{}
+	p.subscribed = map[string]map[string]bool{}
+	backoff := 500 * time.Millisecond
+	for {
+		err := p.stream(ctx, addr, creds)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if s, ok := status.FromError(err); ok && s.Code() == codes.PermissionDenied {
+			return err
+		}
+		p.reconnects.Add(1)
+		p.lastErr.Store(err.Error())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff/2 + rand.N(backoff/2)):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// stream opens one ADS stream and serves it until it fails (its error)
+// or ctx ends.
+func (p *simProxy) stream(ctx context.Context, addr string, creds *tls.Config) error {
 	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(credentials.NewTLS(creds)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
 	if err != nil {
@@ -96,61 +135,66 @@ func (p *simProxy) run(ctx context.Context, addr string, creds *tls.Config) erro
 	if err != nil {
 		return err
 	}
-	var sendMu sync.Mutex
-	send := func(r *discoveryv3.DeltaDiscoveryRequest) error {
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		return stream.Send(r)
-	}
 	// Envoy's order: clusters first (the node on the first request only,
-	// as set_node_on_first_message_only), then listeners.
-	if err := send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: p.id, Cluster: standalone.Scope}, TypeUrl: resource.ClusterType}); err != nil {
-		return err
+	// as set_node_on_first_message_only), then listeners, then what they
+	// name; each with the versions held.
+	node := &corev3.Node{Id: p.id, Cluster: standalone.Scope}
+	for _, t := range []string{resource.ClusterType, resource.ListenerType, resource.EndpointType, resource.RouteType, resource.SecretType} {
+		wildcard := t == resource.ClusterType || t == resource.ListenerType
+		if !wildcard && len(p.subscribed[t]) == 0 {
+			continue
+		}
+		req := &discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: t, InitialResourceVersions: p.versions[t]}
+		for name := range p.subscribed[t] {
+			req.ResourceNamesSubscribe = append(req.ResourceNamesSubscribe, name)
+		}
+		if err := stream.Send(req); err != nil {
+			return err
+		}
+		node = nil
 	}
-	if err := send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resource.ListenerType}); err != nil {
-		return err
-	}
-	// subscribed are the names asked for per type, answered the types
-	// that had a response.
-	subscribed := map[string]map[string]bool{}
+	// answered are the types that had a response on this stream.
 	answered := map[string]bool{}
-	var once sync.Once
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, io.EOF) {
-				return nil
-			}
 			return err
 		}
 		rcv := time.Now()
 		p.bytes.Add(int64(proto.Size(resp)))
 		typ := resp.GetTypeUrl()
 		answered[typ] = true
+		if p.versions[typ] == nil {
+			p.versions[typ] = map[string]string{}
+		}
+		for _, name := range resp.GetRemovedResources() {
+			delete(p.versions[typ], name)
+		}
 		// The names this response's resources need, per type.
 		need := map[string][]string{}
-		switch typ {
-		case resource.ClusterType, resource.ListenerType:
-			for _, r := range resp.GetResources() {
-				m, err := r.GetResource().UnmarshalNew()
-				if err != nil {
-					return fmt.Errorf("%s %s: %w", typ, r.GetName(), err)
-				}
-				walkRefs(m.ProtoReflect(), func(t, name string) {
-					if !subscribed[t][name] {
-						if subscribed[t] == nil {
-							subscribed[t] = map[string]bool{}
-						}
-						subscribed[t][name] = true
-						need[t] = append(need[t], name)
+		for _, r := range resp.GetResources() {
+			p.versions[typ][r.GetName()] = r.GetVersion()
+			if typ != resource.ClusterType && typ != resource.ListenerType {
+				continue
+			}
+			m, err := r.GetResource().UnmarshalNew()
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", typ, r.GetName(), err)
+			}
+			walkRefs(m.ProtoReflect(), func(t, name string) {
+				if !p.subscribed[t][name] {
+					if p.subscribed[t] == nil {
+						p.subscribed[t] = map[string]bool{}
 					}
-				})
-			}
-			if typ == resource.ClusterType {
-				p.clusters.Add(int64(len(resp.GetResources()) - len(resp.GetRemovedResources())))
-			}
+					p.subscribed[t][name] = true
+					need[t] = append(need[t], name)
+				}
+			})
 		}
-		if err := send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: typ, ResponseNonce: resp.GetNonce()}); err != nil {
+		if typ == resource.ClusterType {
+			p.clusters.Store(int64(len(p.versions[typ])))
+		}
+		if err := stream.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: typ, ResponseNonce: resp.GetNonce()}); err != nil {
 			return err
 		}
 		if typ == resource.RouteType {
@@ -159,16 +203,16 @@ func (p *simProxy) run(ctx context.Context, addr string, creds *tls.Config) erro
 			p.rds.Add(1)
 		}
 		for t, names := range need {
-			if err := send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResourceNamesSubscribe: names}); err != nil {
+			if err := stream.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResourceNamesSubscribe: names}); err != nil {
 				return err
 			}
 		}
 		done := answered[resource.ClusterType] && answered[resource.ListenerType]
-		for t := range subscribed {
+		for t := range p.subscribed {
 			done = done && answered[t]
 		}
 		if done {
-			once.Do(func() { close(p.synced) })
+			p.once.Do(func() { close(p.synced) })
 		}
 	}
 }

@@ -282,6 +282,11 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 		}
 	}
 	traffic(out, r, &use) // a TrafficPolicy's (traffic.go)
+	if b, err := globalRateLimit(out, r, s.domain, &use); err != nil { // ratelimit.go
+		return nil, use, nil, err
+	} else if b != nil {
+		used = append(used, b)
+	}
 	if len(f.AllowedSourceRanges) > 0 {
 		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
 		if err != nil {

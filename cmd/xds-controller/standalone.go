@@ -49,7 +49,9 @@ builds one) against the Redis at --ratelimit-redis (--ratelimit-redis-server-pat
 starts a redis-server there too); or --ratelimit-config-dir points to the
 RUNTIME_ROOT of a service run by someone else (CONFIG_TYPE=FILE,
 RUNTIME_WATCH_ROOT=false), listening on --ratelimit-grpc-address. The
-scope's limits are written there, one file per domain.`,
+scope's limits (TrafficPolicy rateLimit.global) are written there, one file
+per domain, at every change; without these flags such a policy is
+Accepted=False (RateLimitServiceMissing).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !noEnvoy && cfg.EnvoyPath == "" {

@@ -319,6 +319,7 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 			cs.defaultBackend = e
 		}
 	}
+	t.appRoots(cs, is, &set)
 	is.paths(set.regex, func(i, j int, rule networkingv1.IngressRule, host hostRule, p networkingv1.HTTPIngressPath, pm pathMatch, where string) {
 		claim := host.vhost + " " + pm.String()
 		if other := cs.claims[claim]; other != nil {
@@ -429,8 +430,11 @@ func (cs *classState) routes(toHTTPS *ir.Redirect) []*ir.HTTPRoute {
 			r.Match.Headers = append(e.host.authorityMatch(), r.Match.Headers...)
 		}
 		if toHTTPS != nil && e.sslRedirect {
-			r.Backends, r.DirectResponse, r.Timeouts, r.Retry = nil, nil, nil, nil
+			r.Backends, r.DirectResponse, r.Timeouts, r.Retry, r.SessionPersistence = nil, nil, nil, nil, nil
 			r.Filters = ir.HTTPFilters{Redirect: toHTTPS.DeepCopy(), AllowedSourceRanges: r.Filters.AllowedSourceRanges}
+		}
+		if r.SessionPersistence != nil && toHTTPS == nil {
+			r.SessionPersistence.Secure = true // as an HTTPRoute's on an HTTPS listener
 		}
 		out = append(out, r)
 	}

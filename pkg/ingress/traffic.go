@@ -135,7 +135,7 @@ func (a *annotationReader) bodySize(s *settings) {
 	case !ok:
 		a.invalid(key, "%q is not a size (bytes, or a number with k, m or g)", v)
 	case n > ir.MaxRequestBodyLimit:
-		a.invalid(key, "%q is over 64m, the largest body Envoy holds to check its size; no limit applies", v)
+		a.invalid(key, "%q is over 64m, the largest body Envoy holds to check its size", v)
 	case n > 0:
 		s.traffic = withTraffic(s.traffic)
 		s.traffic.MaxRequestBodyBytes = uint32(n)
@@ -234,7 +234,8 @@ var hashVariables = map[string]string{
 // loadBalancing reads upstream-hash-by (a consistent hash, Envoy's ring
 // hash, on one nginx variable: $remote_addr, $binary_remote_addr, $host,
 // $http_host, $request_uri (the path and query), $http_<name> (a request
-// header, '_' read as '-') or $cookie_<name>) and load-balance
+// header, '_' read as '-') or $cookie_<name> (hashed when the request has
+// it; Envoy never sets it)) and load-balance
 // (round_robin; ewma, which Envoy does not have, becomes least request,
 // the closest: both prefer the less busy endpoints). upstream-hash-by
 // wins over load-balance, as in ingress-nginx.
@@ -274,7 +275,7 @@ func hashKey(v string) *ir.HashKey {
 		return &ir.HashKey{Type: ir.HashHeader, Name: strings.ReplaceAll(strings.ToLower(n), "_", "-")}
 	}
 	if n, ok := strings.CutPrefix(v, "$cookie_"); ok && n != "" && gatewayapi.ValidHeaderName(n) == "" {
-		return &ir.HashKey{Type: ir.HashCookie, Name: n}
+		return &ir.HashKey{Type: ir.HashCookie, Name: n, CookieNotSet: true}
 	}
 	return nil
 }
@@ -391,8 +392,10 @@ func (s *settings) applyTraffic(r *ir.HTTPRoute) {
 
 // applyLoadBalancer gives backend b the load balancer and hash key of
 // upstream-hash-by or load-balance, over those of its BackendPolicy (the
-// other fields stay). The backend is a cluster of its own: "/lb/<type>"
-// is appended to its name.
+// other fields stay). The backend is a cluster of its own:
+// "/lb/<type>" is appended to its name, and for a hash key
+// "/<key type>[/<name>]" (the IR wants one definition per backend name,
+// and the key is part of it).
 func (s *settings) applyLoadBalancer(b *ir.Backend) {
 	if s.lb == "" || b.Invalid {
 		return
@@ -404,6 +407,12 @@ func (s *settings) applyLoadBalancer(b *ir.Backend) {
 	p.LoadBalancer, p.Hash = &ir.LoadBalancer{Type: s.lb}, s.hash.DeepCopy()
 	b.Policy = p
 	b.Name += "/lb/" + strings.ToLower(string(s.lb))
+	if h := s.hash; h != nil {
+		b.Name += "/" + strings.ToLower(string(h.Type))
+		if h.Name != "" {
+			b.Name += "/" + h.Name
+		}
+	}
 }
 
 // appRootRoute is the route of app-root for a host: "/" answers the

@@ -68,7 +68,7 @@ func TestTrafficAnnotations(t *testing.T) {
 		{"session-cookie-name without affinity", nginx("session-cookie-name", "x"), session(nil), "it needs affinity: cookie"},
 		{"upstream-hash-by remote_addr", nginx("upstream-hash-by", "$remote_addr"), lb(ir.LoadBalancerRingHash, &ir.HashKey{Type: ir.HashClientIP}), ""},
 		{"upstream-hash-by header", nginx("upstream-hash-by", "$http_x_user_id"), lb(ir.LoadBalancerRingHash, &ir.HashKey{Type: ir.HashHeader, Name: "x-user-id"}), ""},
-		{"upstream-hash-by cookie", nginx("upstream-hash-by", "$cookie_session"), lb(ir.LoadBalancerRingHash, &ir.HashKey{Type: ir.HashCookie, Name: "session"}), ""},
+		{"upstream-hash-by cookie", nginx("upstream-hash-by", "$cookie_session"), lb(ir.LoadBalancerRingHash, &ir.HashKey{Type: ir.HashCookie, Name: "session", CookieNotSet: true}), ""},
 		{"upstream-hash-by request_uri", nginx("upstream-hash-by", "$request_uri"), lb(ir.LoadBalancerRingHash, &ir.HashKey{Type: ir.HashHeader, Name: ":path"}), ""},
 		{"upstream-hash-by host wins over load-balance", nginx("upstream-hash-by", "$host", "load-balance", "ewma"), lb(ir.LoadBalancerRingHash, &ir.HashKey{Type: ir.HashHeader, Name: ":authority"}), ""},
 		{"upstream-hash-by two variables", nginx("upstream-hash-by", "$host$request_uri"), lb("", nil), "upstream-hash-by"},
@@ -161,7 +161,11 @@ func lb(typ ir.LoadBalancerType, hash *ir.HashKey) func(*ir.HTTPRoute) string {
 			return ""
 		}
 		want := &ir.BackendPolicy{LoadBalancer: &ir.LoadBalancer{Type: typ}, Hash: hash}
-		if js(b.Policy) != js(want) || !strings.HasSuffix(b.Name, "/lb/"+strings.ToLower(string(typ))) {
+		suffix := "/lb/" + strings.ToLower(string(typ))
+		if hash != nil {
+			suffix += "/" + strings.TrimSuffix(strings.ToLower(string(hash.Type))+"/"+hash.Name, "/")
+		}
+		if js(b.Policy) != js(want) || !strings.HasSuffix(b.Name, suffix) {
 			return "backend " + b.Name + " policy " + js(b.Policy) + ", want " + js(want)
 		}
 		return ""

@@ -78,6 +78,9 @@ type annotationReader struct {
 	is     *ingressState
 	values map[string]string
 	read   map[string]bool
+	// classNoLog: the class turns the access log off
+	// (classNoAccessLog).
+	classNoLog bool
 }
 
 func newAnnotationReader(is *ingressState, class *Class) *annotationReader {
@@ -86,7 +89,7 @@ func newAnnotationReader(is *ingressState, class *Class) *annotationReader {
 		maps.Copy(values, class.Params.Spec.DefaultAnnotations)
 	}
 	maps.Copy(values, is.obj.Annotations)
-	return &annotationReader{is: is, values: values, read: map[string]bool{}}
+	return &annotationReader{is: is, values: values, read: map[string]bool{}, classNoLog: classNoAccessLog(class)}
 }
 
 // get returns the value of our key name, else of the first of the

@@ -31,6 +31,7 @@ import (
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
@@ -51,6 +52,9 @@ type trafficSettings struct {
 	// appRoot, when set, is the redirect "/" of each host of the Ingress
 	// answers (app-root).
 	appRoot *ir.Redirect
+	// passthrough is the key of a true ssl-passthrough annotation, ""
+	// without (passthrough.go).
+	passthrough string
 }
 
 // Defaults of ingress-nginx's traffic annotations.
@@ -68,6 +72,49 @@ func (t *translator) readTraffic(a *annotationReader, s *settings) {
 	a.affinity(s)
 	a.loadBalancing(s)
 	t.redirects(a, s)
+	if a.boolean("ssl-passthrough", "ssl-passthrough") {
+		_, s.passthrough, _ = a.get("ssl-passthrough", "ssl-passthrough")
+	}
+	a.accessLog()
+}
+
+// accessLog reads enable-access-log. Envoy's access log is a setting of
+// the listener, which every Ingress of the class shares: "false" in the
+// class's defaultAnnotations turns it off for the class
+// (classNoAccessLog, as IngressClassParameters accessLog: Off); an
+// Ingress's own value that differs from the class's cannot be honoured.
+func (a *annotationReader) accessLog() {
+	v, key, ok := a.get("enable-access-log", "enable-access-log")
+	if !ok {
+		return
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		a.invalid(key, "%q is not true or false", v)
+		return
+	}
+	if _, own := a.is.obj.Annotations[key]; own && on != !a.classNoLog {
+		a.invalid(key, "the access log is the class's listener's, on or off for all its Ingresses: set enable-access-log in the IngressClassParameters' defaultAnnotations (or its accessLog)")
+	}
+}
+
+// classNoAccessLog says whether c's IngressClassParameters turn the
+// access log off: accessLog Off, or enable-access-log "false" (ours or
+// ingress-nginx's) in its defaultAnnotations.
+func classNoAccessLog(c *Class) bool {
+	if c.Params == nil {
+		return false
+	}
+	if l := c.Params.Spec.AccessLog; l != nil && *l == v1alpha1.AccessLogOff {
+		return true
+	}
+	d := c.Params.Spec.DefaultAnnotations
+	v, ok := d[Prefix+"enable-access-log"]
+	if !ok {
+		v = d[NginxPrefix+"enable-access-log"]
+	}
+	off, err := strconv.ParseBool(strings.TrimSpace(v))
+	return err == nil && !off
 }
 
 // rateLimits reads limit-rps and limit-rpm (requests per second and per

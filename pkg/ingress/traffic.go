@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,8 +124,9 @@ func classNoAccessLog(c *Class) bool {
 // multiplier x rate requests, default 5): one ir.RateLimitRule per rate,
 // keyed by the client address. Unlike nginx (503), a refused request gets
 // 429 with Retry-After and the X-RateLimit-* headers, as a TrafficPolicy's
-// does. limit-connections (concurrent connections per client address)
-// has no Envoy mechanism per client and is refused.
+// does; limit-whitelist exempts client ranges (limitWhitelist).
+// limit-connections (concurrent connections per client address) has no
+// Envoy mechanism per client and is refused.
 func (a *annotationReader) rateLimits(s *settings) {
 	mult := uint64(defaultBurstMultiplier)
 	if v, key, ok := a.get("limit-burst-multiplier", "limit-burst-multiplier"); ok {
@@ -155,10 +157,42 @@ func (a *annotationReader) rateLimits(s *settings) {
 	if v, key, ok := a.get("limit-connections", "limit-connections"); ok {
 		a.invalid(key, "%q: Envoy has no limit of concurrent connections per client address (use limit-rps or limit-rpm)", v)
 	}
+	exempt := a.limitWhitelist(len(rules) > 0)
 	if len(rules) > 0 {
 		s.traffic = withTraffic(s.traffic)
-		s.traffic.LocalRateLimit = &ir.LocalRateLimit{Rules: rules}
+		s.traffic.LocalRateLimit = &ir.LocalRateLimit{Rules: rules, ExemptRanges: exempt}
 	}
+}
+
+// limitWhitelist reads limit-whitelist: client address ranges (CIDRs or
+// addresses, comma-separated) that the rate limits do not count. Without
+// a limit it is unused; reported when it is the Ingress's own.
+func (a *annotationReader) limitWhitelist(limited bool) []string {
+	v, key, ok := a.get("limit-whitelist", "limit-whitelist", "limit-allowlist")
+	if !ok {
+		return nil
+	}
+	if !limited {
+		if _, own := a.is.obj.Annotations[key]; own {
+			a.invalid(key, "it needs limit-rps or limit-rpm")
+		}
+		return nil
+	}
+	var out []string
+	for _, r := range strings.Split(v, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		c, msg := gatewayapi.ClientCIDR(r)
+		if msg != "" {
+			a.invalid(key, "%s", msg)
+			return nil
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func withTraffic(t *ir.Traffic) *ir.Traffic {

@@ -48,6 +48,9 @@ func TestTrafficAnnotations(t *testing.T) {
 		{"limit-rps zero", nginx("limit-rps", "0"), rules(), "limit-rps: \"0\""},
 		{"multiplier zero", nginx("limit-rps", "1", "limit-burst-multiplier", "0"), rules(ir.RateLimitRule{Requests: 1, Period: sec, Burst: 5, Key: ir.RateLimitClientIP}), "limit-burst-multiplier"},
 		{"limit-connections", nginx("limit-connections", "5"), rules(), "no limit of concurrent connections per client"},
+		{"limit-whitelist", nginx("limit-rpm", "6", "limit-whitelist", "10.0.0.0/8, 192.168.1.7"), exempt("10.0.0.0/8", "192.168.1.7/32"), ""},
+		{"limit-whitelist bad", nginx("limit-rpm", "6", "limit-whitelist", "10.0.0.0/33"), exempt(), "limit-whitelist"},
+		{"limit-whitelist without a limit", nginx("limit-whitelist", "10.0.0.0/8"), rules(), "it needs limit-rps or limit-rpm"},
 		{"proxy-body-size 8m", nginx("proxy-body-size", "8m"), bodyLimit(8 << 20), ""},
 		{"proxy-body-size bytes", nginx("proxy-body-size", "1000"), bodyLimit(1000), ""},
 		{"proxy-body-size 512K", nginx("proxy-body-size", "512K"), bodyLimit(512 << 10), ""},
@@ -119,6 +122,19 @@ func rules(want ...ir.RateLimitRule) func(*ir.HTTPRoute) string {
 		}
 		if js(got) != js(want) {
 			return "rate limit rules " + js(got) + ", want " + js(want)
+		}
+		return ""
+	}
+}
+
+// exempt checks the ranges the route's rate limit exempts.
+func exempt(want ...string) func(*ir.HTTPRoute) string {
+	return func(r *ir.HTTPRoute) string {
+		if r.Traffic == nil || r.Traffic.LocalRateLimit == nil {
+			return "no rate limit"
+		}
+		if got := r.Traffic.LocalRateLimit.ExemptRanges; js(got) != js(want) && (len(got) > 0 || len(want) > 0) {
+			return "exempt ranges " + js(got) + ", want " + js(want)
 		}
 		return ""
 	}

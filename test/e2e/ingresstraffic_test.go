@@ -2,7 +2,8 @@ package e2e
 
 // ingress-nginx's traffic annotations through the real controller and
 // Envoy (standalone, loopback): limit-rps refuses a burst over its bucket
-// with 429 while another client address is still served, proxy-body-size
+// with 429 while another client address is still served, limit-whitelist
+// exempts a client address, proxy-body-size
 // refuses a larger body with 413, affinity: cookie keeps a client on one
 // of two replicas, permanent-redirect answers 301 with its Location,
 // app-root redirects "/". XDS_E2E_PROTECTION_REMOVED=1 renames the
@@ -59,6 +60,7 @@ func TestIngressTrafficAnnotations(t *testing.T) {
 	}
 	ingresses := []trafficIngress{
 		{"limited", "app", map[string]string{"limit-rps": "2", "limit-burst-multiplier": "2"}},
+		{"exempt", "app", map[string]string{"limit-rpm": "1", "limit-burst-multiplier": "1", "limit-whitelist": "127.0.0.2"}},
 		{"body", "app", map[string]string{"proxy-body-size": "1k"}},
 		{"sticky", "pair", map[string]string{"affinity": "cookie", "session-cookie-name": "route"}},
 		{"moved", "app", map[string]string{"permanent-redirect": "https://new.example.com/docs"}},
@@ -92,7 +94,7 @@ func TestIngressTrafficAnnotations(t *testing.T) {
 		return exchange(c, req)
 	}
 	took := poll(t, "the Ingresses served", func() error {
-		for _, ing := range ingresses[1:] {
+		for _, ing := range ingresses[2:] {
 			if r := do(client, http.MethodGet, ing.Name+".example.com", "/ready", ""); r.status < 200 || r.status >= 400 {
 				return fmt.Errorf("%s: %d %q", ing.Name, r.status, r.body)
 			}
@@ -129,6 +131,25 @@ func TestIngressTrafficAnnotations(t *testing.T) {
 			t.Errorf("another client address (127.0.0.2): %d %q; want 200 (a bucket per client)", r.status, r.body)
 		}
 		t.Logf("statuses %v; 429 Retry-After %s X-RateLimit-Limit %q; 127.0.0.2 still served", codes, refused.header.Get("Retry-After"), refused.header.Get("X-RateLimit-Limit"))
+	})
+	t.Run("limit-whitelist: an exempt client is never limited", func(t *testing.T) {
+		// One request per minute, a bucket of 1: 127.0.0.1 gets 429 on
+		// its second request, 127.0.0.2 (limit-whitelist) never.
+		var limited, exempt []int
+		for range 6 {
+			limited = append(limited, do(client, http.MethodGet, "exempt.example.com", "/x", "").status)
+			exempt = append(exempt, do(other, http.MethodGet, "exempt.example.com", "/x", "").status)
+		}
+		if limited[0] != 200 || limited[1] != http.StatusTooManyRequests {
+			t.Errorf("127.0.0.1: %v; want 200, then 429", limited)
+		}
+		for _, c := range exempt {
+			if c != 200 {
+				t.Errorf("127.0.0.2 (limit-whitelist): %v; want every request 200", exempt)
+				break
+			}
+		}
+		t.Logf("127.0.0.1: %v; 127.0.0.2 (exempt): %v", limited, exempt)
 	})
 	t.Run("proxy-body-size: 413 over 1k", func(t *testing.T) {
 		small, big := strings.Repeat("a", 1000), strings.Repeat("a", 1025)

@@ -301,3 +301,74 @@ b.example.com {"type":"Exact","value":"/"} redirect {"path":{"type":"ReplaceFull
 		}
 	}
 }
+
+// TestAccessLogAndPassthrough: enable-access-log "false" in the class's
+// defaultAnnotations turns the class listeners' access log off; an
+// Ingress's own value that differs is reported. ssl-passthrough adds a TLS
+// passthrough listener for the host on the HTTPS port, to the backend of
+// the host's path.
+func TestAccessLogAndPassthrough(t *testing.T) {
+	off := map[string]string{NginxPrefix + "enable-access-log": "false"}
+	for _, tc := range []struct {
+		name          string
+		own, defaults map[string]string
+		noLog         bool
+		problem       string
+	}{
+		{"class off", nil, off, true, ""},
+		{"class off, own false", off, off, true, ""},
+		{"class off, own true", map[string]string{NginxPrefix + "enable-access-log": "true"}, off, true, "the access log is the class's listener's"},
+		{"own false", off, nil, false, "the access log is the class's listener's"},
+		{"own true", map[string]string{Prefix + "enable-access-log": "true"}, nil, false, ""},
+		{"bad", map[string]string{NginxPrefix + "enable-access-log": "no way"}, nil, false, "is not true or false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ls, problems := translateListeners(t, tc.own, tc.defaults)
+			if ls[0].NoAccessLog != tc.noLog {
+				t.Errorf("NoAccessLog %v, want %v", ls[0].NoAccessLog, tc.noLog)
+			}
+			if (tc.problem == "") != (len(problems) == 0) || (tc.problem != "" && !strings.Contains(problems[0].Message, tc.problem)) {
+				t.Errorf("problems %+v, want %q", problems, tc.problem)
+			}
+		})
+	}
+	ls, problems := translateListeners(t, map[string]string{NginxPrefix + "ssl-passthrough": "true"}, nil)
+	if len(problems) != 0 || len(ls) != 2 || ls[1].Protocol != ir.ProtocolTLS || ls[1].TLS.Mode != ir.TLSPassthrough || ls[1].Hostname != "a.example.com" ||
+		ls[1].GatewayPort != 443 || len(ls[1].L4Routes) != 1 || ls[1].L4Routes[0].Backends.Backends[0].Name != "service/ns/app/80" {
+		t.Errorf("listeners %s, problems %+v; want HTTP, then a TLS passthrough listener for a.example.com on 443 to app", js(ls), problems)
+	}
+}
+
+// translateListeners translates Ingress "ing" (host a.example.com, / to
+// Service app) with annotations, its class's defaultAnnotations
+// defaults, and returns the class Gateway's listeners and the problems.
+func translateListeners(t *testing.T, annotations, defaults map[string]string) ([]*ir.Listener, []Problem) {
+	t.Helper()
+	ic := class("xds", ControllerName, time.Unix(0, 0), false)
+	ic.Spec.Parameters = &networkingv1.IngressClassParametersReference{APIGroup: ptr.To("gateway.xds-controller.dev"),
+		Kind: "IngressClassParameters", Scope: ptr.To("Namespace"), Namespace: ptr.To("infra"), Name: "p"}
+	res := &resources.Resources{
+		IngressClasses: []*networkingv1.IngressClass{ic},
+		IngressClassParameters: []*v1alpha1.IngressClassParameters{{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "p"},
+			Spec: v1alpha1.IngressClassParametersSpec{DefaultAnnotations: defaults}}},
+		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
+		Ingresses: []*networkingv1.Ingress{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ing", Annotations: annotations},
+			Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("xds"), Rules: []networkingv1.IngressRule{{Host: "a.example.com",
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+					Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
+					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "app", Port: networkingv1.ServiceBackendPort{Number: 80}}},
+				}}}}}}},
+		}},
+	}
+	res.Sort()
+	c := gatewayapi.NewCache()
+	c.Translate(res, gatewayapi.Options{})
+	out := Translate(res, gatewayapi.Options{}, Config{}, c.Refs())
+	st := out.Status[types.NamespacedName{Namespace: "ns", Name: "ing"}]
+	if len(out.Gateways) != 1 || len(out.Gateways[0].Listeners) == 0 {
+		t.Fatalf("IR %+v, problems %+v: want the class's listeners", out.Gateways, st)
+	}
+	return out.Gateways[0].Listeners, st.Problems
+}

@@ -12,6 +12,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -214,4 +217,96 @@ func TestIngressTrafficAnnotations(t *testing.T) {
 		}
 		t.Logf("GET /: %d Location %s", r.status, r.header.Get("Location"))
 	})
+}
+
+// ingressPassthroughYAML: IngressClass e2e-pass; Ingress vault passes the
+// TLS of vault.example.test through to Service vault (a TLS server of its
+// own); Ingress shop terminates TLS for shop.example.test (Secret
+// shop-cert: {{.Cert}}, {{.Key}}) and forwards to Service app.
+// {{.Prefix}} is the annotations' prefix.
+const ingressPassthroughYAML = `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: e2e-pass}
+spec: {controller: xds-controller.dev/ingress-controller}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: vault
+  namespace: default
+  annotations: {"{{.Prefix}}ssl-passthrough": "true"}
+spec:
+  ingressClassName: e2e-pass
+  rules:
+  - host: vault.example.test
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: vault, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: shop, namespace: default}
+spec:
+  ingressClassName: e2e-pass
+  tls: [{hosts: [shop.example.test], secretName: shop-cert}]
+  rules:
+  - host: shop.example.test
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: app, port: {number: 80}}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: shop-cert, namespace: default}
+type: kubernetes.io/tls
+data:
+  tls.crt: {{.Cert}}
+  tls.key: {{.Key}}
+`
+
+// TestIngressSSLPassthrough: on the class's HTTPS port, the TLS of
+// vault.example.test reaches the vault server undecrypted (its own
+// certificate, its greeting), while shop.example.test is terminated by
+// Envoy with the Ingress's certificate. With the annotation renamed,
+// vault.example.test gets Envoy's certificate instead.
+func TestIngressSSLPassthrough(t *testing.T) {
+	vaultCert, shopCert := selfSigned(t, "vault.example.test"), selfSigned(t, "shop.example.test")
+	vaultPort, handshakes := tlsGreeter(t, "vault", vaultCert)
+	rs, port := startReplicas(t)
+	roots := x509.NewCertPool()
+	roots.AddCert(vaultCert.leaf)
+	roots.AddCert(shopCert.leaf)
+	prefix := "nginx.ingress.kubernetes.io/"
+	if os.Getenv("XDS_E2E_PROTECTION_REMOVED") == "1" {
+		prefix = "protection-removed.example/"
+	}
+	httpsPort := freePort(t)
+	startWith(t, func(f *fixture) {
+		render(t, filepath.Join(f.dir, "gateway.yaml"), gatewayYAML, map[string]any{
+			"GatewayPort": f.gwPort, "Backends": []gatewayBackend{
+				{Name: "app", Port: port, Addresses: []string{rs[0].addr}},
+				{Name: "vault", Port: vaultPort},
+			},
+		})
+		render(t, filepath.Join(f.dir, "ingress.yaml"), ingressPassthroughYAML, map[string]any{"Prefix": prefix,
+			"Cert": base64.StdEncoding.EncodeToString(shopCert.certPEM), "Key": base64.StdEncoding.EncodeToString(shopCert.keyPEM)})
+		f.args = append(f.args, "--ingress-http-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--ingress-https-address", fmt.Sprintf("127.0.0.1:%d", httpsPort))
+	})
+	expectGreeting(t, httpsPort, "vault.example.test", roots, vaultCert, "hello from vault\n")
+	if n := handshakes.Load(); n < 1 {
+		t.Errorf("the vault server completed %d handshakes; want the client's", n)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	var r reply
+	poll(t, "shop.example.test over HTTPS", func() error {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://shop.example.test:%d/x", httpsPort), nil)
+		client.Transport.(*http.Transport).DialContext = func(ctx context.Context, n, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, n, fmt.Sprintf("127.0.0.1:%d", httpsPort))
+		}
+		if r = exchange(client, req); r.status != 200 {
+			return fmt.Errorf("%d %q", r.status, r.body)
+		}
+		return nil
+	})
+	t.Logf("shop.example.test terminated by Envoy: %d %q", r.status, r.body)
 }

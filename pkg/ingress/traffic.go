@@ -509,7 +509,6 @@ func (s *settings) appRootRoute() *ir.HTTPRoute {
 	return r
 }
 
-
 // appRoots serves the app-root redirect of is: for the host of each of its
 // rules (once per host), an Exact "/" path that answers it, claimed before
 // the Ingress's paths (ingress-nginx checks app-root before its

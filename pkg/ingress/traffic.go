@@ -2,7 +2,8 @@ package ingress
 
 // Traffic annotations (ingress-nginx's limit-*, proxy-body-size,
 // affinity and session-cookie-*, upstream-hash-by, load-balance,
-// permanent-redirect, temporal-redirect, app-root), mapped onto the IR
+// permanent-redirect, temporal-redirect, app-root, ssl-passthrough,
+// enable-access-log), mapped onto the IR
 // fields the policy kinds fill, so that one renderer serves both:
 //   - limit-rps, limit-rpm (and limit-burst-multiplier): ir.Traffic
 //     LocalRateLimit, a bucket per client address (TrafficPolicy's
@@ -15,7 +16,12 @@ package ingress
 //     ir.BackendPolicy LoadBalancer and Hash (BackendPolicy's
 //     loadBalancer), its cluster named apart;
 //   - permanent-redirect, temporal-redirect and app-root: an ir.Redirect
-//     made and validated as an HTTPRoute RequestRedirect filter.
+//     made and validated as an HTTPRoute RequestRedirect filter;
+//   - limit-whitelist: the rate limit's ExemptRanges;
+//   - ssl-passthrough: a TLS passthrough listener per host
+//     (passthrough.go);
+//   - enable-access-log: the class listener's NoAccessLog, from the
+//     class's defaultAnnotations only.
 //
 // A value that cannot be honoured is reported (InvalidAnnotation) and
 // ignored, as for every annotation but the auth-* ones.

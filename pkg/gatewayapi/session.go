@@ -8,6 +8,7 @@ package gatewayapi
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -164,4 +165,14 @@ func checkCookiePath(p string) string {
 		return "contains a control character or \";\""
 	}
 	return ""
+}
+
+// SessionCookie maps a cookie sessionPersistence of an Ingress's affinity
+// annotations (pkg/ingress) to the IR with a rule's rules
+// (sessionPersistenceIR): sp must name its cookie. It returns what is
+// wrong with sp, "" when nothing.
+func SessionCookie(sp *gwapiv1.SessionPersistence) (*ir.SessionPersistence, string) {
+	var msgs []string
+	out := sessionPersistenceIR(sp, "", func(format string, a ...any) { msgs = append(msgs, fmt.Sprintf(format, a...)) })
+	return out, strings.Join(msgs, "; ")
 }

@@ -67,6 +67,9 @@ type settings struct {
 	// authFailed: an authentication annotation cannot be honoured
 	// (auth.go); every path answers FailureStatus.
 	authFailed bool
+	// trafficSettings: rate and body limits, affinity, load balancing,
+	// redirects (traffic.go).
+	trafficSettings
 }
 
 // annotationReader reads the effective annotations of one Ingress: its
@@ -75,6 +78,9 @@ type annotationReader struct {
 	is     *ingressState
 	values map[string]string
 	read   map[string]bool
+	// classNoLog: the class turns the access log off
+	// (classNoAccessLog).
+	classNoLog bool
 }
 
 func newAnnotationReader(is *ingressState, class *Class) *annotationReader {
@@ -83,7 +89,7 @@ func newAnnotationReader(is *ingressState, class *Class) *annotationReader {
 		maps.Copy(values, class.Params.Spec.DefaultAnnotations)
 	}
 	maps.Copy(values, is.obj.Annotations)
-	return &annotationReader{is: is, values: values, read: map[string]bool{}}
+	return &annotationReader{is: is, values: values, read: map[string]bool{}, classNoLog: classNoAccessLog(class)}
 }
 
 // get returns the value of our key name, else of the first of the
@@ -142,6 +148,7 @@ func (t *translator) readSettings(cs *classState, is *ingressState) settings {
 	a.backendProtocol(&s)
 	s.canary = a.readCanary()
 	t.authAnnotations(a, &s)
+	t.readTraffic(a, &s)
 	for _, k := range slices.Sorted(maps.Keys(a.values)) {
 		if (strings.HasPrefix(k, Prefix) || strings.HasPrefix(k, NginxPrefix)) && !a.read[k] {
 			is.problemf(ReasonUnsupportedAnnotation, "annotation %s is not supported (docs/ingress.md lists what is, and the HTTPRoute way for the rest); it is ignored", k)
@@ -438,6 +445,7 @@ func (s *settings) applyBackend(b *ir.Backend, ns, svc string) {
 		b.TLS = &ir.BackendTLS{SNI: name, WellKnownCACertificates: true}
 		b.Name += "/tls/" + name
 	}
+	s.applyLoadBalancer(b)
 }
 
 // applyRoute gives a route the backend protocol, filters and timeouts of
@@ -457,6 +465,9 @@ func (s *settings) applyRoute(r *ir.HTTPRoute, ns, svc string, path pathMatch, r
 	}
 	r.Filters = *s.filters.DeepCopy()
 	r.Timeouts = s.timeouts.DeepCopy()
+	if s.applyTraffic(r); r.Backends == nil {
+		return // a redirect
+	}
 	if rewrite && s.rewrite != "" {
 		if r.Filters.URLRewrite == nil {
 			r.Filters.URLRewrite = &ir.URLRewrite{}

@@ -44,7 +44,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/resources"
@@ -148,6 +147,11 @@ type classState struct {
 	// canaries are the canary Ingresses, read after all others
 	// (canary.go).
 	canaries []canaryIngress
+	// passthrough are the L4 routes of the ssl-passthrough Ingresses,
+	// passthroughHosts the Ingress that holds each of their hosts
+	// (passthrough.go).
+	passthrough      []*ir.L4Route
+	passthroughHosts map[string]*ingressState
 	// defaultBackend answers what no path matches; its owner is the oldest
 	// Ingress with a spec.defaultBackend.
 	defaultBackend *entry
@@ -212,7 +216,7 @@ func (t *translator) translateClass(cs *classState) {
 		t.readCanary(cs, c)
 	}
 	g := &ir.Gateway{Namespace: gw.Namespace, Name: gw.Name, Class: string(gw.Spec.GatewayClassName), Scope: t.opts.ScopeOf(gw)}
-	noLog := cs.class.Params != nil && cs.class.Params.Spec.AccessLog != nil && *cs.class.Params.Spec.AccessLog == v1alpha1.AccessLogOff
+	noLog := classNoAccessLog(cs.class)
 	for i, l := range gw.Spec.Listeners {
 		if l.Protocol == gwapiv1.HTTPSProtocolType && len(cs.certs) == 0 {
 			continue // HTTPS only where an Ingress has a usable spec.tls
@@ -248,6 +252,7 @@ func (t *translator) translateClass(cs *classState) {
 			is.st.Listeners = append(is.st.Listeners, listenerLine(il))
 		}
 	}
+	t.addPassthrough(cs, g, gw)
 	t.out.Gateways = append(t.out.Gateways, g)
 	for _, is := range cs.ingresses {
 		t.out.served[g] = append(t.out.served[g], is.st)
@@ -294,6 +299,9 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 		cs.canaries = append(cs.canaries, canaryIngress{is: is, set: set})
 		return
 	}
+	if set.passthrough != "" {
+		t.passthroughRoute(cs, is, set.passthrough)
+	}
 	for i, tls := range ing.Spec.TLS {
 		where := fmt.Sprintf("spec.tls[%d]", i)
 		if tls.SecretName == "" {
@@ -319,6 +327,7 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 			cs.defaultBackend = e
 		}
 	}
+	t.appRoots(cs, is, &set)
 	is.paths(set.regex, func(i, j int, rule networkingv1.IngressRule, host hostRule, p networkingv1.HTTPIngressPath, pm pathMatch, where string) {
 		claim := host.vhost + " " + pm.String()
 		if other := cs.claims[claim]; other != nil {
@@ -429,8 +438,11 @@ func (cs *classState) routes(toHTTPS *ir.Redirect) []*ir.HTTPRoute {
 			r.Match.Headers = append(e.host.authorityMatch(), r.Match.Headers...)
 		}
 		if toHTTPS != nil && e.sslRedirect {
-			r.Backends, r.DirectResponse, r.Timeouts, r.Retry = nil, nil, nil, nil
+			r.Backends, r.DirectResponse, r.Timeouts, r.Retry, r.SessionPersistence = nil, nil, nil, nil, nil
 			r.Filters = ir.HTTPFilters{Redirect: toHTTPS.DeepCopy(), AllowedSourceRanges: r.Filters.AllowedSourceRanges}
+		}
+		if r.SessionPersistence != nil && toHTTPS == nil {
+			r.SessionPersistence.Secure = true // as an HTTPRoute's on an HTTPS listener
 		}
 		out = append(out, r)
 	}

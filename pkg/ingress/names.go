@@ -17,6 +17,10 @@ const routePrefix = "ingress/"
 // Ingress's spec.defaultBackend.
 const defaultBackendRule = -1
 
+// appRootPath is the path (Origin Match) of the IR route of a rule's
+// app-root redirect (traffic.go).
+const appRootPath = -1
+
 // nameRoute names r, the IR route of path j of rule i of ing (rule
 // defaultBackendRule: of its default backend),
 // "ingress/<namespace>/<name>/<what>" (what: PathName), and sets its
@@ -28,11 +32,15 @@ func nameRoute(r *ir.HTTPRoute, ing *networkingv1.Ingress, rule, path int) {
 }
 
 // PathName says what part of its Ingress an IR route of o serves:
-// "rule/<i>/path/<j>" (spec.rules[i].http.paths[j]) or "defaultBackend"
-// (spec.defaultBackend).
+// "rule/<i>/path/<j>" (spec.rules[i].http.paths[j]), "rule/<i>/app-root"
+// (the app-root redirect of the host of spec.rules[i]) or
+// "defaultBackend" (spec.defaultBackend).
 func PathName(o ir.Origin) string {
-	if o.Rule == defaultBackendRule {
+	switch {
+	case o.Rule == defaultBackendRule:
 		return "defaultBackend"
+	case o.Match == appRootPath:
+		return "rule/" + strconv.Itoa(o.Rule) + "/app-root"
 	}
 	return "rule/" + strconv.Itoa(o.Rule) + "/path/" + strconv.Itoa(o.Match)
 }

@@ -142,6 +142,11 @@ type HashKey struct {
 	// cookie. CookiePath is its Path, "" for none.
 	CookieTTL  *Duration `json:"cookieTTL,omitempty"`
 	CookiePath string    `json:"cookiePath,omitempty"`
+	// CookieNotSet: the cookie is hashed when the request has it, and
+	// never set (Envoy's hash_policy cookie without ttl; an Ingress's
+	// upstream-hash-by $cookie_<name>, whose cookie is the
+	// application's). CookieTTL and CookiePath are then unused.
+	CookieNotSet bool `json:"cookieNotSet,omitempty"`
 }
 
 // TCPKeepalive is core.v3.TcpKeepalive; 0 keeps the system's default.

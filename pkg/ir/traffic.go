@@ -9,6 +9,7 @@ package ir
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -42,6 +43,10 @@ type LocalRateLimit struct {
 	Rules []RateLimitRule `json:"rules"`
 	// Shadow counts without refusing (statistics and headers only).
 	Shadow bool `json:"shadow,omitempty"`
+	// ExemptRanges are client address ranges (canonical CIDRs) that no
+	// rule counts (an Ingress's limit-whitelist); the client address is
+	// the one a ClientIP rule keys by.
+	ExemptRanges []string `json:"exemptRanges,omitempty"`
 }
 
 // RateLimitKey is what a rule keeps a bucket per.
@@ -101,9 +106,15 @@ type Compression struct {
 // translator cannot render: rules 1 to 8, periods of a second, a minute
 // or an hour, Requests at least 1 and at most Burst, a header only for a
 // Header key and then an RFC 7230 token; algorithms known and distinct;
-// a body limit of at most MaxRequestBodyLimit.
+// a body limit of at most MaxRequestBodyLimit; exempt ranges that are
+// canonical CIDRs.
 func (v *validator) traffic(p string, t *Traffic) {
 	if l := t.LocalRateLimit; l != nil {
+		for _, c := range l.ExemptRanges {
+			if pfx, err := netip.ParsePrefix(c); err != nil || pfx.Masked() != pfx {
+				v.add(p, fmt.Sprintf("local rate limit: exempt range %q is not a canonical CIDR", c))
+			}
+		}
 		if n := len(l.Rules); n < 1 || n > 8 {
 			v.add(p, fmt.Sprintf("local rate limit: %d rules; 1 to 8 are required", n))
 		}

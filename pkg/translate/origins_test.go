@@ -24,6 +24,9 @@ func nameOf(o ir.Origin) string {
 	if o.Rule == -1 {
 		return fmt.Sprintf("ingress/%s/%s/defaultBackend", k.Namespace, k.Name)
 	}
+	if o.Match == -1 {
+		return fmt.Sprintf("ingress/%s/%s/rule/%d/app-root", k.Namespace, k.Name, o.Rule)
+	}
 	return fmt.Sprintf("ingress/%s/%s/rule/%d/path/%d", k.Namespace, k.Name, o.Rule, o.Match)
 }
 

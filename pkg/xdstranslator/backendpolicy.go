@@ -188,8 +188,13 @@ func hashPolicy(backends []*ir.Backend) []*routev3.RouteAction_HashPolicy {
 	case ir.HashCookie:
 		// A ttl, 0 for a session cookie, makes Envoy set the cookie when
 		// the request lacks it.
+		// Without one (CookieNotSet), Envoy hashes the cookie when the
+		// request has it and nothing otherwise.
 		ck := &routev3.RouteAction_HashPolicy_Cookie{Name: key.Name, Path: key.CookiePath, Ttl: durationpb.New(0)}
-		if key.CookieTTL != nil {
+		switch {
+		case key.CookieNotSet:
+			ck.Path, ck.Ttl = "", nil
+		case key.CookieTTL != nil:
 			ck.Ttl = durationpb.New(key.CookieTTL.Duration)
 		}
 		hp.PolicySpecifier = &routev3.RouteAction_HashPolicy_Cookie_{Cookie: ck}
@@ -207,5 +212,5 @@ func sameHashKey(a, b *ir.HashKey) bool {
 		}
 		return int64(k.CookieTTL.Duration)
 	}
-	return a.Type == b.Type && a.Name == b.Name && a.CookiePath == b.CookiePath && ttl(a) == ttl(b)
+	return a.Type == b.Type && a.Name == b.Name && a.CookiePath == b.CookiePath && ttl(a) == ttl(b) && a.CookieNotSet == b.CookieNotSet
 }

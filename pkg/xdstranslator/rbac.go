@@ -10,12 +10,48 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
+// The RBAC filter's dynamic metadata that tells the rate limit whether a
+// client is exempt: under the filter's namespace, the shadow engine's
+// result ("allowed" or "denied") with the shadow rules' stat prefix
+// before its field name (Envoy's RBAC filter writes
+// <shadow_rules_stat_prefix>shadow_engine_result).
+const (
+	rbacMetadataNamespace = "envoy.filters.http.rbac"
+	rateLimitExemptPrefix = "ratelimit_exempt_"
+	rateLimitExemptResult = rateLimitExemptPrefix + "shadow_engine_result"
+)
+
 // sourceRangesRBAC is the per-route RBAC policy (RBACPerRoute) of
 // AllowedSourceRanges: allow the remote addresses in ranges (remote_ip:
 // the peer, or the X-Forwarded-For address the connection manager
-// trusts), deny everyone else with 403. The chain's RBAC filter itself has
-// no rules: routes without AllowedSourceRanges let everyone in.
-func sourceRangesRBAC(ranges []string) (*rbacv3.RBACPerRoute, error) {
+// trusts), deny everyone else with 403; and of a local rate limit's
+// ExemptRanges: shadow rules that allow the addresses in exempt, whose
+// result the rate limit reads (localRateLimit). Either may be empty. The
+// chain's RBAC filter itself has no rules: routes without either let
+// everyone in.
+func sourceRangesRBAC(ranges, exempt []string) (*rbacv3.RBACPerRoute, error) {
+	out := &rbacv3.RBAC{}
+	if len(ranges) > 0 {
+		policy, err := remoteIPPolicy(ranges)
+		if err != nil {
+			return nil, err
+		}
+		out.Rules = &rbacconfigv3.RBAC{Action: rbacconfigv3.RBAC_ALLOW, Policies: map[string]*rbacconfigv3.Policy{"allowed-source-ranges": policy}}
+	}
+	if len(exempt) > 0 {
+		policy, err := remoteIPPolicy(exempt)
+		if err != nil {
+			return nil, err
+		}
+		out.ShadowRules = &rbacconfigv3.RBAC{Action: rbacconfigv3.RBAC_ALLOW, Policies: map[string]*rbacconfigv3.Policy{"rate-limit-exempt": policy}}
+		out.ShadowRulesStatPrefix = rateLimitExemptPrefix
+	}
+	return &rbacv3.RBACPerRoute{Rbac: out}, nil
+}
+
+// remoteIPPolicy is a policy of every request from the remote addresses
+// in ranges.
+func remoteIPPolicy(ranges []string) (*rbacconfigv3.Policy, error) {
 	policy := &rbacconfigv3.Policy{
 		Permissions: []*rbacconfigv3.Permission{{Rule: &rbacconfigv3.Permission_Any{Any: true}}},
 	}
@@ -26,10 +62,7 @@ func sourceRangesRBAC(ranges []string) (*rbacv3.RBACPerRoute, error) {
 		}
 		policy.Principals = append(policy.Principals, &rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_RemoteIp{RemoteIp: c}})
 	}
-	return &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
-		Action:   rbacconfigv3.RBAC_ALLOW,
-		Policies: map[string]*rbacconfigv3.Policy{"allowed-source-ranges": policy},
-	}}}, nil
+	return policy, nil
 }
 
 // cidrRange reads an IR client range (a CIDR, "10.0.0.0/8") as Envoy's

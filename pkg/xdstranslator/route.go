@@ -289,8 +289,8 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 	if rls != nil {
 		used = append(used, rls)
 	}
-	if len(f.AllowedSourceRanges) > 0 {
-		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
+	if exempt := exemptRanges(r); len(f.AllowedSourceRanges) > 0 || len(exempt) > 0 {
+		p, err := sourceRangesRBAC(f.AllowedSourceRanges, exempt)
 		if err != nil {
 			return nil, use, nil, err
 		}

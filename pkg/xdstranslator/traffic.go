@@ -31,6 +31,7 @@ import (
 	localratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	metadatav3 "github.com/envoyproxy/go-control-plane/envoy/type/metadata/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -64,6 +65,10 @@ const (
 	descriptorRule   = "rule"
 	descriptorClient = "remote_address"
 	descriptorHeader = "header"
+	// descriptorExempt is the entry of a rule of a limit with exempt
+	// ranges: the route's RBAC shadow result for the client's address
+	// (rateLimitExemptResult), "allowed" in a range, else "denied".
+	descriptorExempt = "exempt"
 )
 
 // localRateLimitFilter is the chain's local_ratelimit filter: no bucket of
@@ -97,7 +102,10 @@ func tokenBucket(r ir.RateLimitRule) *typev3.TokenBucket {
 // (always_consume_default_token_bucket false). Refusals are 429 with
 // Retry-After (the seconds until the refusing bucket has a token), every
 // response carries the X-RateLimit-* headers of draft 03, gRPC calls are
-// refused with RESOURCE_EXHAUSTED; shadow enforces 0%.
+// refused with RESOURCE_EXHAUSTED; shadow enforces 0%. With exempt
+// ranges, each rule's descriptor has an entry exempt=denied, from the
+// route's RBAC shadow rules (exemptRangesRBAC): a client in a range
+// produces exempt=allowed, which no rule's descriptor matches.
 func localRateLimit(l *ir.LocalRateLimit) *anypb.Any {
 	c := &localratelimitv3.LocalRateLimit{
 		StatPrefix: localRateLimitStats,
@@ -120,6 +128,20 @@ func localRateLimit(l *ir.LocalRateLimit) *anypb.Any {
 		actions := []*routev3.RateLimit_Action{{ActionSpecifier: &routev3.RateLimit_Action_GenericKey_{
 			GenericKey: &routev3.RateLimit_Action_GenericKey{DescriptorKey: descriptorRule, DescriptorValue: id}}}}
 		entries := []*ratelimitv3.RateLimitDescriptor_Entry{{Key: descriptorRule, Value: id}}
+		if len(l.ExemptRanges) > 0 {
+			// Only "denied" (outside the ranges) matches the rule's
+			// descriptor; an exempt client's takes the route's own,
+			// unlimited bucket. No result (no RBAC): counted.
+			actions = append(actions, &routev3.RateLimit_Action{ActionSpecifier: &routev3.RateLimit_Action_Metadata{
+				Metadata: &routev3.RateLimit_Action_MetaData{
+					DescriptorKey: descriptorExempt,
+					MetadataKey: &metadatav3.MetadataKey{Key: rbacMetadataNamespace, Path: []*metadatav3.MetadataKey_PathSegment{
+						{Segment: &metadatav3.MetadataKey_PathSegment_Key{Key: rateLimitExemptResult}}}},
+					DefaultValue: "denied",
+					Source:       routev3.RateLimit_Action_MetaData_DYNAMIC,
+				}}})
+			entries = append(entries, &ratelimitv3.RateLimitDescriptor_Entry{Key: descriptorExempt, Value: "denied"})
+		}
 		switch r.Key {
 		case ir.RateLimitClientIP:
 			actions = append(actions, &routev3.RateLimit_Action{ActionSpecifier: &routev3.RateLimit_Action_RemoteAddress_{
@@ -134,6 +156,15 @@ func localRateLimit(l *ir.LocalRateLimit) *anypb.Any {
 		c.Descriptors = append(c.Descriptors, &ratelimitv3.LocalRateLimitDescriptor{Entries: entries, TokenBucket: tokenBucket(r)})
 	}
 	return toAny(c)
+}
+
+// exemptRanges are the ranges r's local rate limit exempts, when r has
+// one.
+func exemptRanges(r *ir.HTTPRoute) []string {
+	if t := r.Traffic; t != nil && t.LocalRateLimit != nil && r.DirectResponse == nil {
+		return t.LocalRateLimit.ExemptRanges
+	}
+	return nil
 }
 
 // bufferFilter is the chain's buffer filter, disabled by default

@@ -178,6 +178,8 @@ type scopeBuilder struct {
 	generic map[string]*tlsv3.Secret
 	// configs are the route configurations rendered.
 	configs map[string]bool
+	// quic are the QUIC listeners of HTTPS ports with HTTP/3 (http3.go).
+	quic []builtQUIC
 }
 
 func newScopeBuilder(cache *scopeCache) *scopeBuilder {
@@ -236,6 +238,11 @@ func (s *scopeBuilder) build() (*Resources, error) {
 		for _, rc := range routes {
 			r.Routes = append(r.Routes, rc)
 			r.Origins.configs = append(r.Origins.configs, s.cache.configs[rc.Name].memos)
+		}
+	}
+	for _, q := range s.quic {
+		if _, taken := s.binds[bindKey{q.address, q.port, true}]; !taken {
+			r.Listeners = append(r.Listeners, q.listener)
 		}
 	}
 	s.sweep()

@@ -4,7 +4,9 @@ package e2e
 // HTTPS listener on loopback answers over HTTPS/1.1 with alt-svc naming
 // its port, and a QUIC client (quic-go's http3) gets the same routes over
 // HTTP/3 on the same port in UDP, with the same HTTP filters (a
-// SecurityPolicy's deny answers 403 there too).
+// SecurityPolicy's deny answers 403 there too); a second HTTPS listener
+// on the port, with a hostname and a certificate of its own, has its own
+// QUIC chain, which the client's SNI selects.
 
 import (
 	"context"
@@ -32,6 +34,20 @@ kind: Secret
 metadata: {name: h3-cert, namespace: default}
 type: kubernetes.io/tls
 data: {tls.crt: {{.Cert}}, tls.key: {{.Key}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: other-cert, namespace: default}
+type: kubernetes.io/tls
+data: {tls.crt: {{.OtherCert}}, tls.key: {{.OtherKey}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: other, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: other}]
+  rules:
+  - backendRefs: [{name: other, port: 80}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -64,11 +80,16 @@ apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: ListenerPolicy
 metadata: {name: h3, namespace: default}
 spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: gw, sectionName: https}]
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: gw}]
   {{.Policy}}
 `
 
-const h3Name = "h3.example.test"
+// The names of the two listeners' certificates: https (no hostname) and
+// other (hostname other.example.test).
+const (
+	h3Name    = "h3.example.test"
+	otherName = "other.example.test"
+)
 
 // http3Fixture serves http3YAML: listener https on port https, TCP and
 // UDP, of 127.0.0.1.
@@ -93,18 +114,23 @@ func freeTCPAndUDPPort(t *testing.T) int {
 }
 
 func startHTTP3(t *testing.T) *http3Fixture {
-	cert := selfSigned(t, h3Name)
+	cert, other := selfSigned(t, h3Name), selfSigned(t, otherName)
 	h := &http3Fixture{https: freeTCPAndUDPPort(t), roots: x509.NewCertPool()}
 	h.roots.AddCert(cert.leaf)
-	echo := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "echo %s", r.URL.Path)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	h.roots.AddCert(other.leaf)
+	backend := func(name string) int {
+		s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s %s", name, r.URL.Path)
+		}), ReadHeaderTimeout: 5 * time.Second}
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = s.Serve(lis) }()
+		t.Cleanup(func() { _ = s.Close() })
+		return lis.Addr().(*net.TCPAddr).Port
 	}
-	go func() { _ = echo.Serve(lis) }()
-	t.Cleanup(func() { _ = echo.Close() })
+	echo, otherBackend := backend("echo"), backend("other")
 	// With XDS_E2E_PROTECTION_REMOVED=1 the policy has no http3 (a
 	// client IP setting instead): the HTTP/3 test must fail.
 	policy := "http3: {}"
@@ -116,13 +142,16 @@ func startHTTP3(t *testing.T) *http3Fixture {
 			"GatewayPort": f.gwPort,
 			"Listeners": []string{
 				fmt.Sprintf("{name: https, protocol: HTTPS, port: %d, tls: {certificateRefs: [{name: h3-cert}]}}", h.https),
+				fmt.Sprintf("{name: other, protocol: HTTPS, port: %d, hostname: %s, tls: {certificateRefs: [{name: other-cert}]}}", h.https, otherName),
 			},
-			"Backends": []gatewayBackend{{Name: "echo", Port: lis.Addr().(*net.TCPAddr).Port}},
+			"Backends": []gatewayBackend{{Name: "echo", Port: echo}, {Name: "other", Port: otherBackend}},
 		})
 		render(t, filepath.Join(f.dir, "routes.yaml"), http3YAML, map[string]string{
-			"Cert":   base64.StdEncoding.EncodeToString(cert.certPEM),
-			"Key":    base64.StdEncoding.EncodeToString(cert.keyPEM),
-			"Policy": policy,
+			"Cert":      base64.StdEncoding.EncodeToString(cert.certPEM),
+			"Key":       base64.StdEncoding.EncodeToString(cert.keyPEM),
+			"OtherCert": base64.StdEncoding.EncodeToString(other.certPEM),
+			"OtherKey":  base64.StdEncoding.EncodeToString(other.keyPEM),
+			"Policy":    policy,
 		})
 	})
 	took := poll(t, "listener https served over TCP", func() error {
@@ -157,7 +186,12 @@ func (h *http3Fixture) tcpGet(path string) (*http.Response, string, error) {
 // h3Get sends GET path to listener https over QUIC and HTTP/3, on a new
 // connection.
 func (h *http3Fixture) h3Get(path string) (*http.Response, string, error) {
-	tr := &http3.Transport{TLSClientConfig: &tls.Config{ServerName: h3Name, RootCAs: h.roots}}
+	return h.h3GetAs(h3Name, "", path)
+}
+
+// h3GetAs is h3Get with SNI sni and, when set, Host host.
+func (h *http3Fixture) h3GetAs(sni, host, path string) (*http.Response, string, error) {
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{ServerName: sni, RootCAs: h.roots}}
 	defer tr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -165,6 +199,7 @@ func (h *http3Fixture) h3Get(path string) (*http.Response, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	req.Host = host
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		return nil, "", err
@@ -215,6 +250,17 @@ func TestHTTP3(t *testing.T) {
 		}
 		t.Logf("%s /denied: %d", name, r.StatusCode)
 	}
+	// Listener other's QUIC chain, chosen by SNI, with its certificate
+	// (the client checks it is other.example.test's) and its routes.
+	r, b, err := h.h3GetAs(otherName, otherName, "/by-sni")
+	if err != nil || r.StatusCode != 200 || b != "other /by-sni" {
+		t.Fatalf("HTTP/3 with SNI %s: %v %q %v; want 200 from other", otherName, r, b, err)
+	}
+	if cn := r.TLS.PeerCertificates[0].Subject.CommonName; cn != otherName {
+		t.Fatalf("HTTP/3 with SNI %s: certificate of %s", otherName, cn)
+	}
+	t.Logf("HTTP/3 with SNI %s: %s %d %q, certificate %s, alt-svc %s", otherName, r.Proto, r.StatusCode, b, otherName, r.Header.Get("alt-svc"))
+
 	// Envoy counts the HTTP/3 requests of the listener's connection
 	// manager (its TCP and QUIC chains share the stat prefix).
 	const counter = "http.default/gw/https.downstream_rq_http3_total"

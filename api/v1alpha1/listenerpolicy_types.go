@@ -10,8 +10,8 @@ const ListenerPolicyKind = "ListenerPolicy"
 
 // ListenerPolicySpec is how the listeners a ListenerPolicy covers meet
 // their clients: the TLS handshake, the PROXY protocol header of a load
-// balancer, where the client address comes from, HTTP/1 options and the
-// access log. The limits on what clients may send (timeouts, header
+// balancer, where the client address comes from, HTTP/1 options, the
+// access log and HTTP/3. The limits on what clients may send (timeouts, header
 // sizes, HTTP/2 windows) are the class owner's, in GatewayParameters
 // spec.edge, not here. docs/traffic-policy.md is the user's guide; a
 // policy that cannot be honoured is Accepted=False and its listeners keep

@@ -56,7 +56,7 @@ var listenerPolicyKind = registerPolicyKind(resources.ListenerPolicyKind, policy
 	targetRefs: func(p *v1alpha1.ListenerPolicy) []gwapiv1.LocalPolicyTargetReferenceWithSectionName {
 		return p.Spec.TargetRefs
 	},
-	status:   func(p *v1alpha1.ListenerPolicy) *gwapiv1.PolicyStatus { return &p.Status },
+	status: func(p *v1alpha1.ListenerPolicy) *gwapiv1.PolicyStatus { return &p.Status },
 	validate: func(t *translator, p *v1alpha1.ListenerPolicy, st *policyState) {
 		listenerPolicy(p, st)
 		t.http3Targets(p, st)

@@ -35,11 +35,12 @@ func TestHTTP3Ports(t *testing.T) {
 
 // A Gateway with HTTP/3 on port 443 gets port 443 in UDP too, on the
 // same bind port as its TCP side, in both modes; the Shared-mode
-// EndpointSlices carry it; a UDP listener's port is not doubled; without
+// EndpointSlices carry it; a UDP listener's port is not doubled, a port
+// the Service does not have in TCP is not added; without
 // HTTP/3 the Service is as before.
 func TestServiceHTTP3Port(t *testing.T) {
 	gw := gateway("apps", "web", 0, 80, 443, -53)
-	h3 := []gwapiv1.PortNumber{443, 53}
+	h3 := []gwapiv1.PortNumber{443, 53, 9443} // 9443: no listener of the Gateway
 
 	// Dedicated: 80 -> 10080, 443 -> 10443, 53 -> 10053.
 	objs, err := testRenderer().Dedicated(DedicatedInput{Gateway: gw, Params: Effective(&v1alpha1.GatewayParametersSpec{Mode: ptr.To(v1alpha1.ModeDedicated)}, nil),

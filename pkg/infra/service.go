@@ -106,8 +106,8 @@ func requestAddresses(svc *corev1.Service, ips []string, externalIPs bool) {
 // listener on it (http-80, https-443, tls-8443, tcp-5432, udp-53; other
 // protocols name as tcp), targetPort the bind port, ordered by port then
 // protocol; and for each port of http3 (HTTP/3: Envoy's QUIC listener
-// binds the same port in UDP) a UDP port http3-<port>, unless a UDP
-// listener has it already.
+// binds the same port in UDP) that the Service has in TCP, a UDP port
+// http3-<port>, unless a UDP listener has it already.
 func ServicePorts(gw *gwapiv1.Gateway, bind func(*gwapiv1.Gateway, gwapiv1.PortNumber) uint32, http3 []gwapiv1.PortNumber) []corev1.ServicePort {
 	type key struct {
 		port  int32
@@ -139,8 +139,8 @@ func ServicePorts(gw *gwapiv1.Gateway, bind func(*gwapiv1.Gateway, gwapiv1.PortN
 	}
 	for _, p := range http3 {
 		k := key{int32(p), corev1.ProtocolUDP}
-		if seen[k] {
-			continue
+		if seen[k] || !seen[key{int32(p), corev1.ProtocolTCP}] {
+			continue // a UDP listener's, or not a port of the Service
 		}
 		seen[k] = true
 		out = append(out, corev1.ServicePort{

@@ -4,8 +4,10 @@ package xdstranslator
 // port whose listeners ask for it gets a second Envoy listener on the
 // same address and port in UDP, "listener/<address>/<port>/udp", that
 // speaks QUIC:
-//   - udp_listener_config.quic_options set (Envoy's defaults: 100 streams
-//     per connection, 5 minutes idle), GRO on the socket;
+//   - udp_listener_config.quic_options: the HTTP/2 limits of the port's
+//     edge (edgeOf: concurrent streams, stream and connection windows)
+//     bound QUIC's streams too, Envoy's idle timeout (5 minutes without a
+//     packet) stays; GRO on the socket;
 //   - one filter chain "quic/<listener>" per HTTPS listener with HTTP/3,
 //     matched by the SNI of the QUIC handshake (server_names, no
 //     transport_protocol: there is no TLS inspector on a UDP listener);
@@ -88,12 +90,21 @@ func altSvcHeader(v string) []*corev3.HeaderValueOption {
 // listeners) with a chain for each of chains.
 func (s *scopeBuilder) quicListener(k bindKey, ls []*ir.Listener, chains []quicChain) builtQUIC {
 	uk := bindKey{k.address, k.port, true}
+	var served []*ir.Listener
+	for _, c := range chains {
+		served = append(served, c.il)
+	}
+	e := edgeOf(served...)
 	l := &listenerv3.Listener{
 		Name:       ListenerName(k.address, k.port, true),
 		Address:    socketAddress(k.address, k.port, true),
 		StatPrefix: sharedStatName(uk, ls, s.gateway),
 		UdpListenerConfig: &listenerv3.UdpListenerConfig{
-			QuicOptions:            &listenerv3.QuicProtocolOptions{},
+			QuicOptions: &listenerv3.QuicProtocolOptions{QuicProtocolOptions: &corev3.QuicProtocolOptions{
+				MaxConcurrentStreams:        wrapperspb.UInt32(e.HTTP2MaxConcurrentStreams),
+				InitialStreamWindowSize:     wrapperspb.UInt32(e.HTTP2InitialStreamWindowSize),
+				InitialConnectionWindowSize: wrapperspb.UInt32(e.HTTP2InitialConnectionWindowSize),
+			}},
 			DownstreamSocketConfig: &corev3.UdpSocketConfig{PreferGro: wrapperspb.Bool(true)},
 		},
 	}

@@ -10,14 +10,14 @@ const ListenerPolicyKind = "ListenerPolicy"
 
 // ListenerPolicySpec is how the listeners a ListenerPolicy covers meet
 // their clients: the TLS handshake, the PROXY protocol header of a load
-// balancer, where the client address comes from, HTTP/1 options and the
-// access log. The limits on what clients may send (timeouts, header
+// balancer, where the client address comes from, HTTP/1 options, the
+// access log and HTTP/3. The limits on what clients may send (timeouts, header
 // sizes, HTTP/2 windows) are the class owner's, in GatewayParameters
 // spec.edge, not here. docs/traffic-policy.md is the user's guide; a
 // policy that cannot be honoured is Accepted=False and its listeners keep
 // their defaults.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.tls) || has(self.proxyProtocol) || has(self.clientIP) || has(self.http1) || has(self.accessLog)",message="at least one of tls, proxyProtocol, clientIP, http1 and accessLog is required"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) || has(self.proxyProtocol) || has(self.clientIP) || has(self.http1) || has(self.accessLog) || has(self.http3)",message="at least one of tls, proxyProtocol, clientIP, http1, accessLog and http3 is required"
 type ListenerPolicySpec struct {
 	// TargetRefs are the objects, in the policy's namespace, whose
 	// listeners the policy covers (GEP-713): a Gateway or a ListenerSet
@@ -67,7 +67,23 @@ type ListenerPolicySpec struct {
 	// set here.
 	// +optional
 	AccessLog *AccessLogSettings `json:"accessLog,omitempty"`
+
+	// HTTP3 also serves the HTTPS listeners over HTTP/3 (QUIC, RFC 9114):
+	// Envoy listens on the same port in UDP with the listener's
+	// certificates, routes and filters, and the responses over TCP
+	// advertise it (Alt-Svc: h3=":<port>"; ma=86400, RFC 7838), so that
+	// a browser switches to QUIC for its next requests. The Gateway's
+	// Service gets the UDP port. Only HTTPS listeners: a policy whose
+	// targets have none is Accepted=False. It belongs to the port: the
+	// HTTPS listeners of one Envoy port must agree, and a UDP listener on
+	// the same port takes it. QUIC is TLS 1.3: not with tls.maxVersion
+	// 1.2.
+	// +optional
+	HTTP3 *HTTP3Settings `json:"http3,omitempty"`
 }
+
+// HTTP3Settings turn HTTP/3 on (`http3: {}`); it has no options yet.
+type HTTP3Settings struct{}
 
 // TLSVersion is a TLS protocol version.
 // +kubebuilder:validation:Enum="1.2";"1.3"

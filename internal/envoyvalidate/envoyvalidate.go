@@ -11,8 +11,9 @@
 //     cluster references itself instead);
 //   - an EDS cluster becomes a STATIC cluster whose load_assignment is its
 //     ClusterLoadAssignment;
-//   - SDS references over ADS (listener certificates, and client
-//     certificates in clusters' UpstreamTlsContext) lose their sds_config,
+//   - SDS references over ADS (listener certificates, those of QUIC
+//     chains inside QuicDownstreamTransport, and client certificates in
+//     clusters' UpstreamTlsContext) lose their sds_config,
 //     and the secrets go to static_resources.secrets, where Envoy resolves
 //     a name-only reference.
 //
@@ -40,6 +41,7 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
+	quicv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/quic/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -182,8 +184,16 @@ func Static(r *xdstranslator.Resources) (*bootstrapv3.Bootstrap, error) {
 		for _, fc := range l.FilterChains {
 			where := "listener " + l.Name + " filter chain " + fc.Name
 			if ts := fc.TransportSocket; ts != nil {
-				var tc tlsv3.DownstreamTlsContext
-				if err := ts.GetTypedConfig().UnmarshalTo(&tc); err != nil {
+				// A QUIC chain (HTTP/3) wraps the TLS context.
+				var q quicv3.QuicDownstreamTransport
+				quic := ts.GetTypedConfig().MessageIs(&q)
+				tc := &tlsv3.DownstreamTlsContext{}
+				if quic {
+					if err := ts.GetTypedConfig().UnmarshalTo(&q); err != nil {
+						return nil, fmt.Errorf("%s: %w", where, err)
+					}
+					tc = q.GetDownstreamTlsContext()
+				} else if err := ts.GetTypedConfig().UnmarshalTo(tc); err != nil {
 					return nil, fmt.Errorf("%s: %w", where, err)
 				}
 				for _, sds := range tc.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
@@ -192,7 +202,11 @@ func Static(r *xdstranslator.Resources) (*bootstrapv3.Bootstrap, error) {
 					}
 					sds.SdsConfig = nil
 				}
-				ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&tc)}
+				if quic {
+					ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&q)}
+				} else {
+					ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(tc)}
+				}
 			}
 			for _, f := range fc.Filters {
 				a := f.GetTypedConfig()

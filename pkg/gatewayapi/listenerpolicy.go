@@ -19,7 +19,17 @@ package gatewayapi
 // every policy that set it there is Accepted=False reason Conflicted: a
 // tenant never changes how another tenant's listener is served. TLS
 // parameters are per filter chain (each HTTPS listener has its own), and
-// so are an HTTPS listener's connection manager options.
+// so are an HTTPS listener's connection manager options. HTTP/3 is a UDP
+// Envoy listener on the port: the HTTPS listeners of the port must agree
+// on it (TLS listeners on the port take no part), and a UDP listener of
+// the scope on the same address and port takes the port from it (http3
+// Conflicted).
+//
+// HTTP/3 needs an HTTPS listener: a policy asking for it whose targets
+// hold none (an HTTP, TLS or TCP listener named by sectionName, a
+// Gateway without HTTPS listeners) is Accepted=False reason Invalid
+// (http3Targets); on a Gateway with HTTP and HTTPS listeners it serves
+// the HTTPS ones.
 
 import (
 	"fmt"
@@ -46,8 +56,11 @@ var listenerPolicyKind = registerPolicyKind(resources.ListenerPolicyKind, policy
 	targetRefs: func(p *v1alpha1.ListenerPolicy) []gwapiv1.LocalPolicyTargetReferenceWithSectionName {
 		return p.Spec.TargetRefs
 	},
-	status:   func(p *v1alpha1.ListenerPolicy) *gwapiv1.PolicyStatus { return &p.Status },
-	validate: func(_ *translator, p *v1alpha1.ListenerPolicy, st *policyState) { listenerPolicy(p, st) },
+	status: func(p *v1alpha1.ListenerPolicy) *gwapiv1.PolicyStatus { return &p.Status },
+	validate: func(t *translator, p *v1alpha1.ListenerPolicy, st *policyState) {
+		listenerPolicy(p, st)
+		t.http3Targets(p, st)
+	},
 	listener: applyListenerPolicy,
 })
 
@@ -62,8 +75,8 @@ type listenerEffect struct {
 // applyListenerPolicy renders the effective policy of listener l: TLS on
 // HTTPS listeners and TLS listeners in mode Terminate; PROXY protocol on
 // every TCP-based listener; client IP, HTTP/1 and the access log on HTTP
-// and HTTPS listeners. A field that does not apply to the listener's
-// protocol is left out.
+// and HTTPS listeners; HTTP/3 on HTTPS listeners. A field that does not
+// apply to the listener's protocol is left out.
 func applyListenerPolicy(st *policyState, _ *listenerState, l *ir.Listener) {
 	e, _ := st.effect.(*listenerEffect)
 	if e == nil {
@@ -73,6 +86,9 @@ func applyListenerPolicy(st *policyState, _ *listenerState, l *ir.Listener) {
 	terminates := l.TLS != nil && l.TLS.Mode == ir.TLSTerminate
 	if terminates && (l.Protocol == ir.ProtocolHTTPS || l.Protocol == ir.ProtocolTLS) {
 		c.TLS = e.client.TLS
+	}
+	if terminates && l.Protocol == ir.ProtocolHTTPS {
+		c.HTTP3 = e.client.HTTP3
 	}
 	if l.Protocol != ir.ProtocolUDP {
 		c.ProxyProtocol = e.client.ProxyProtocol
@@ -204,8 +220,14 @@ func listenerSettings(p *v1alpha1.ListenerPolicy) (*listenerEffect, string) {
 			return nil, "accessLog: at most one of disabled, text and json"
 		}
 	}
+	if spec.HTTP3 != nil {
+		if t := e.client.TLS; t != nil && t.MaxVersion == ir.TLS12 {
+			return nil, "http3: QUIC is TLS 1.3, which tls.maxVersion 1.2 refuses"
+		}
+		e.client.HTTP3 = &ir.HTTP3{}
+	}
 	if e.client == (ir.ClientSettings{}) && !e.logOff && spec.AccessLog == nil {
-		return nil, "at least one of tls, proxyProtocol, clientIP, http1 and accessLog is required"
+		return nil, "at least one of tls, proxyProtocol, clientIP, http1, accessLog and http3 is required"
 	}
 	return e, ""
 }
@@ -308,6 +330,9 @@ type clientField struct {
 	shared func(p ir.Protocol) bool
 	get    func(l *ir.Listener) any
 	clear  func(l *ir.Listener)
+	// member, when set, says which listeners of the port take part (the
+	// others neither decide nor lose the setting).
+	member func(l *ir.Listener) bool
 }
 
 // httpPort says whether listeners of protocol p share one connection
@@ -319,13 +344,13 @@ func httpPort(p ir.Protocol) bool { return p == ir.ProtocolHTTP }
 var portFields = []clientField{
 	{"proxyProtocol", func(ir.Protocol) bool { return true },
 		func(l *ir.Listener) any { return clientOf(l).ProxyProtocol },
-		func(l *ir.Listener) { clientOf(l).ProxyProtocol = nil }},
+		func(l *ir.Listener) { clientOf(l).ProxyProtocol = nil }, nil},
 	{"clientIP", httpPort,
 		func(l *ir.Listener) any { return clientOf(l).ClientIP },
-		func(l *ir.Listener) { clientOf(l).ClientIP = nil }},
+		func(l *ir.Listener) { clientOf(l).ClientIP = nil }, nil},
 	{"http1", httpPort,
 		func(l *ir.Listener) any { return clientOf(l).HTTP1 },
-		func(l *ir.Listener) { clientOf(l).HTTP1 = nil }},
+		func(l *ir.Listener) { clientOf(l).HTTP1 = nil }, nil},
 	{"accessLog", httpPort,
 		func(l *ir.Listener) any {
 			return struct {
@@ -333,7 +358,11 @@ var portFields = []clientField{
 				f   *ir.AccessLogFormat
 			}{l.NoAccessLog, clientOf(l).AccessLog}
 		},
-		func(l *ir.Listener) { clientOf(l).AccessLog, l.NoAccessLog = nil, false }},
+		func(l *ir.Listener) { clientOf(l).AccessLog, l.NoAccessLog = nil, false }, nil},
+	{"http3", func(ir.Protocol) bool { return true },
+		func(l *ir.Listener) any { return clientOf(l).HTTP3 },
+		func(l *ir.Listener) { clientOf(l).HTTP3 = nil },
+		func(l *ir.Listener) bool { return l.Protocol == ir.ProtocolHTTPS }},
 }
 
 // clientOf is l's ClientSettings, a zero value (a copy, so never stored)
@@ -349,9 +378,11 @@ func clientOf(l *ir.Listener) *ir.ClientSettings {
 // listener and disagree on a setting of portFields: the setting is
 // cleared on all of them (the port keeps the default: for the access log,
 // Envoy's format, on), and the ListenerPolicy that set it on each of them
-// is Accepted=False reason Conflicted. The outcome depends on
-// the Gateways and policies alone, so an incremental translation, which
-// calls it again with the same translator, gets the same.
+// is Accepted=False reason Conflicted. HTTP/3 on a port whose UDP side a
+// UDP listener of the scope binds is cleared the same way. The outcome
+// depends on the Gateways and policies alone, so an incremental
+// translation, which calls it again with the same translator, gets the
+// same.
 func (t *translator) settleSharedPorts(built []builtListener) {
 	ports := map[sharedPort][]builtListener{}
 	var order []sharedPort
@@ -363,12 +394,16 @@ func (t *translator) settleSharedPorts(built []builtListener) {
 		ports[k] = append(ports[k], b)
 	}
 	for _, k := range order {
-		group := ports[k]
-		if len(group) < 2 {
-			continue
-		}
+		all := ports[k]
 		for _, f := range portFields {
-			if !f.shared(group[0].il.Protocol) {
+			if !f.shared(all[0].il.Protocol) {
+				continue
+			}
+			group := all
+			if f.member != nil {
+				group = slices.DeleteFunc(slices.Clone(all), func(b builtListener) bool { return !f.member(b.il) })
+			}
+			if len(group) < 2 {
 				continue
 			}
 			first := f.get(group[0].il)
@@ -379,22 +414,77 @@ func (t *translator) settleSharedPorts(built []builtListener) {
 			for _, b := range group {
 				who = append(who, b.ls.owner()+" listener "+b.ls.name)
 			}
-			zero := f.get(&ir.Listener{})
-			for _, b := range group {
-				if reflect.DeepEqual(f.get(b.il), zero) {
-					continue // the default here: nothing to clear
-				}
-				st := t.effectivePolicy(listenerPolicyKind, listenerTargets(make([]policyTarget, 0, 3), b.ls))
-				if st != nil && st.effect != nil && st.notAccepted == nil {
-					st.notAccepted = &problem{string(gwapiv1.PolicyReasonConflicted), fmt.Sprintf(
-						"%s: %s share one Envoy listener (address %s, port %d) and differ on it; the port keeps the default",
-						f.name, strings.Join(who, ", "), k.address, group[0].il.GatewayPort)}
-				}
-				f.clear(b.il)
-				if b.il.Client != nil && *b.il.Client == (ir.ClientSettings{}) {
-					b.il.Client = nil
-				}
-			}
+			t.clearPortField(f, group, fmt.Sprintf("%s: %s share one Envoy listener (address %s, port %d) and differ on it; the port keeps the default",
+				f.name, strings.Join(who, ", "), k.address, group[0].il.GatewayPort))
+		}
+		if k.udp {
+			continue
+		}
+		// A UDP listener on the port holds its UDP side: no QUIC there.
+		if udp := ports[sharedPort{k.scope, k.address, k.port, true}]; len(udp) > 0 {
+			f := portFields[slices.IndexFunc(portFields, func(f clientField) bool { return f.name == "http3" })]
+			t.clearPortField(f, all, fmt.Sprintf("http3: %s listener %s (UDP) binds the UDP side of port %d (address %s); HTTP/3 is not served there",
+				udp[0].ls.owner(), udp[0].ls.name, all[0].il.GatewayPort, k.address))
 		}
 	}
+}
+
+// clearPortField clears f on the listeners of group that set it, and
+// marks the ListenerPolicy that set it on each Accepted=False reason
+// Conflicted with msg (unless it is not accepted already).
+func (t *translator) clearPortField(f clientField, group []builtListener, msg string) {
+	zero := f.get(&ir.Listener{})
+	for _, b := range group {
+		if reflect.DeepEqual(f.get(b.il), zero) {
+			continue // the default here: nothing to clear
+		}
+		st := t.effectivePolicy(listenerPolicyKind, listenerTargets(make([]policyTarget, 0, 3), b.ls))
+		if st != nil && st.effect != nil && st.notAccepted == nil {
+			st.notAccepted = &problem{string(gwapiv1.PolicyReasonConflicted), msg}
+		}
+		f.clear(b.il)
+		if b.il.Client != nil && *b.il.Client == (ir.ClientSettings{}) {
+			b.il.Client = nil
+		}
+	}
+}
+
+// http3Targets marks p, valid and asking for HTTP/3, Accepted=False
+// reason Invalid when the listeners it targets (a listener by
+// sectionName, every listener of a Gateway or ListenerSet, a Gateway's
+// ListenerSets' included) hold no HTTPS listener: HTTP/3 would reach
+// none. Targets that do not exist are left to the ancestors (no status).
+func (t *translator) http3Targets(p *v1alpha1.ListenerPolicy, st *policyState) {
+	e, _ := st.effect.(*listenerEffect)
+	if e == nil || e.client.HTTP3 == nil {
+		return
+	}
+	var others []string
+	for _, ref := range p.Spec.TargetRefs {
+		var listeners []*listenerState
+		switch (targetKind{string(ref.Group), string(ref.Kind)}) {
+		case targetGateway:
+			if gw := t.gatewayIndex[nn(p.Namespace, string(ref.Name))]; gw != nil {
+				listeners = gw.allListeners()
+			}
+		case targetListenerSet:
+			if s := t.listenerSetIndex[nn(p.Namespace, string(ref.Name))]; s != nil {
+				listeners = s.listeners
+			}
+		}
+		for _, l := range listeners {
+			if ref.SectionName != nil && l.name != string(*ref.SectionName) {
+				continue
+			}
+			if l.protocol == ir.ProtocolHTTPS {
+				return
+			}
+			others = append(others, fmt.Sprintf("%s listener %s (%s)", l.owner(), l.name, l.protocol))
+		}
+	}
+	if len(others) == 0 {
+		return
+	}
+	st.effect = nil
+	st.notAccepted = &problem{string(gwapiv1.PolicyReasonInvalid), "http3 serves HTTPS listeners only (QUIC terminates TLS); the policy targets none: " + strings.Join(others, ", ")}
 }

@@ -90,6 +90,12 @@ func TestListenerPolicyValidation(t *testing.T) {
 			nil, "at most one of disabled, text and json"},
 		{"empty access log", v1alpha1.ListenerPolicySpec{AccessLog: &v1alpha1.AccessLogSettings{}},
 			&listenerEffect{}, ""},
+		{"http3", v1alpha1.ListenerPolicySpec{HTTP3: &v1alpha1.HTTP3Settings{}},
+			&listenerEffect{client: ir.ClientSettings{HTTP3: &ir.HTTP3{}}}, ""},
+		{"http3 with tls 1.3", v1alpha1.ListenerPolicySpec{HTTP3: &v1alpha1.HTTP3Settings{}, TLS: &v1alpha1.ListenerTLSSettings{MinVersion: v("1.3")}},
+			&listenerEffect{client: ir.ClientSettings{HTTP3: &ir.HTTP3{}, TLS: &ir.ClientTLS{MinVersion: ir.TLS13}}}, ""},
+		{"http3 with tls 1.2 at most", v1alpha1.ListenerPolicySpec{HTTP3: &v1alpha1.HTTP3Settings{}, TLS: &v1alpha1.ListenerTLSSettings{MaxVersion: v("1.2")}},
+			nil, "http3: QUIC is TLS 1.3, which tls.maxVersion 1.2 refuses"},
 		{"nothing", v1alpha1.ListenerPolicySpec{}, nil, "at least one of"},
 		{"no targets", v1alpha1.ListenerPolicySpec{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{}, ProxyProtocol: &v1alpha1.ProxyProtocolSettings{}},
 			nil, "targetRefs: 0 entries"},
@@ -122,6 +128,7 @@ func TestApplyListenerPolicy(t *testing.T) {
 	e := &listenerEffect{logOff: true, client: ir.ClientSettings{
 		TLS: &ir.ClientTLS{MinVersion: ir.TLS13}, ProxyProtocol: &ir.ProxyProtocol{},
 		ClientIP: &ir.ClientIPDetection{XFFNumTrustedHops: 1}, HTTP1: &ir.HTTP1Options{AcceptHTTP10: true},
+		HTTP3: &ir.HTTP3{},
 	}}
 	st := &policyState{effect: e}
 	term := &ir.ListenerTLS{Mode: ir.TLSTerminate}

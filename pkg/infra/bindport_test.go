@@ -159,7 +159,7 @@ func TestAssignBindPortsStability(t *testing.T) {
 	r := &Renderer{}
 	var svcs []corev1.Service
 	for _, gw := range []*gwapiv1.Gateway{older, newer} {
-		svcs = append(svcs, *r.service(gw, Effective(nil, nil), bp.BindPort))
+		svcs = append(svcs, *r.service(gw, Effective(nil, nil), bp.BindPort, nil))
 	}
 	prev := PreviousBindPorts(svcs)
 	if len(prev) != 2 {

@@ -105,6 +105,9 @@ type SharedGatewayInput struct {
 	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
 	// Endpoints are the shared fleet's pods (EndpointsFromPods).
 	Endpoints []Endpoint
+	// HTTP3Ports are the listener ports served over HTTP/3 too: the
+	// Service gets each in UDP (HTTP3Ports).
+	HTTP3Ports []gwapiv1.PortNumber
 }
 
 // DedicatedInput is what Dedicated renders from.
@@ -119,6 +122,8 @@ type DedicatedInput struct {
 	BindPort func(gw *gwapiv1.Gateway, port gwapiv1.PortNumber) uint32
 	// TrustBundle: see SharedFleetInput.
 	TrustBundle []byte
+	// HTTP3Ports: see SharedGatewayInput.
+	HTTP3Ports []gwapiv1.PortNumber
 }
 
 // Endpoint is one address of a fleet pod.
@@ -166,7 +171,7 @@ func (r *Renderer) Dedicated(in DedicatedInput) ([]client.Object, error) {
 		ports := DedicatedBindPorts(gw)
 		bind = func(_ *gwapiv1.Gateway, p gwapiv1.PortNumber) uint32 { return ports[int32(p)] }
 	}
-	svc := r.service(gw, in.Params, bind)
+	svc := r.service(gw, in.Params, bind, in.HTTP3Ports)
 	svc.Spec.Selector = selectorLabels(f)
 	return append(objs, svc), nil
 }
@@ -183,7 +188,7 @@ func (r *Renderer) SharedGateway(in SharedGatewayInput) ([]client.Object, error)
 	if in.BindPort == nil {
 		return nil, errors.New("infra: SharedGateway needs BindPort (BindPorts.BindPort)")
 	}
-	svc := r.service(gw, in.Params, in.BindPort)
+	svc := r.service(gw, in.Params, in.BindPort, in.HTTP3Ports)
 	objs := []client.Object{svc}
 	return append(objs, endpointSlices(gw, svc, in.Endpoints)...), nil
 }

@@ -22,13 +22,15 @@ import (
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 )
 
 // service renders gw's Service: one port per distinct listener port and
-// transport protocol, targetPort = the bind port; of the parameters' type
+// transport protocol, targetPort = the bind port, and the UDP side of
+// each port of http3 (ServicePorts); of the parameters' type
 // (LoadBalancer by default), or ClusterIP when every address gw requests is
 // of routability Cluster (gatewayapi.ClusterOnly).
-func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParametersSpec, bind func(*gwapiv1.Gateway, gwapiv1.PortNumber) uint32) *corev1.Service {
+func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParametersSpec, bind func(*gwapiv1.Gateway, gwapiv1.PortNumber) uint32, http3 []gwapiv1.PortNumber) *corev1.Service {
 	infraLabels, infraAnnotations := infraMeta(gw)
 	annotations := map[string]string{}
 	if params.Service != nil {
@@ -56,7 +58,7 @@ func (r *Renderer) service(gw *gwapiv1.Gateway, params v1alpha1.GatewayParameter
 		},
 		Spec: corev1.ServiceSpec{
 			Type:  svcType,
-			Ports: ServicePorts(gw, bind),
+			Ports: ServicePorts(gw, bind, http3),
 		},
 	}
 	requestAddresses(svc, gatewayapi.RequestedIPs(gw), params.GatewayPolicy.Allows(v1alpha1.PermissionExternalIPs))
@@ -103,8 +105,10 @@ func requestAddresses(svc *corev1.Service, ips []string, externalIPs bool) {
 // port, transport protocol), named <protocol>-<port> after the first
 // listener on it (http-80, https-443, tls-8443, tcp-5432, udp-53; other
 // protocols name as tcp), targetPort the bind port, ordered by port then
-// protocol.
-func ServicePorts(gw *gwapiv1.Gateway, bind func(*gwapiv1.Gateway, gwapiv1.PortNumber) uint32) []corev1.ServicePort {
+// protocol; and for each port of http3 (HTTP/3: Envoy's QUIC listener
+// binds the same port in UDP) that the Service has in TCP, a UDP port
+// http3-<port>, unless a UDP listener has it already.
+func ServicePorts(gw *gwapiv1.Gateway, bind func(*gwapiv1.Gateway, gwapiv1.PortNumber) uint32, http3 []gwapiv1.PortNumber) []corev1.ServicePort {
 	type key struct {
 		port  int32
 		proto corev1.Protocol
@@ -131,6 +135,19 @@ func ServicePorts(gw *gwapiv1.Gateway, bind func(*gwapiv1.Gateway, gwapiv1.PortN
 			Protocol:   proto,
 			Port:       int32(l.Port),
 			TargetPort: intstr.FromInt32(int32(bind(gw, l.Port))),
+		})
+	}
+	for _, p := range http3 {
+		k := key{int32(p), corev1.ProtocolUDP}
+		if seen[k] || !seen[key{int32(p), corev1.ProtocolTCP}] {
+			continue // a UDP listener's, or not a port of the Service
+		}
+		seen[k] = true
+		out = append(out, corev1.ServicePort{
+			Name:       fmt.Sprintf("http3-%d", p),
+			Protocol:   corev1.ProtocolUDP,
+			Port:       int32(p),
+			TargetPort: intstr.FromInt32(int32(bind(gw, p))),
 		})
 	}
 	slices.SortFunc(out, func(a, b corev1.ServicePort) int {
@@ -235,5 +252,23 @@ func EndpointsFromPods(pods []corev1.Pod) []Endpoint {
 			})
 		}
 	}
+	return out
+}
+
+// HTTP3Ports are the listener ports of g, an IR Gateway, that serve
+// HTTP/3 (a ListenerPolicy's http3 that the translation kept:
+// ir.ClientSettings HTTP3), ascending, each once: the Gateway's Service
+// needs them in UDP too.
+func HTTP3Ports(g *ir.Gateway) []gwapiv1.PortNumber {
+	var out []gwapiv1.PortNumber
+	if g == nil {
+		return nil
+	}
+	for _, l := range g.Listeners {
+		if l.Client != nil && l.Client.HTTP3 != nil && !slices.Contains(out, gwapiv1.PortNumber(l.GatewayPort)) {
+			out = append(out, gwapiv1.PortNumber(l.GatewayPort))
+		}
+	}
+	slices.Sort(out)
 	return out
 }

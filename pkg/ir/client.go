@@ -12,14 +12,29 @@ import "slices"
 //     Gateway API translator clears it on all of them when they do not);
 //   - ClientIP, HTTP1 and AccessLog are HTTP connection manager options:
 //     one per HTTPS listener, one for all the HTTP listeners of a port
-//     (they share a connection manager), which must agree likewise.
+//     (they share a connection manager), which must agree likewise;
+//   - HTTP3 adds a QUIC listener (UDP) on the port of an HTTPS listener:
+//     one per Envoy listener, so the HTTPS listeners of a port agree
+//     (each keeps its own QUIC filter chain, by SNI), and no UDP
+//     listener of the scope may bind the same address and port.
 type ClientSettings struct {
 	TLS           *ClientTLS         `json:"tls,omitempty"`
 	ProxyProtocol *ProxyProtocol     `json:"proxyProtocol,omitempty"`
 	ClientIP      *ClientIPDetection `json:"clientIP,omitempty"`
 	HTTP1         *HTTP1Options      `json:"http1,omitempty"`
 	AccessLog     *AccessLogFormat   `json:"accessLog,omitempty"`
+	HTTP3         *HTTP3             `json:"http3,omitempty"`
 }
+
+// HTTP3 serves an HTTPS listener over HTTP/3 too: a UDP Envoy listener on
+// its address and port with a QUIC filter chain per HTTPS listener
+// (transport socket envoy.transport_sockets.quic, the same certificates
+// and client validation; connection manager codec HTTP3, the same route
+// configuration and filters), and the TCP responses' header
+// Alt-Svc: h3=":<GatewayPort>"; ma=86400 (RFC 7838: the port the
+// client sees, not the one Envoy binds). QUIC is TLS 1.3 only: the
+// listener's TLS parameters and ALPN do not apply to it.
+type HTTP3 struct{}
 
 // TLSVersion is a TLS protocol version, "1.2" or "1.3".
 type TLSVersion string
@@ -95,7 +110,8 @@ type AccessLogField struct {
 // client checks l's ClientSettings: TLS only on a terminating listener,
 // known versions in order; the HTTP settings only on HTTP and HTTPS
 // listeners; one client address source; a default host only with
-// HTTP/1.0; one access log format, JSON fields named and distinct.
+// HTTP/1.0; one access log format, JSON fields named and distinct;
+// HTTP/3 only on HTTPS listeners, with TLS 1.3 allowed.
 func (v *validator) client(p string, l *Listener) {
 	c, p := l.Client, p+".client"
 	http := l.Protocol == ProtocolHTTP || l.Protocol == ProtocolHTTPS
@@ -111,6 +127,12 @@ func (v *validator) client(p string, l *Listener) {
 		if t.MinVersion != "" && t.MaxVersion != "" && t.MinVersion > t.MaxVersion {
 			v.add(p+".tls", "minVersion above maxVersion")
 		}
+	}
+	if c.HTTP3 != nil && (l.Protocol != ProtocolHTTPS || l.TLS == nil || l.TLS.Mode != TLSTerminate) {
+		v.add(p+".http3", "HTTP/3 applies only to HTTPS listeners that terminate TLS")
+	}
+	if c.HTTP3 != nil && c.TLS != nil && c.TLS.MaxVersion == TLS12 {
+		v.add(p+".http3", "HTTP/3 (QUIC) is TLS 1.3, which maxVersion 1.2 refuses")
 	}
 	if c.ProxyProtocol != nil && l.Protocol == ProtocolUDP {
 		v.add(p+".proxyProtocol", "PROXY protocol applies only to TCP-based listeners")

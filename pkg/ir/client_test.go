@@ -29,6 +29,8 @@ func TestValidateClient(t *testing.T) {
 		{"default host without 1.0", ClientSettings{HTTP1: &HTTP1Options{DefaultHost: "a.example.com"}}, "needs acceptHTTP10"},
 		{"no format", ClientSettings{AccessLog: &AccessLogFormat{}}, "exactly one of text and json"},
 		{"two formats", ClientSettings{AccessLog: &AccessLogFormat{Text: "x\n", JSON: []AccessLogField{{Name: "a", Format: "b"}}}}, "exactly one"},
+		{"HTTP/3 on HTTP", ClientSettings{HTTP3: &HTTP3{}}, "HTTP/3 applies only to HTTPS listeners"},
+		{"HTTP/3 with TLS 1.2 at most", ClientSettings{HTTP3: &HTTP3{}, TLS: &ClientTLS{MaxVersion: TLS12}}, "maxVersion 1.2 refuses"},
 		{"field twice", ClientSettings{AccessLog: &AccessLogFormat{JSON: []AccessLogField{{Name: "a", Format: "b"}, {Name: "a", Format: "c"}}}}, "distinct"},
 	} {
 		x := valid()

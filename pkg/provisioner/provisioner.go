@@ -22,6 +22,7 @@ import (
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
 	"github.com/xds-controller/xds-controller/pkg/infra"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/provider/kubernetes"
 )
 
@@ -170,6 +171,7 @@ func (p *Provisioner) Provision(ctx context.Context, in kubernetes.ProvisionInpu
 	}
 	log := p.log()
 	pl := makePlan(in.Resources, r)
+	h3 := http3Ports(in.IR)
 	// A pass that syncs or prunes other things than the last one (a
 	// Gateway that changed mode, a class that lost its last Shared
 	// Gateway) may have deleted what a remembered sync wrote: forget them.
@@ -225,12 +227,12 @@ func (p *Provisioner) Provision(ctx context.Context, in kubernetes.ProvisionInpu
 	for _, gw := range pl.shared {
 		f := infra.SharedFleet(p.Namespace, string(gw.Spec.GatewayClassName))
 		eps := infra.EndpointsFromPods(podsOf(pods.Items, f))
-		if !step("Gateway "+gw.Namespace+"/"+gw.Name, p.syncSharedGateway(ctx, a, rend, r, gw, eps)) {
+		if !step("Gateway "+gw.Namespace+"/"+gw.Name, p.syncSharedGateway(ctx, a, rend, r, gw, eps, h3[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}])) {
 			return p.lostLead(log)
 		}
 	}
 	for _, gw := range pl.dedicated {
-		if !step("Gateway "+gw.Namespace+"/"+gw.Name, p.syncDedicated(ctx, a, rend, in, r, gw, now)) {
+		if !step("Gateway "+gw.Namespace+"/"+gw.Name, p.syncDedicated(ctx, a, rend, in, r, gw, now, h3[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}])) {
 			return p.lostLead(log)
 		}
 	}
@@ -257,6 +259,21 @@ func (p *Provisioner) Provision(ctx context.Context, in kubernetes.ProvisionInpu
 	return errors.Join(errs...)
 }
 
+// http3Ports are the listener ports with HTTP/3 of each Gateway of x
+// (infra.HTTP3Ports), for their Services' UDP ports.
+func http3Ports(x *ir.IR) map[types.NamespacedName][]gwapiv1.PortNumber {
+	out := map[types.NamespacedName][]gwapiv1.PortNumber{}
+	if x == nil {
+		return out
+	}
+	for _, g := range x.Gateways {
+		if ports := infra.HTTP3Ports(g); len(ports) > 0 {
+			out[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = ports
+		}
+	}
+	return out
+}
+
 func (p *Provisioner) lostLead(log *slog.Logger) error {
 	log.Info("provisioning stopped: this replica no longer leads")
 	return nil
@@ -271,9 +288,9 @@ func (p *Provisioner) syncSharedFleet(ctx context.Context, a *infra.Applier, ren
 	return err
 }
 
-func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, rend *infra.Renderer, r *Resolver, gw *gwapiv1.Gateway, eps []infra.Endpoint) error {
+func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, rend *infra.Renderer, r *Resolver, gw *gwapiv1.Gateway, eps []infra.Endpoint, h3 []gwapiv1.PortNumber) error {
 	params, _ := r.Effective(gw)
-	objs, err := rend.SharedGateway(infra.SharedGatewayInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, Endpoints: eps})
+	objs, err := rend.SharedGateway(infra.SharedGatewayInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, Endpoints: eps, HTTP3Ports: h3})
 	if err != nil {
 		return err
 	}
@@ -294,9 +311,9 @@ func (p *Provisioner) syncSharedGateway(ctx context.Context, a *infra.Applier, r
 	return err
 }
 
-func (p *Provisioner) syncDedicated(ctx context.Context, a *infra.Applier, rend *infra.Renderer, in kubernetes.ProvisionInput, r *Resolver, gw *gwapiv1.Gateway, now time.Time) error {
+func (p *Provisioner) syncDedicated(ctx context.Context, a *infra.Applier, rend *infra.Renderer, in kubernetes.ProvisionInput, r *Resolver, gw *gwapiv1.Gateway, now time.Time, h3 []gwapiv1.PortNumber) error {
 	params, _ := r.Effective(gw)
-	objs, err := rend.Dedicated(infra.DedicatedInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, TrustBundle: in.Identity.Authority.BundlePEM()})
+	objs, err := rend.Dedicated(infra.DedicatedInput{Gateway: gw, Params: params, BindPort: r.BindPortFor, TrustBundle: in.Identity.Authority.BundlePEM(), HTTP3Ports: h3})
 	if err != nil {
 		return err
 	}

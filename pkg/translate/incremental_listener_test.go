@@ -10,9 +10,11 @@ import (
 // another listener of its target or the whole target, PROXY protocol on,
 // optional or off (listeners sharing a port then disagree), TLS versions
 // or cipher suites (one of them unknown), an access log (one operator
-// unknown), or the spec of another one. o is v as world.edit holds it.
+// unknown), HTTP/3 on or off (on HTTP listeners Invalid, on a shared
+// HTTPS port Conflicted when the others disagree), or the spec of
+// another one. o is v as world.edit holds it.
 func (w *world) editListenerPolicy(o object, v *v1alpha1.ListenerPolicy) string {
-	switch w.rng.IntN(5) {
+	switch w.rng.IntN(6) {
 	case 0: // another listener of the target, or the whole of it
 		if len(v.Spec.TargetRefs) > 0 {
 			v.Spec.TargetRefs[0].SectionName = []*gwapiv1.SectionName{nil, ptrTo(gwapiv1.SectionName(w.oneOf(w.sections)))}[w.rng.IntN(2)]
@@ -29,6 +31,9 @@ func (w *world) editListenerPolicy(o object, v *v1alpha1.ListenerPolicy) string 
 		v.Spec.AccessLog = []*v1alpha1.AccessLogSettings{nil, {Disabled: true}, {Text: ptrTo("%RESPONSE_CODE%")},
 			{JSON: map[string]string{"path": w.oneOf([]string{"%REQ(:PATH)%", "%BAD%"})}}}[w.rng.IntN(4)]
 		return "accessLog"
+	case 4: // HTTP/3 on or off: the port's QUIC listener and alt-svc
+		v.Spec.HTTP3 = []*v1alpha1.HTTP3Settings{nil, {}}[w.rng.IntN(2)]
+		return "http3"
 	}
 	return w.swap(o, "Spec")
 }

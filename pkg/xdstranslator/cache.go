@@ -129,6 +129,7 @@ type vhostMemo struct {
 // those of the last translation (for Origins).
 type configMemo struct {
 	vhosts []*routev3.VirtualHost
+	altSvc string
 	config *routev3.RouteConfiguration
 	use    filterUse
 	runs   memo.List[*ir.HTTPRoute, *vhostMemo]

@@ -167,6 +167,16 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 // tracing of tr (tracing.go; nil traces nothing), and c's client
 // address, HTTP/1 and access log format (client.go applyClient).
 func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing, c ir.ClientSettings) *listenerv3.Filter {
+	return hcmOf(s.hcmConfig(stat, routeConfig, use, log, edge, tr, c))
+}
+
+// hcmOf is h as a network filter.
+func hcmOf(h *hcmv3.HttpConnectionManager) *listenerv3.Filter {
+	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
+}
+
+// hcmConfig is hcmFilter's connection manager (http3.go changes its codec).
+func (s *scopeBuilder) hcmConfig(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing, c ir.ClientSettings) *hcmv3.HttpConnectionManager {
 	var filters []*hcmv3.HttpFilter
 	routeAuthz := len(use.authz)
 	for i, f := range use.authz {
@@ -266,7 +276,7 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 		h.AccessLog = []*accesslogv3.AccessLog{stdoutAccessLog(nil)}
 	}
 	applyClient(h, c) // client.go
-	return &listenerv3.Filter{Name: filterHCM, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(h)}}
+	return h
 }
 
 // upgradeFilters is the filter chain of an upgraded (WebSocket) request:

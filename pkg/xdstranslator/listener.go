@@ -33,6 +33,7 @@ func adsSource() *corev3.ConfigSource {
 // its route configurations. It returns a nil listener when no filter chain
 // is left.
 func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Listener, []*routev3.RouteConfiguration, error) {
+	var quic []quicChain // http3.go
 	name := ListenerName(k.address, k.port, k.udp)
 	l := &listenerv3.Listener{
 		Name:                          name,
@@ -43,7 +44,7 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 	var routes []*routev3.RouteConfiguration
 	switch ls[0].Protocol {
 	case ir.ProtocolHTTP:
-		rc, use, err := s.routeConfig(name, ls, nil)
+		rc, use, err := s.routeConfig(name, ls, nil, "")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -65,9 +66,12 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 				}
 				used[il.Hostname] = true
 				rcName := HTTPSRouteConfigName(name, il.Name)
-				rc, use, err := s.routeConfig(rcName, []*ir.Listener{il}, misdirectedHosts(il, ordered))
+				rc, use, err := s.routeConfig(rcName, []*ir.Listener{il}, misdirectedHosts(il, ordered), altSvc(il))
 				if err != nil {
 					return nil, nil, err
+				}
+				if altSvc(il) != "" {
+					quic = append(quic, quicChain{il, rcName, use})
 				}
 				routes = append(routes, rc)
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
@@ -138,6 +142,9 @@ func (s *scopeBuilder) listener(k bindKey, ls []*ir.Listener) (*listenerv3.Liste
 	}
 	if pp := proxyProtocolFilter(ls); pp != nil {
 		l.ListenerFilters = append([]*listenerv3.ListenerFilter{pp}, l.ListenerFilters...)
+	}
+	if len(quic) > 0 {
+		s.quic = append(s.quic, s.quicListener(k, ls, quic))
 	}
 	return l, routes, nil
 }
@@ -210,6 +217,12 @@ func stdoutAccessLog(f *ir.AccessLogFormat) *accesslogv3.AccessLog {
 // and accepted whatever they are (trust_chain_verification
 // ACCEPT_UNTRUSTED; a client without one is let in too).
 func (s *scopeBuilder) downstreamTLS(t *ir.ListenerTLS, alpn []string, ct *ir.ClientTLS) *corev3.TransportSocket {
+	return &corev3.TransportSocket{Name: transportTLS, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: toAny(s.downstreamTLSContext(t, alpn, ct))}}
+}
+
+// downstreamTLSContext is downstreamTLS's context (http3.go wraps it in
+// QUIC's transport socket).
+func (s *scopeBuilder) downstreamTLSContext(t *ir.ListenerTLS, alpn []string, ct *ir.ClientTLS) *tlsv3.DownstreamTlsContext {
 	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		AlpnProtocols: alpn,
 	}}
@@ -232,7 +245,7 @@ func (s *scopeBuilder) downstreamTLS(t *ir.ListenerTLS, alpn []string, ct *ir.Cl
 				&tlsv3.SdsSecretConfig{Name: c.Name, SdsConfig: adsSource()})
 		}
 	}
-	return &corev3.TransportSocket{Name: transportTLS, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: toAny(ctx)}}
+	return ctx
 }
 
 // l4Target is where a TCP, TLS or UDP route sends its traffic: one cluster,

@@ -36,7 +36,7 @@ import (
 // once and then found in the scope's cache (virtualHost) while its routes
 // are the same objects. Virtual hosts are ordered most specific first by
 // their domain (compareHostSpecificity).
-func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string) (*routev3.RouteConfiguration, filterUse, error) {
+func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected []string, altSvc string) (*routev3.RouteConfiguration, filterUse, error) {
 	s.configs[name] = true
 	// A request for host H is served by the most specific listener whose
 	// hostname covers H: only that listener's routes go into H's virtual
@@ -118,14 +118,15 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 	}
 	m := s.cache.configs[name]
 	m.memos = memos
-	if m.config != nil && slices.Equal(m.vhosts, vhosts) {
+	if m.config != nil && m.altSvc == altSvc && slices.Equal(m.vhosts, vhosts) {
 		return m.config, m.use, nil
 	}
-	m.vhosts, m.use = vhosts, used
+	m.vhosts, m.use, m.altSvc = vhosts, used, altSvc
 	m.config = &routev3.RouteConfiguration{
 		Name:                     name,
 		IgnorePortInHostMatching: true,
 		VirtualHosts:             vhosts,
+		ResponseHeadersToAdd:     altSvcHeader(altSvc), // http3.go
 	}
 	return m.config, used, nil
 }

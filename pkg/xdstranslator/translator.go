@@ -18,6 +18,9 @@
 //	                                       tcp_proxy; in mode Terminate with the listener's
 //	                                       certificates (SDS) and no ALPN
 //	  TCP listener                         filter chain "tcp/<ns>/<gw>/<l>"
+//	  HTTPS listeners with HTTP/3          also Listener "listener/<address>/<port>/udp" (QUIC),
+//	                                       filter chain "quic/<ns>/<gw>/<l>" (SNI = hostname),
+//	                                       the TCP chain's RouteConfiguration (http3.go)
 //	HTTPRoute.Hostname                     VirtualHost "<ns>/<gw>/<l>/<hostname>" (dots as "_"),
 //	                                       domains [hostname] ("*" for every host); the route
 //	                                       configuration sets ignore_port_in_host_matching, so
@@ -74,7 +77,8 @@
 //     match transport_protocol "tls" (tls_inspector), so plain text on a
 //     TLS port is closed. The IR's ClientSettings (client.go) add the
 //     PROXY protocol listener filter first, TLS parameters and ALPN per
-//     chain, and connection manager options. When two TLS listeners or passthrough routes claim
+//     chain, and connection manager options; HTTP/3 a QUIC listener beside
+//     the TCP one (http3.go). When two TLS listeners or passthrough routes claim
 //     one server name, the most specific listener wins, then IR order.
 //   - PathPrefix "/foo" or "/foo/" is path_separated_prefix "/foo" (the
 //     Gateway API ignores a trailing slash); "/" is prefix "/".
@@ -181,6 +185,8 @@ type scopeBuilder struct {
 	// domain is the rate-limit service's domain of the scope
 	// (ir.RateLimitDomain; ratelimit.go).
 	domain string
+	// quic are the QUIC listeners of HTTPS ports with HTTP/3 (http3.go).
+	quic []builtQUIC
 }
 
 func newScopeBuilder(cache *scopeCache) *scopeBuilder {
@@ -239,6 +245,11 @@ func (s *scopeBuilder) build() (*Resources, error) {
 		for _, rc := range routes {
 			r.Routes = append(r.Routes, rc)
 			r.Origins.configs = append(r.Origins.configs, s.cache.configs[rc.Name].memos)
+		}
+	}
+	for _, q := range s.quic {
+		if _, taken := s.binds[bindKey{q.address, q.port, true}]; !taken {
+			r.Listeners = append(r.Listeners, q.listener)
 		}
 	}
 	s.sweep()

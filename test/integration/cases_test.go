@@ -102,6 +102,9 @@ var goldenCases = []string{
 	"141-listener-proxy-protocol-client-ip",
 	"142-listener-http1-access-log",
 	"144-listener-shared-port",
+	"155-listener-http3",
+	"156-listener-http3-shared-port",
+	"157-listener-http3-not-https",
 }
 
 // TestGoldenCaseStatus applies golden cases one after the other and checks

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xds-controller/xds-controller/api/v1alpha1"
@@ -36,6 +37,7 @@ func TestListenerPolicyCRDValidation(t *testing.T) {
 		{"a ListenerSet's listener", v1alpha1.ListenerPolicySpec{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{
 			LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{Group: gwapiv1.GroupName, Kind: "ListenerSet", Name: "s"}, SectionName: new(gwapiv1.SectionName("l"))}},
 			ClientIP: &v1alpha1.ClientIPSettings{CustomHeader: &header}}, ""},
+		{"http3 alone", v1alpha1.ListenerPolicySpec{TargetRefs: gw, HTTP3: &v1alpha1.HTTP3Settings{}}, ""},
 		{"nothing", v1alpha1.ListenerPolicySpec{TargetRefs: gw}, "at least one of tls, proxyProtocol"},
 		{"a route target", v1alpha1.ListenerPolicySpec{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
 			Group: gwapiv1.GroupName, Kind: "HTTPRoute", Name: "r"}}}, ProxyProtocol: &v1alpha1.ProxyProtocolSettings{}}, "targetRefs must be Gateways or ListenerSets"},
@@ -61,6 +63,12 @@ func TestListenerPolicyCRDValidation(t *testing.T) {
 			}
 			if err != nil {
 				t.Logf("refused: %v", err)
+				return
+			}
+			// http3 is an empty object: the API server keeps it.
+			got := &v1alpha1.ListenerPolicy{}
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil || (tc.spec.HTTP3 != nil) != (got.Spec.HTTP3 != nil) {
+				t.Fatalf("read back: http3 %v, %v", got.Spec.HTTP3, err)
 			}
 		})
 	}

@@ -59,7 +59,9 @@ func fanout(b *testing.B, n, routes int) {
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
 	f := startWith(b, func(f *fixture) {
 		f.noEnvoy = true
-		f.args = append(f.args, "--pprof-address", pprofAddr)
+		if os.Getenv("FANOUT_PROFILES") != "" {
+			f.args = append(f.args, "--pprof-address", pprofAddr)
+		}
 		if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, routes, f.gwPort), 0o644); err != nil {
 			b.Fatal(err)
 		}

@@ -74,6 +74,9 @@ type simProxy struct {
 	subscribed map[string]map[string]bool
 }
 
+// envoyWindow is Envoy's default HTTP/2 stream and connection window.
+const envoyWindow = 256 << 20
+
 // simCredentials is the TLS configuration simulated proxies connect with:
 // standalone mode's Envoy SVID and bundle in state/sds, and the server's
 // SPIFFE ID.
@@ -125,8 +128,13 @@ func (p *simProxy) run(ctx context.Context, addr string, creds *tls.Config) erro
 // stream opens one ADS stream and serves it until it fails (its error)
 // or ctx ends.
 func (p *simProxy) stream(ctx context.Context, addr string, creds *tls.Config) error {
+	// HTTP/2 windows of 256 MiB, Envoy's defaults for its xDS cluster
+	// (http2_protocol_options initial_stream_window_size and
+	// initial_connection_window_size): the server never waits for a
+	// WINDOW_UPDATE, as with Envoy.
 	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(credentials.NewTLS(creds)),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)),
+		grpc.WithInitialWindowSize(envoyWindow), grpc.WithInitialConnWindowSize(envoyWindow))
 	if err != nil {
 		return err
 	}

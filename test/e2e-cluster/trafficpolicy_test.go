@@ -33,7 +33,7 @@ import (
 // not compressed) and a 1Ki body limit on rule upload (413 over it, with a
 // Content-Length or chunked; 200 under it).
 func TestTrafficPolicyOnTheLocalCluster(t *testing.T) {
-	inBothModes(t, (*env).trafficPolicy)
+	inBothModes(t, func(e *env, mode string) { e.trafficPolicy(e.installExamples(mode)) })
 }
 
 // trafficYAML routes traffic.example.com to foo with the rules limited
@@ -84,12 +84,33 @@ spec:
     minSize: 100
 `
 
-// trafficPolicy is one mode's scenario of TestTrafficPolicyOnTheLocalCluster.
-func (e *env) trafficPolicy(mode string) {
+// TestPoliciesOnTheLocalCluster runs the scenarios of
+// TestTrafficPolicyOnTheLocalCluster, TestListenerPolicyOnTheLocalCluster
+// and TestBackendPolicyOnTheLocalCluster (which run them alone) on one
+// installation per mode: what CI runs (.ci/run), saving two clean-ups
+// and installations per mode.
+func TestPoliciesOnTheLocalCluster(t *testing.T) {
+	inBothModes(t, func(e *env, mode string) {
+		web := e.installExamples(mode)
+		e.trafficPolicy(web)
+		e.listenerPolicy()
+		e.backendPolicy(web)
+	})
+}
+
+// installExamples is a mode's start on a clean cluster: the chart
+// installed, examples/ applied; it returns Gateway web's address.
+func (e *env) installExamples(mode string) string {
+	e.t.Helper()
 	e.cleanup()
 	e.helmInstall(mode)
 	e.applyExamples()
-	web := e.gatewayAddress("web", 4*time.Minute)
+	return e.gatewayAddress("web", 4*time.Minute)
+}
+
+// trafficPolicy is the scenario of TestTrafficPolicyOnTheLocalCluster,
+// through Gateway web at address web.
+func (e *env) trafficPolicy(web string) {
 	e.mustKubectl(trafficYAML, "apply", "-f", "-")
 	for _, p := range []string{"limited", "upload", "compress"} {
 		e.policyAccepted("trafficpolicy", p, "web")
@@ -293,7 +314,10 @@ func (e *env) policyAccepted(kind, name string, ancestors ...string) {
 // other HTTPS listener, without the policy, still serves TLS 1.2; the
 // policy is Accepted in the API server.
 func TestListenerPolicyOnTheLocalCluster(t *testing.T) {
-	inBothModes(t, (*env).listenerPolicy)
+	inBothModes(t, func(e *env, mode string) {
+		e.installExamples(mode)
+		e.listenerPolicy()
+	})
 }
 
 // listenerYAML is Gateway secure with two HTTPS listeners for
@@ -334,12 +358,9 @@ spec:
   tls: {minVersion: "1.3"}
 `
 
-// listenerPolicy is one mode's scenario of TestListenerPolicyOnTheLocalCluster.
-func (e *env) listenerPolicy(mode string) {
+// listenerPolicy is the scenario of TestListenerPolicyOnTheLocalCluster.
+func (e *env) listenerPolicy() {
 	t := e.t
-	e.cleanup()
-	e.helmInstall(mode)
-	e.applyExamples()
 	e.mustKubectl(listenerYAML, "apply", "-f", "-")
 	addr := e.gatewayAddress("secure", 4*time.Minute)
 	secret, err := e.kube.CoreV1().Secrets(exampleNamespace).Get(context.Background(), "example-tls", metav1.GetOptions{})

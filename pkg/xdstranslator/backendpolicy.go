@@ -50,6 +50,11 @@ func backendPolicy(c *clusterv3.Cluster, b *ir.Backend, p *ir.BackendPolicy) {
 			Interval:                 durationpb.New(o.Interval.Duration),
 			BaseEjectionTime:         durationpb.New(o.BaseEjectionTime.Duration),
 			MaxEjectionPercent:       wrapperspb.UInt32(o.MaxEjectionPercent),
+			// The API's promise that one endpoint may always be ejected.
+			// Without always_eject_one_host (default false) Envoy 1.40
+			// ejected neither of two endpoints at the default 10 percent:
+			// the failover test lost as many requests as without a policy.
+			AlwaysEjectOneHost: wrapperspb.Bool(true),
 		}
 		if o.ConsecutiveGatewayErrors > 0 {
 			od.ConsecutiveGatewayFailure = wrapperspb.UInt32(o.ConsecutiveGatewayErrors)

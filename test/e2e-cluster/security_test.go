@@ -224,21 +224,31 @@ func (e *env) securityPolicy(mode string) {
 // request sends GET http://addr:80path with Host host and header; it
 // returns the status, body (at most 1 MiB) and response headers.
 func (e *env) request(addr, host, path string, header http.Header) (int, string, http.Header, error) {
-	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(addr, "80")+path, nil)
+	status, body, h, err := e.do(e.http, http.MethodGet, addr, host, path, header, nil)
+	return status, string(body), h, err
+}
+
+// do sends method http://addr:80path with Host host, header and body (nil:
+// none; a reader of unknown length is sent chunked) through client c; it
+// returns the status, the body as it came (at most 1 MiB; a compressed
+// one is not decoded when header asks for an Accept-Encoding) and the
+// response headers.
+func (e *env) do(c *http.Client, method, addr, host, path string, header http.Header, body io.Reader) (int, []byte, http.Header, error) {
+	req, err := http.NewRequest(method, "http://"+net.JoinHostPort(addr, "80")+path, body)
 	if err != nil {
-		return 0, "", nil, err
+		return 0, nil, nil, err
 	}
 	req.Host = host
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := e.http.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
-		return 0, "", nil, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, string(body), resp.Header, nil
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, b, resp.Header, err
 }
 
 // expectEcho sends request(addr, host, path, header) and checks that foo

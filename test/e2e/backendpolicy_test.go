@@ -35,9 +35,10 @@ import (
 // backendPolicyYAML: Services ring (RingHash on header x-user), narrow
 // (one slow endpoint; at most 1 connection and 1 pending request),
 // proxy-v1 and proxy-v2 (a backend that reads the PROXY protocol),
-// outlier (passive: 3 5xx in a row eject for 30s, half the endpoints at
-// most) and probed (an HTTP probe of /healthz every 500ms, 2 failures
-// make an endpoint unhealthy); Service unprotected has none. The
+// outlier (passive: 3 5xx in a row eject for 30s; maxEjectionPercent
+// left at its default 10, which still ejects one of the two) and probed
+// (an HTTP probe of /healthz every 500ms, 2 failures make an endpoint
+// unhealthy); Service unprotected has none. The
 // HTTPRoute policies sends /<service> to each. {{.Target}} prefixes
 // every policy's Service name ("" normally).
 const backendPolicyYAML = `apiVersion: gateway.xds-controller.dev/v1alpha1
@@ -76,7 +77,7 @@ metadata: {name: outlier, namespace: default}
 spec:
   targetRefs: [{group: "", kind: Service, name: {{.Target}}outlier}]
   healthCheck:
-    passive: {consecutive5xxErrors: 3, interval: 1s, baseEjectionTime: 30s, maxEjectionPercent: 50}
+    passive: {consecutive5xxErrors: 3, interval: 1s, baseEjectionTime: 30s}
 ---
 apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: BackendPolicy

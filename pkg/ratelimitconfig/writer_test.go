@@ -228,3 +228,20 @@ func TestWriterOnAPIServer(t *testing.T) {
 		t.Errorf("write in another namespace: %v, want forbidden", err)
 	}
 }
+
+// The chart renders and mounts the ConfigMap under the name the
+// controller writes: ConfigMapName of the chart's fullname (the
+// controller's ServiceAccount, --service-account).
+func TestConfigMapNameIsTheChartsName(t *testing.T) {
+	_, self, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "..", "charts", "xds-controller", "templates", "ratelimit.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := string(b)
+	if ConfigMapName("{{ $name }}") != "{{ $name }}-ratelimit" ||
+		!strings.Contains(tpl, "kind: ConfigMap\nmetadata:\n  name: "+ConfigMapName("{{ $name }}")+"\n") ||
+		!strings.Contains(tpl, "configMap:\n          name: "+ConfigMapName("{{ $name }}")+"\n") {
+		t.Errorf("the chart's ConfigMap is not %s", ConfigMapName("{{ $name }}"))
+	}
+}

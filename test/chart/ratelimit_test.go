@@ -2,6 +2,8 @@ package chart
 
 import (
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -99,7 +101,7 @@ func TestRateLimitEnabled(t *testing.T) {
 	for name, want := range map[string]string{
 		"CONFIG_TYPE": "FILE", "RUNTIME_ROOT": "/data/ratelimit", "RUNTIME_SUBDIRECTORY": "", "RUNTIME_APPDIRECTORY": "config",
 		"RUNTIME_WATCH_ROOT": "false", "RUNTIME_IGNOREDOTFILES": "true", "BACKEND_TYPE": "redis", "REDIS_SOCKET_TYPE": "tcp",
-		"REDIS_URL": rateLimitName + "-redis.xds-system.svc:6379", "GRPC_PORT": "8081", "DEBUG_HOST": "127.0.0.1", "USE_STATSD": "false",
+		"REDIS_URL": rateLimitName + "-redis.xds-system.svc:6379", "GRPC_PORT": "8081", "DEBUG_HOST": "127.0.0.1", "USE_STATSD": "false", "USE_PROMETHEUS": "true",
 	} {
 		if got, ok := e[name]; !ok || got != want {
 			t.Errorf("service env %s=%q, want %q", name, got, want)
@@ -220,5 +222,37 @@ func TestRateLimitLint(t *testing.T) {
 				t.Errorf("lint %v: %s", vals, m)
 			}
 		}
+	}
+}
+
+// The chart's default images are the names the local cluster builds
+// (hack/cluster/versions.env RATELIMIT_IMAGE, REDIS_IMAGE), and the
+// service's tag is the commit hack/install-ratelimit.sh pins (its first 8
+// hex digits, as envoyproxy/ratelimit's images are tagged): bumping one
+// without the others fails here.
+func TestRateLimitImagesAgree(t *testing.T) {
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	env := read("../../hack/cluster/versions.env")
+	pinned := regexp.MustCompile(`version=\$\{RATELIMIT_VERSION:-v[^}]*-([0-9a-f]{12})\}`).FindStringSubmatch(read("../../hack/install-ratelimit.sh"))
+	if pinned == nil {
+		t.Fatal("no pinned pseudo-version in hack/install-ratelimit.sh")
+	}
+	c, _ := container(t, render(t, rateLimitOn(nil)), rateLimitName)
+	rc, _ := container(t, render(t, rateLimitOn(nil)), rateLimitName+"-redis")
+	for _, want := range []string{
+		"RATELIMIT_IMAGE=" + c["image"].(string), "REDIS_IMAGE=" + rc["image"].(string),
+	} {
+		if !strings.Contains(env, "\n"+want+"\n") {
+			t.Errorf("hack/cluster/versions.env lacks %s", want)
+		}
+	}
+	if !strings.HasSuffix(c["image"].(string), ":"+pinned[1][:8]) {
+		t.Errorf("rateLimit.image %s, want the tag %s of the pinned commit %s", c["image"], pinned[1][:8], pinned[1])
 	}
 }

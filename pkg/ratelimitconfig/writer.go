@@ -13,14 +13,16 @@
 // volume on its pod sync (about a minute, plus its cache of the object),
 // by writing a new timestamped folder and swapping the "..data" symlink
 // (the kubelet's atomic writer); the service watches the folder
-// (RUNTIME_WATCH_ROOT=false) and reloads on the creations, renames and
-// removals the swap makes, and skips the swap's dot-named folders
-// (RUNTIME_IGNOREDOTFILES=true). The service's own reload takes
+// (RUNTIME_WATCH_ROOT=false) and reloads on each creation, write, chmod
+// or removal in it (the rename of "..data_tmp" over "..data" is a
+// creation of "..data" there), and skips the swap's dot-named entries
+// (RUNTIME_IGNOREDOTFILES=true: the files are read through the per-key
+// symlinks only). The service's own reload takes
 // milliseconds (test/e2e TestRateLimitServiceReloadsConfigMapVolume); the
 // kubelet's refresh is what a change waits for.
 //
-// This package is the I/O at the edge: the rendering is pure (pkg/
-// xdstranslator); the Writer only applies its result.
+// This package is the I/O at the edge: the rendering is pure
+// (pkg/xdstranslator); the Writer only applies its result.
 package ratelimitconfig
 
 import (

@@ -49,18 +49,105 @@ type TrafficPolicySpec struct {
 	RequestBody *RequestBody `json:"requestBody,omitempty"`
 }
 
-// RateLimit holds the rate limits of a policy. Local limits are counted
-// by each Envoy on its own (a fleet of N replicas lets N times the limit
-// through); limits shared by a whole fleet (global) are a later field
-// beside local.
+// RateLimit holds the rate limits of a policy: local limits, counted by
+// each Envoy on its own (a fleet of N replicas lets N times the limit
+// through), and global limits, whose counters every Envoy of a fleet
+// shares. Both may be set: a request then passes the local limits first.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.local)",message="local is required"
+// +kubebuilder:validation:XValidation:rule="has(self.local) || has(self.global)",message="at least one of local and global is required"
 type RateLimit struct {
 	// Local limits are token buckets kept by each Envoy process (Envoy's
 	// local rate limit HTTP filter,
 	// envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit).
 	// +optional
 	Local *LocalRateLimit `json:"local,omitempty"`
+
+	// Global limits are counters shared by every Envoy of the fleet that
+	// serves the routes, kept by the rate-limit service
+	// (envoyproxy/ratelimit with Redis; Envoy's ratelimit HTTP filter,
+	// envoy.extensions.filters.http.ratelimit.v3.RateLimit). The
+	// controller must know the service (--ratelimit-service-address; in
+	// standalone mode the --ratelimit-* flags): without one the policy
+	// is Accepted=False reason RateLimitServiceMissing.
+	// +optional
+	Global *GlobalRateLimit `json:"global,omitempty"`
+}
+
+// GlobalRateLimit is a set of counters kept by the rate-limit service. A
+// request counts against every rule of its route's policy and is refused
+// (429 Too Many Requests, with Retry-After and the X-RateLimit-* headers
+// of draft-polli-ratelimit-headers-03) when one of them is over its limit.
+//
+// A rule's counter belongs to the policy, not to one route: every route
+// the policy covers that one fleet serves (a GatewayClass's shared fleet,
+// a dedicated Gateway's) counts against it, through every Envoy of the
+// fleet. The service counts in fixed windows that start on the unit's
+// boundary (each wall-clock minute, hour, day).
+type GlobalRateLimit struct {
+	// Rules are the limits, each counted on its own.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	Rules []GlobalRateLimitRule `json:"rules"`
+
+	// FailOpen says what a request gets when the service cannot answer
+	// (down, unreachable, or slower than a second): false (default)
+	// refuses it with 500, true lets it through uncounted (Envoy's
+	// ratelimit filter failure_mode_deny).
+	// +optional
+	FailOpen bool `json:"failOpen,omitempty"`
+
+	// Shadow, when true, has the service count requests and report the
+	// rules over their limit in its statistics, but lets every request
+	// through (the service's shadow_mode): a way to try a limit on live
+	// traffic.
+	// +optional
+	Shadow bool `json:"shadow,omitempty"`
+}
+
+// GlobalRateLimitUnit is the window a global rule counts requests over.
+// +kubebuilder:validation:Enum=Second;Minute;Hour;Day
+type GlobalRateLimitUnit string
+
+// Global rate limit units.
+const (
+	GlobalRateLimitSecond GlobalRateLimitUnit = "Second"
+	GlobalRateLimitMinute GlobalRateLimitUnit = "Minute"
+	GlobalRateLimitHour   GlobalRateLimitUnit = "Hour"
+	GlobalRateLimitDay    GlobalRateLimitUnit = "Day"
+)
+
+// GlobalRateLimitRule is one limit: Requests per Unit, counted in fixed
+// windows (a window starts on the unit's boundary, and a new window starts
+// from zero).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.by) && self.by == 'Header' ? has(self.header) : !has(self.header)",message="header is required when by is Header, and only then"
+type GlobalRateLimitRule struct {
+	// Requests is the number of requests allowed per unit (the service's
+	// requests_per_unit).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000
+	Requests int32 `json:"requests"`
+
+	// Unit is the window: Second, Minute, Hour or Day.
+	Unit GlobalRateLimitUnit `json:"unit"`
+
+	// By is whose requests share a counter: Route (default, one counter
+	// for every request the policy covers), ClientIP (a counter per
+	// client address: the peer's, or the X-Forwarded-For address the
+	// gateway trusts) or Header (a counter per value of header; a request
+	// without it is not counted by the rule).
+	// +kubebuilder:default=Route
+	// +optional
+	By RateLimitBy `json:"by,omitempty"`
+
+	// Header is the request header whose value keys the counters when by
+	// is Header. A JWT claim keys a counter per user this way: a
+	// SecurityPolicy's jwt copies it into a header (claimToHeaders), which
+	// Envoy sets from the validated token only, before the rate limits
+	// read it.
+	// +optional
+	Header *gwapiv1.HTTPHeaderName `json:"header,omitempty"`
 }
 
 // LocalRateLimit is a set of token bucket rules. A request consumes a

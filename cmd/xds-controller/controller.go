@@ -65,6 +65,11 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 			if cfg.DNSResolvers, err = gatewayapi.ParseDNSResolvers(cfg.DNSResolvers); err != nil {
 				return fmt.Errorf("--dns-resolvers: %w", err)
 			}
+			if cfg.RateLimitService != "" {
+				if _, err := gatewayapi.RateLimitServiceBackend(cfg.RateLimitService); err != nil {
+					return fmt.Errorf("--ratelimit-service-address: %w", err)
+				}
+			}
 			if !createCA {
 				cfg.CASource = kubernetes.CAExternal
 			}
@@ -108,6 +113,7 @@ status and infrastructure (Lease xds-controller.dev in --namespace).`,
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect a leader among replicas; only the leader writes status and infrastructure")
 	f.BoolVar(&createCA, "create-ca", true, "create the CA Secret xds-controller-ca when missing; false waits for another writer (cert-manager) to create it")
 	f.StringSliceVar(&cfg.DNSResolvers, "dns-resolvers", nil, dnsResolversUsage)
+	f.StringVar(&cfg.RateLimitService, "ratelimit-service-address", "", "host:port of the global rate-limit service's gRPC (envoyproxy/ratelimit), which TrafficPolicy rateLimit.global goes through; empty: none, and such policies are Accepted=False (RateLimitServiceMissing)")
 	f.StringVar(&cfg.TrustDomain, "trust-domain", kubernetes.DefaultTrustDomain, "SPIFFE trust domain of the xDS channel")
 	f.DurationVar(&cfg.Debounce, "debounce", kubernetes.DefaultDebounce, "quiet time after a change before translating")
 	f.DurationVar(&cfg.MaxDebounce, "max-debounce", kubernetes.DefaultMaxDebounce, "longest wait before translating while changes keep coming")

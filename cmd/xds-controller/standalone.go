@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -18,7 +23,7 @@ import (
 func newStandaloneCommand() *cobra.Command {
 	cfg := standalone.Config{}
 	var noEnvoy bool
-	var edgeFile string
+	var edgeFile, pprofAddress string
 	rl := standalone.RateLimitService{}
 	cmd := &cobra.Command{
 		Use:   "standalone --config PATH",
@@ -44,7 +49,9 @@ builds one) against the Redis at --ratelimit-redis (--ratelimit-redis-server-pat
 starts a redis-server there too); or --ratelimit-config-dir points to the
 RUNTIME_ROOT of a service run by someone else (CONFIG_TYPE=FILE,
 RUNTIME_WATCH_ROOT=false), listening on --ratelimit-grpc-address. The
-scope's limits are written there, one file per domain.`,
+scope's limits (TrafficPolicy rateLimit.global) are written there, one file
+per domain, at every change; without these flags such a policy is
+Accepted=False (RateLimitServiceMissing).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !noEnvoy && cfg.EnvoyPath == "" {
@@ -76,6 +83,11 @@ scope's limits are written there, one file per domain.`,
 			}
 			cfg.Out = cmd.OutOrStdout()
 			cfg.Log = slog.Default()
+			if pprofAddress != "" {
+				if err := servePprof(cmd.Context(), pprofAddress); err != nil {
+					return fmt.Errorf("--pprof-address: %w", err)
+				}
+			}
 			return standalone.Run(cmd.Context(), cfg)
 		},
 	}
@@ -104,8 +116,29 @@ scope's limits are written there, one file per domain.`,
 	f.StringVar(&rl.Redis, "ratelimit-redis", "127.0.0.1:16379", "host:port of the Redis the service keeps its counters in (REDIS_URL; other REDIS_* variables of our environment reach the service)")
 	f.StringVar(&rl.RedisServerPath, "ratelimit-redis-server-path", "", "start this redis-server on --ratelimit-redis, without persistence (hack/install-redis.sh prints one; default: Redis is run by someone else)")
 	f.StringVar(&rl.Dir, "ratelimit-config-dir", "", "the service's RUNTIME_ROOT: the scope's limits are written in its config/ folder, one file per domain (default: <state-dir>/ratelimit)")
+	f.StringVar(&pprofAddress, "pprof-address", "", `address of Go's /debug/pprof/ profiles, e.g. 127.0.0.1:6060 ("" disables; profiles reveal internals)`)
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// servePprof serves Go's /debug/pprof/ profiles (net/http/pprof) on
+// address until ctx ends. It returns the listener's error at once, and
+// nil when it listens.
+func servePprof(ctx context.Context, address string) error {
+	lis, err := net.Listen("tcp", address)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(lis) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	return nil
 }
 
 // dnsResolversUsage is the --dns-resolvers flag's help, the same in both

@@ -1,7 +1,8 @@
 package gatewayapi
 
 // TrafficPolicy (gateway.xds-controller.dev/v1alpha1, ours): the local
-// rate limits, response compression and request body limit of the
+// and global rate limits (trafficglobal.go), response compression and
+// request body limit of the
 // requests of the Gateways, listeners, ListenerSets, routes and route
 // rules it targets. Its attachment, precedence (rule over route over
 // listener over ListenerSet over Gateway), conflicts and status.ancestors
@@ -12,8 +13,10 @@ package gatewayapi
 // A policy that cannot be honoured (a schema violation the API server
 // did not catch: standalone mode has none) is Accepted=False reason
 // Invalid and renders nothing: the routes it covers are served without
-// its limits. As with every kind, it still takes precedence over the
-// less specific policies of the kind.
+// its limits. So is a policy with global limits when the controller knows
+// no rate-limit service (Options.RateLimitService), reason
+// RateLimitServiceMissing. As with every kind, it still takes precedence
+// over the less specific policies of the kind.
 
 import (
 	"fmt"
@@ -90,9 +93,18 @@ func (t *translator) trafficPolicy(p *v1alpha1.TrafficPolicy, st *policyState) {
 	if msg == "" {
 		out, msg = trafficEffect(&spec)
 	}
+	if msg == "" && spec.RateLimit != nil && spec.RateLimit.Global != nil {
+		out.GlobalRateLimit, msg = globalRateLimit(p.Namespace, p.Name, spec.RateLimit.Global) // trafficglobal.go
+	}
 	if msg != "" {
 		st.notAccepted = &problem{string(gwapiv1.PolicyReasonInvalid), msg + "; the routes it covers are served without it"}
 		return
+	}
+	if g := out.GlobalRateLimit; g != nil {
+		if g.Service, msg = t.rateLimitService(); msg != "" {
+			st.notAccepted = &problem{ReasonRateLimitServiceMissing, msg + "; the routes it covers are served without the policy"}
+			return
+		}
 	}
 	st.effect = out
 }
@@ -106,11 +118,13 @@ func trafficEffect(spec *v1alpha1.TrafficPolicySpec) (*ir.Traffic, string) {
 	out := &ir.Traffic{}
 	var msg string
 	if r := spec.RateLimit; r != nil {
-		if r.Local == nil {
-			return nil, "rateLimit: local is required"
+		if r.Local == nil && r.Global == nil {
+			return nil, "rateLimit: at least one of local and global is required"
 		}
-		if out.LocalRateLimit, msg = localRateLimit(r.Local); msg != "" {
-			return nil, "rateLimit.local." + msg
+		if r.Local != nil {
+			if out.LocalRateLimit, msg = localRateLimit(r.Local); msg != "" {
+				return nil, "rateLimit.local." + msg
+			}
 		}
 	}
 	if c := spec.Compression; c != nil {

@@ -55,7 +55,7 @@ func TestTrafficEffect(t *testing.T) {
 		{name: "a header that is no token", spec: rule(func(r *v1alpha1.LocalRateLimitRule) {
 			r.By, r.Header = v1alpha1.RateLimitByHeader, ptr[gwapiv1.HTTPHeaderName]("x user")
 		}), msg: "rateLimit.local.rules[0].header is not a valid name"},
-		{name: "no local", spec: &v1alpha1.TrafficPolicySpec{RateLimit: &v1alpha1.RateLimit{}}, msg: "rateLimit: local is required"},
+		{name: "neither local nor global", spec: &v1alpha1.TrafficPolicySpec{RateLimit: &v1alpha1.RateLimit{}}, msg: "rateLimit: at least one of local and global is required"},
 		{name: "no rules", spec: &v1alpha1.TrafficPolicySpec{RateLimit: &v1alpha1.RateLimit{Local: &v1alpha1.LocalRateLimit{}}},
 			msg: "rateLimit.local.rules: 0 entries; 1 to 8 are required"},
 		{name: "compression defaults", spec: gzip(func(*v1alpha1.Compression) {}),

@@ -72,6 +72,14 @@ type Options struct {
 	// refused by another. Default: none, and oidc policies are
 	// Accepted=False.
 	SecretKey []byte
+	// RateLimitService is the global rate-limit service's gRPC address,
+	// "host:port" (RateLimitServiceBackend), which the TrafficPolicies'
+	// global limits go through: the controller's
+	// --ratelimit-service-address, standalone mode's
+	// --ratelimit-grpc-address when it has a service. Default: none, and
+	// a policy with global limits is Accepted=False reason
+	// RateLimitServiceMissing.
+	RateLimitService string
 }
 
 // Result is the output of one translation.

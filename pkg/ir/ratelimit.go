@@ -13,6 +13,13 @@ package ir
 // and/or Header set, each client address and/or each value of the header
 // has its own counter. A request is refused (429) when one of the rules
 // of its route is over its limit.
+//
+// The producer (pkg/gatewayapi: a TrafficPolicy's rateLimit.global) puts
+// a route's rules on the route (Traffic GlobalRateLimit, with the
+// service); a scope's GlobalRateLimits is gathered from its routes
+// (IR.GlobalRateLimits), its domain made from the scope's name
+// (RateLimitDomain). Rule names carry the policy's namespace and name,
+// so that no tenant's rule meets another's in a domain.
 
 import (
 	"errors"
@@ -46,8 +53,8 @@ type GlobalRateLimits struct {
 	// 253 characters without "/" (it names a configuration file).
 	Domain string `json:"domain"`
 	// Service is the rate-limit service's gRPC endpoint, an h2c backend
-	// (Protocol AppProtocolH2C) with IP endpoints; Envoy reaches it through
-	// the cluster of that name.
+	// (Protocol AppProtocolH2C) with IP or host name endpoints; Envoy
+	// reaches it through the cluster of that name.
 	Service *Backend `json:"service"`
 	// Rules are sorted by Name, names distinct.
 	Rules []GlobalRateLimitRule `json:"rules"`
@@ -58,7 +65,8 @@ type GlobalRateLimits struct {
 type GlobalRateLimitRule struct {
 	// Name identifies the rule in its domain: the value of its first
 	// descriptor entry, "rule" (e.g. "<policy namespace>/<policy name>/0"),
-	// printable ASCII without spaces, at most 253 characters.
+	// printable ASCII without spaces, at most MaxRateLimitRuleName
+	// characters.
 	Name string `json:"name"`
 	// ClientIP gives each client address its own counter (Envoy's
 	// remote_address action: the trusted downstream address, after the
@@ -105,8 +113,8 @@ func (g *GlobalRateLimits) Validate() error {
 		if i > 0 && g.Rules[i-1].Name == r.Name {
 			bad("rule %q twice", r.Name)
 		}
-		if r.Name == "" || len(r.Name) > 253 || !printable(r.Name) {
-			bad("rule %q: name of 1 to 253 printable characters without spaces", r.Name)
+		if r.Name == "" || len(r.Name) > MaxRateLimitRuleName || !printable(r.Name) {
+			bad("rule %q: name of 1 to %d printable characters without spaces", r.Name, MaxRateLimitRuleName)
 		}
 		if r.Requests == 0 {
 			bad("rule %q: limit of 0 requests", r.Name)
@@ -121,6 +129,110 @@ func (g *GlobalRateLimits) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// MaxRateLimitRuleName is the longest rule name: room for a policy's
+// "<namespace>/<name>/<index>" (63 + 253 characters and the index).
+const MaxRateLimitRuleName = 400
+
+// RouteGlobalRateLimit is what a route's requests count against: the
+// rules of its policy and the service that keeps their counters. The
+// route's scope gives the domain (RateLimitDomain).
+type RouteGlobalRateLimit struct {
+	// Service is the rate-limit service (GlobalRateLimits Service): the
+	// same for every route of a scope.
+	Service *Backend `json:"service"`
+	// Rules are sorted by Name, names distinct, at least one; a rule of
+	// a name is the same on every route of a scope that has it.
+	Rules []GlobalRateLimitRule `json:"rules"`
+}
+
+// RateLimitDomain is the service's domain of scope: its name with "/"
+// made "_" ("gatewayclass/web" is "gatewayclass_web"). Scope names are
+// made of "/" and Kubernetes names, which hold no "_": two scopes never
+// share a domain.
+func RateLimitDomain(scope string) string { return strings.ReplaceAll(scope, "/", "_") }
+
+// GlobalRateLimits gathers the global rate limits of the routes of
+// scope's Gateways: the scope's domain, the service, and every rule once,
+// sorted by name. It is nil when no route of the scope has any; an error
+// says that two routes disagree on the service or on a rule of one name
+// (ir.IR.Validate reports the same).
+func (x *IR) GlobalRateLimits(scope string) (*GlobalRateLimits, error) {
+	m, err := x.gatherRateLimits(func(s string) bool { return s == scope })
+	return m[scope], err
+}
+
+// GlobalRateLimitsByScope is GlobalRateLimits of every scope that has
+// global rate limits, by scope, in one pass over the IR.
+func (x *IR) GlobalRateLimitsByScope() (map[string]*GlobalRateLimits, error) {
+	return x.gatherRateLimits(func(string) bool { return true })
+}
+
+// gatherRateLimits gathers the global rate limits of the scopes that
+// want says.
+func (x *IR) gatherRateLimits(want func(scope string) bool) (map[string]*GlobalRateLimits, error) {
+	out := map[string]*GlobalRateLimits{}
+	seen := map[*RouteGlobalRateLimit]string{}
+	var errs []error
+	for _, gw := range x.Gateways {
+		if !want(gw.Scope) {
+			continue
+		}
+		for _, l := range gw.Listeners {
+			for _, r := range l.HTTPRoutes {
+				if r.Traffic == nil || r.Traffic.GlobalRateLimit == nil {
+					continue
+				}
+				rl := r.Traffic.GlobalRateLimit
+				if s, ok := seen[rl]; ok && s == gw.Scope {
+					continue // a policy's, met on another route already
+				}
+				seen[rl] = gw.Scope
+				g := out[gw.Scope]
+				if g == nil {
+					g = &GlobalRateLimits{Domain: RateLimitDomain(gw.Scope), Service: rl.Service}
+					out[gw.Scope] = g
+				} else if !sameService(g.Service, rl.Service) {
+					errs = append(errs, fmt.Errorf("global rate limits of scope %s: route %s names another rate-limit service", gw.Scope, r.Name))
+					continue
+				}
+				for _, rule := range rl.Rules {
+					i, found := slices.BinarySearchFunc(g.Rules, rule.Name, func(a GlobalRateLimitRule, n string) int { return strings.Compare(a.Name, n) })
+					switch {
+					case !found:
+						g.Rules = slices.Insert(g.Rules, i, rule)
+					case g.Rules[i] != rule:
+						errs = append(errs, fmt.Errorf("global rate limits of scope %s: route %s has another rule %q", gw.Scope, r.Name, rule.Name))
+					}
+				}
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// sameService says whether a and b are the same rate-limit service.
+func sameService(a, b *Backend) bool {
+	if a == b {
+		return true
+	}
+	return a != nil && b != nil && a.Name == b.Name && a.Protocol == b.Protocol && slices.Equal(a.Endpoints, b.Endpoints)
+}
+
+// globalRateLimit checks a route's global rate limits as GlobalRateLimits
+// Validate does, and that it has a rule.
+func (v *validator) globalRateLimit(p string, rl *RouteGlobalRateLimit) {
+	if len(rl.Rules) == 0 {
+		v.add(p, "global rate limit without rules")
+	}
+	g := GlobalRateLimits{Domain: "route", Service: rl.Service, Rules: rl.Rules}
+	if err := g.Validate(); err != nil {
+		v.add(p, err.Error())
+	}
+	if rl.Service != nil {
+		v.backend(p, rl.Service) // one name, one content, across the IR
+	}
 }
 
 // Rule returns the rule named name, or nil.

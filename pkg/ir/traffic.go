@@ -1,7 +1,7 @@
 package ir
 
-// Traffic settings of a route: local rate limits, response compression
-// and a request body size limit. pkg/gatewayapi fills them from the
+// Traffic settings of a route: local and global rate limits, response
+// compression and a request body size limit. pkg/gatewayapi fills them from the
 // TrafficPolicy that covers a route rule (trafficpolicy.go); Ingress
 // annotations may fill the same fields. pkg/xdstranslator renders them
 // as per-route configurations of Envoy's local_ratelimit, compressor and
@@ -20,6 +20,10 @@ type Traffic struct {
 	LocalRateLimit *LocalRateLimit `json:"localRateLimit,omitempty"`
 	// Compression, when set, compresses the route's responses.
 	Compression *Compression `json:"compression,omitempty"`
+	// GlobalRateLimit, when set, refuses requests over its rules with 429;
+	// their counters are kept by the rate-limit service, shared by every
+	// Envoy of the scope (ratelimit.go).
+	GlobalRateLimit *RouteGlobalRateLimit `json:"globalRateLimit,omitempty"`
 	// MaxRequestBodyBytes, when not 0, is the largest request body
 	// accepted, in bytes (1 to MaxRequestBodyLimit); a larger one, with a
 	// Content-Length or chunked, gets 413.
@@ -133,6 +137,9 @@ func (v *validator) traffic(p string, t *Traffic) {
 		if !slices.IsSorted(c.ContentTypes) {
 			v.add(p, "compression: content types are not sorted")
 		}
+	}
+	if g := t.GlobalRateLimit; g != nil {
+		v.globalRateLimit(p, g)
 	}
 	if t.MaxRequestBodyBytes > MaxRequestBodyLimit {
 		v.add(p, fmt.Sprintf("request body limit %d is over %d bytes", t.MaxRequestBodyBytes, MaxRequestBodyLimit))

@@ -95,6 +95,9 @@ func (x *IR) validate(v *validator) error {
 			v.add(fmt.Sprintf("scope %s: %s:%d", b.scope, b.addr, b.port), err)
 		}
 	}
+	if _, err := x.GlobalRateLimitsByScope(); err != nil { // ratelimit.go
+		v.add("global rate limits", err.Error())
+	}
 	return errors.Join(v.errs...)
 }
 

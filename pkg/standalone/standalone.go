@@ -115,7 +115,8 @@ type Config struct {
 	// RateLimit, when set, is the global rate-limit service (ratelimit.go):
 	// Run starts it when its Path is set, and writes the scope's domain
 	// (Scope) into its configuration folder (Dir, default
-	// StateDir/ratelimit).
+	// StateDir/ratelimit), with the TrafficPolicies' global limits at
+	// every translation. Nil: such policies are Accepted=False.
 	RateLimit *RateLimitService
 }
 
@@ -159,7 +160,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		// The scope's domain, with no rule yet: the TrafficPolicy's global
 		// limits will fill it (ir.GlobalRateLimits).
-		if err := cfg.RateLimit.WriteConfigs(xdstranslator.RateLimitConfig(&ir.GlobalRateLimits{Domain: Scope})); err != nil {
+		if err := cfg.RateLimit.WriteConfigs(xdstranslator.RateLimitConfig(&ir.GlobalRateLimits{Domain: ir.RateLimitDomain(Scope)})); err != nil {
 			return fmt.Errorf("rate-limit service configuration: %w", err)
 		}
 	}
@@ -344,6 +345,9 @@ func (r *runner) reload(ctx context.Context) {
 		// CA's.
 		OIDCProviders: r.discovery.Providers(gatewayapi.OIDCDiscoveries(loaded.Resources)),
 		SecretKey:     r.authority.Current().DerivationKey(gatewayapi.SecretKeyPurpose),
+		// TrafficPolicy rateLimit.global: the service of the --ratelimit-*
+		// flags, none without them.
+		RateLimitService: r.cfg.rateLimitAddress(),
 	}, translate.WithIngress(ingress.Config{HTTPAddress: r.cfg.IngressHTTPAddress, HTTPSAddress: r.cfg.IngressHTTPSAddress}),
 		translate.WithHolds(r.quarantine.Holds()))
 	translated := time.Now()
@@ -372,6 +376,7 @@ func (r *runner) reload(ctx context.Context) {
 		xds = &xdstranslator.Resources{}
 	}
 	defer r.printStatus()
+	r.writeRateLimits(out.Result.IR) // before Envoy asks about the rules
 	v, changed, err := r.srv.Publish(ctx, Scope, xds)
 	if err == nil || changed {
 		res := loaded.Resources
@@ -383,6 +388,35 @@ func (r *runner) reload(ctx context.Context) {
 	} else if changed {
 		r.cfg.Log.Info("configuration published", "scope", Scope, "version", v,
 			"listeners", len(xds.Listeners), "routes", len(xds.Routes), "clusters", len(xds.Clusters))
+	}
+}
+
+// rateLimitAddress is the rate-limit service's gRPC address, "" without
+// one (gatewayapi.Options RateLimitService).
+func (c *Config) rateLimitAddress() string {
+	if c.RateLimit == nil {
+		return ""
+	}
+	return c.RateLimit.GRPCAddress
+}
+
+// writeRateLimits gives the rate-limit service the scope's global limits
+// of x (its domain, with no rule when no route has one), when there is a
+// service: a file written only when its content changed (WriteConfigs).
+func (r *runner) writeRateLimits(x *ir.IR) {
+	rl := r.cfg.RateLimit
+	if rl == nil {
+		return
+	}
+	g, err := x.GlobalRateLimits(Scope)
+	if g == nil {
+		g = &ir.GlobalRateLimits{Domain: ir.RateLimitDomain(Scope)}
+	}
+	if err == nil {
+		err = rl.WriteConfigs(xdstranslator.RateLimitConfig(g))
+	}
+	if err != nil {
+		r.cfg.Log.Error("the rate-limit service's configuration cannot be written", "error", err)
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 // but for a comment line "# dnsResolvers: ip:port,..."
 // (gatewayapi.Options.DNSResolvers), "# proxyPorts: port,..."
 // (gatewayapi.Options.ProxyPorts), "# secretKey: text"
-// (gatewayapi.Options.SecretKey) or "# oidcProvider: issuer
+// (gatewayapi.Options.SecretKey), "# rateLimitService: host:port"
+// (gatewayapi.Options.RateLimitService) or "# oidcProvider: issuer
 // authorization-URL token-URL [end-session-URL]" or "# oidcProvider:
 // issuer error message..." (gatewayapi.Options.OIDCProviders, CA none).
 func GoldenOptions(input []byte) gatewayapi.Options {
@@ -21,6 +22,9 @@ func GoldenOptions(input []byte) gatewayapi.Options {
 	for _, line := range strings.Split(string(input), "\n") {
 		if v, ok := strings.CutPrefix(line, "# dnsResolvers: "); ok {
 			opts.DNSResolvers = strings.Split(strings.TrimSpace(v), ",")
+		}
+		if v, ok := strings.CutPrefix(line, "# rateLimitService: "); ok {
+			opts.RateLimitService = strings.TrimSpace(v)
 		}
 		if v, ok := strings.CutPrefix(line, "# secretKey: "); ok {
 			opts.SecretKey = []byte(strings.TrimSpace(v))

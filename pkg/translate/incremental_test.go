@@ -680,6 +680,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				AddressesOnService: true,
 			}
 		}
+		withRateLimitService(i, &opts) // incremental_traffic_test.go
 		// The inputs' SecurityPolicy oidc options (GoldenOptions: the
 		// controller's key, the discovered providers).
 		for _, f := range spec.files {

@@ -65,6 +65,7 @@ func (c *Cache) Translate(x *ir.IR) (map[string]*Resources, error) {
 				c.scopes[gw.Scope] = sc
 			}
 			s = newScopeBuilder(sc)
+			s.domain = ir.RateLimitDomain(gw.Scope)
 			scopes[gw.Scope] = s
 			order = append(order, gw.Scope)
 		}

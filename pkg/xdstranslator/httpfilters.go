@@ -43,8 +43,11 @@ package xdstranslator
 // a filter before them (401, 403, 429, 413). The whole order: a
 // listener's ext_authz checks, RBAC, CORS, oauth2, jwt_authn, basic_auth,
 // api_key_auth, custom_response, a route's ext_authz checks, the
-// SecurityPolicy's RBAC, local_ratelimit, buffer, stateful session, the
-// compressors (in each route's order of preference), router.
+// SecurityPolicy's RBAC, local_ratelimit, the global ratelimit filters
+// (fail-closed, fail-open: ratelimit.go; after the local limits, so that
+// a request they refuse costs the rate-limit service no call and no
+// count), buffer, stateful session, the compressors (in each route's
+// order of preference), router.
 
 import (
 	"slices"
@@ -106,6 +109,9 @@ type filterUse struct {
 	// by name (traffic.go).
 	localRateLimit, buffer bool
 	compressors            []authzFilter
+	// rateLimits are the global ratelimit filters (ratelimit.go), one per
+	// failure mode, sorted by name (fail-closed, then fail-open).
+	rateLimits []authzFilter
 }
 
 func (u *filterUse) add(o filterUse) {
@@ -132,6 +138,9 @@ func (u *filterUse) add(o filterUse) {
 	for _, f := range o.compressors {
 		u.compressors = addNamed(u.compressors, f)
 	}
+	for _, f := range o.rateLimits {
+		u.rateLimits = addNamed(u.rateLimits, f)
+	}
 }
 
 // addAuthz adds an ext_authz filter, once per name.
@@ -152,11 +161,11 @@ func addNamed(fs []authzFilter, f authzFilter) []authzFilter {
 // then RBAC, CORS, oauth2, jwt_authn, basic_auth, api_key_auth,
 // custom_response (sign-in redirects), a route's ext_authz checks (a
 // SecurityPolicy's, then the rule's own), the SecurityPolicy's RBAC,
-// local_ratelimit, buffer, stateful session, the compressors; the
-// router last), Envoy's stdout access log when log is set, the limits on
-// its clients of edge (applyEdge), the tracing of tr (tracing.go; nil
-// traces nothing), and c's client address, HTTP/1 and access log format
-// (client.go applyClient).
+// local_ratelimit, the global ratelimit filters, buffer, stateful
+// session, the compressors; the router last), Envoy's stdout access log
+// when log is set, the limits on its clients of edge (applyEdge), the
+// tracing of tr (tracing.go; nil traces nothing), and c's client
+// address, HTTP/1 and access log format (client.go applyClient).
 func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bool, edge ir.HTTPEdge, tr *ir.Tracing, c ir.ClientSettings) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	routeAuthz := len(use.authz)
@@ -212,6 +221,9 @@ func (s *scopeBuilder) hcmFilter(stat, routeConfig string, use filterUse, log bo
 	}
 	if use.localRateLimit {
 		filters = append(filters, localRateLimitFilter())
+	}
+	for _, f := range use.rateLimits {
+		filters = append(filters, f.filter) // after the local limits: a request they refuse spends no global count
 	}
 	if use.buffer {
 		filters = append(filters, bufferFilter())

@@ -145,8 +145,9 @@ func RateLimitFilterName(failOpen bool) string {
 // retry-after (enable_retry_after_header: the seconds until the
 // window resets) and the draft RFC's RateLimit-Limit, RateLimit-Remaining
 // and RateLimit-Reset headers (enable_x_ratelimit_headers
-// DRAFT_VERSION_03, which Envoy sends as x-ratelimit-*). It does nothing
-// on a route without its per-route configuration (RouteRateLimits).
+// DRAFT_VERSION_03, which Envoy sends as x-ratelimit-*). It is disabled
+// (HttpFilter disabled) but on a route with its per-route configuration
+// (RouteRateLimits).
 func RateLimitFilter(g *ir.GlobalRateLimits, failOpen bool) *hcmv3.HttpFilter {
 	c := &ratelimitv3.RateLimit{
 		Domain:          g.Domain,
@@ -164,6 +165,7 @@ func RateLimitFilter(g *ir.GlobalRateLimits, failOpen bool) *hcmv3.HttpFilter {
 	return &hcmv3.HttpFilter{
 		Name:       RateLimitFilterName(failOpen),
 		ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(c)},
+		Disabled:   true,
 	}
 }
 
@@ -221,4 +223,32 @@ func rateLimitActions(r *ir.GlobalRateLimitRule) *routev3.RateLimit {
 		})
 	}
 	return rl
+}
+
+// globalRateLimit sets out's per-route configurations of r's global rate
+// limits (RouteRateLimits: the rules' actions, for the filter of their
+// failure mode), reports the filters in use (domain the scope's,
+// ir.RateLimitDomain) and returns the service's backend, whose cluster
+// the route then needs; nil when r has none. Only a route that forwards
+// has them: Envoy's ratelimit filter skips a redirect and a direct
+// response.
+func globalRateLimit(out *routev3.Route, r *ir.HTTPRoute, domain string, use *filterUse) (*ir.Backend, error) {
+	if r.Traffic == nil || r.Traffic.GlobalRateLimit == nil || r.Backends == nil || r.DirectResponse != nil {
+		return nil, nil
+	}
+	rl := r.Traffic.GlobalRateLimit
+	g := &ir.GlobalRateLimits{Domain: domain, Service: rl.Service, Rules: rl.Rules}
+	names := make([]string, len(rl.Rules))
+	for i, rule := range rl.Rules {
+		names[i] = rule.Name
+	}
+	per, err := RouteRateLimits(g, names)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range sortedKeys(per) {
+		setPerFilter(out, name, per[name])
+		use.rateLimits = addNamed(use.rateLimits, authzFilter{name: name, filter: RateLimitFilter(g, name == RateLimitFilterName(true))})
+	}
+	return rl.Service, nil
 }

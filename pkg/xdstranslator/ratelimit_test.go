@@ -188,3 +188,42 @@ func TestRateLimitConfigFiles(t *testing.T) {
 		}
 	}
 }
+
+// A route's global limits (ir.Traffic GlobalRateLimit) in a scope's
+// translation: the per-route configuration of each mode's filter, the
+// filters (the scope's domain, disabled but on their routes) and the
+// service's backend; nothing on a redirect or a direct response, which
+// Envoy's ratelimit filter skips.
+func TestRouteGlobalRateLimit(t *testing.T) {
+	g := testGlobalRateLimits()
+	rl := &ir.RouteGlobalRateLimit{Service: g.Service, Rules: g.Rules}
+	fwd := &ir.HTTPRoute{Name: "r", Backends: &ir.BackendGroup{Backends: []*ir.Backend{{Name: "b"}}}, Traffic: &ir.Traffic{GlobalRateLimit: rl}}
+	out, use := &routev3.Route{}, filterUse{}
+	b, err := globalRateLimit(out, fwd, "gatewayclass_xds", &use)
+	if err != nil || b != g.Service {
+		t.Fatalf("backend %v, %v", b, err)
+	}
+	if len(out.TypedPerFilterConfig) != 2 || len(use.rateLimits) != 2 ||
+		use.rateLimits[0].name != RateLimitFilterName(false) || use.rateLimits[1].name != RateLimitFilterName(true) {
+		t.Fatalf("per-route %v, filters %v", out.TypedPerFilterConfig, use.rateLimits)
+	}
+	for _, f := range use.rateLimits {
+		var c ratelimitv3.RateLimit
+		if err := f.filter.GetTypedConfig().UnmarshalTo(&c); err != nil {
+			t.Fatal(err)
+		}
+		if !f.filter.Disabled || c.Domain != "gatewayclass_xds" || c.FailureModeDeny != (f.name == RateLimitFilterName(false)) {
+			t.Errorf("%s: disabled %v, domain %s, failure_mode_deny %v", f.name, f.filter.Disabled, c.Domain, c.FailureModeDeny)
+		}
+	}
+	for name, r := range map[string]*ir.HTTPRoute{
+		"a redirect":        {Name: "r", Traffic: fwd.Traffic, Filters: ir.HTTPFilters{Redirect: &ir.Redirect{}}},
+		"a direct response": {Name: "r", Traffic: fwd.Traffic, DirectResponse: &ir.DirectResponse{StatusCode: 500}},
+		"no global limits":  {Name: "r", Backends: fwd.Backends, Traffic: &ir.Traffic{}},
+	} {
+		out, use := &routev3.Route{}, filterUse{}
+		if b, err := globalRateLimit(out, r, "d", &use); b != nil || err != nil || out.TypedPerFilterConfig != nil || use.rateLimits != nil {
+			t.Errorf("%s: backend %v, %v, per-route %v", name, b, err, out.TypedPerFilterConfig)
+		}
+	}
+}

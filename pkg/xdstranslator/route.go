@@ -281,7 +281,14 @@ func (s *scopeBuilder) route(r *ir.HTTPRoute, listenerPort uint32) (out *routev3
 			use.securityRBAC = true
 		}
 	}
-	traffic(out, r, &use) // a TrafficPolicy's (traffic.go)
+	traffic(out, r, &use) // a TrafficPolicy's (traffic.go), then its global limits (ratelimit.go)
+	rls, err := globalRateLimit(out, r, s.domain, &use)
+	if err != nil {
+		return nil, use, nil, err
+	}
+	if rls != nil {
+		used = append(used, rls)
+	}
 	if len(f.AllowedSourceRanges) > 0 {
 		p, err := sourceRangesRBAC(f.AllowedSourceRanges)
 		if err != nil {

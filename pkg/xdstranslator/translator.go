@@ -178,6 +178,9 @@ type scopeBuilder struct {
 	generic map[string]*tlsv3.Secret
 	// configs are the route configurations rendered.
 	configs map[string]bool
+	// domain is the rate-limit service's domain of the scope
+	// (ir.RateLimitDomain; ratelimit.go).
+	domain string
 }
 
 func newScopeBuilder(cache *scopeCache) *scopeBuilder {

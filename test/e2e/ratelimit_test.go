@@ -1,9 +1,10 @@
 package e2e
 
 // Global rate limits through the real envoyproxy/ratelimit service, a real
-// redis-server and two real Envoys, all on loopback. Until a policy has
-// global limits, the test builds the IR rules itself (ir.GlobalRateLimits)
-// and runs on them what production runs: the translation functions
+// redis-server and two real Envoys, all on loopback. This test builds the
+// IR rules itself (ir.GlobalRateLimits) and runs on them what production
+// runs, without a controller (trafficglobal_test.go goes through a
+// TrafficPolicy and the controller): the translation functions
 // (pkg/xdstranslator/ratelimit.go) for the service's configuration and for
 // Envoy's filters, cluster and route actions, and standalone mode's
 // serving path (standalone.RateLimitService: the service as a child

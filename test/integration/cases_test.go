@@ -81,6 +81,12 @@ var goldenCases = []string{
 	"126-traffic-conflict",
 	"128-traffic-listener",
 	"129-traffic-jwt-claim",
+	// Global rate limits: the replicas have a rate-limit service (its
+	// address is not in the status); 153 needs none.
+	"150-traffic-global-ratelimit",
+	"151-traffic-global-failopen",
+	"152-traffic-global-jwt-claim",
+	"154-traffic-global-conflict",
 	// BackendPolicies (131 has an XBackendTrafficPolicy, 135 a TCPRoute
 	// and 139 a TLSRoute of the experimental channel; 137 orders by the
 	// creationTimestamps its input sets; 138 holds values the CRD's

@@ -267,6 +267,8 @@ func startReplica(t *testing.T, o replicaOptions) *replica {
 		StatusBurst:     100,
 		Hooks:           o.hooks,
 		Ingress:         ingress.Config{GatewayClass: o.ingressGatewayClass},
+		// TrafficPolicy rateLimit.global (golden cases 150-154).
+		RateLimitService: "10.0.0.9:8081",
 
 		GracefulShutdownTimeout: 5 * time.Second,
 		Log:                     testLogger(t, o.identity),

@@ -23,6 +23,9 @@ func TestTrafficPolicyCRDValidation(t *testing.T) {
 	limit := func(r v1alpha1.LocalRateLimitRule) v1alpha1.TrafficPolicySpec {
 		return v1alpha1.TrafficPolicySpec{TargetRefs: targets, RateLimit: &v1alpha1.RateLimit{Local: &v1alpha1.LocalRateLimit{Rules: []v1alpha1.LocalRateLimitRule{r}}}}
 	}
+	global := func(r v1alpha1.GlobalRateLimitRule) v1alpha1.TrafficPolicySpec {
+		return v1alpha1.TrafficPolicySpec{TargetRefs: targets, RateLimit: &v1alpha1.RateLimit{Global: &v1alpha1.GlobalRateLimit{FailOpen: true, Rules: []v1alpha1.GlobalRateLimitRule{r}}}}
+	}
 	body := func(q string) v1alpha1.TrafficPolicySpec {
 		return v1alpha1.TrafficPolicySpec{TargetRefs: targets, RequestBody: &v1alpha1.RequestBody{MaxSize: resource.MustParse(q)}}
 	}
@@ -39,7 +42,13 @@ func TestTrafficPolicyCRDValidation(t *testing.T) {
 		{"burst below requests", limit(v1alpha1.LocalRateLimitRule{Requests: 10, Unit: v1alpha1.RateLimitSecond, Burst: new(int32(5))}), "burst must be at least requests"},
 		{"a unit of a day", limit(v1alpha1.LocalRateLimitRule{Requests: 10, Unit: "Day"}), "unit"},
 		{"no requests", limit(v1alpha1.LocalRateLimitRule{Unit: v1alpha1.RateLimitSecond}), "requests"},
-		{"rateLimit without local", v1alpha1.TrafficPolicySpec{TargetRefs: targets, RateLimit: &v1alpha1.RateLimit{}}, "local is required"},
+		{"rateLimit without local or global", v1alpha1.TrafficPolicySpec{TargetRefs: targets, RateLimit: &v1alpha1.RateLimit{}}, "at least one of local and global is required"},
+		{"global per header a day, fail open", global(v1alpha1.GlobalRateLimitRule{Requests: 10, Unit: v1alpha1.GlobalRateLimitDay, By: v1alpha1.RateLimitByHeader, Header: &header}), ""},
+		{"global per client", global(v1alpha1.GlobalRateLimitRule{Requests: 10, Unit: v1alpha1.GlobalRateLimitSecond, By: v1alpha1.RateLimitByClientIP}), ""},
+		{"global by Header without a header", global(v1alpha1.GlobalRateLimitRule{Requests: 10, Unit: v1alpha1.GlobalRateLimitHour, By: v1alpha1.RateLimitByHeader}), "header is required when by is Header"},
+		{"global, a header by ClientIP", global(v1alpha1.GlobalRateLimitRule{Requests: 10, Unit: v1alpha1.GlobalRateLimitHour, By: v1alpha1.RateLimitByClientIP, Header: &header}), "header is required when by is Header"},
+		{"global, a unit of a week", global(v1alpha1.GlobalRateLimitRule{Requests: 10, Unit: "Week"}), "unit"},
+		{"global without rules", v1alpha1.TrafficPolicySpec{TargetRefs: targets, RateLimit: &v1alpha1.RateLimit{Global: &v1alpha1.GlobalRateLimit{}}}, "rules"},
 		{"compression", v1alpha1.TrafficPolicySpec{TargetRefs: targets, Compression: &v1alpha1.Compression{
 			Algorithms: []v1alpha1.CompressionAlgorithm{"Zstd", "Gzip"}, ContentTypes: []string{"text/html", "application/json"}, MinSize: new(int32(100))}}, ""},
 		{"an algorithm twice", v1alpha1.TrafficPolicySpec{TargetRefs: targets, Compression: &v1alpha1.Compression{

@@ -156,6 +156,11 @@ type Config struct {
 	// (gatewayapi.Options.DNSResolvers). Empty: Envoy's default resolver
 	// (the pod's /etc/resolv.conf, the cluster's DNS).
 	DNSResolvers []string
+	// RateLimitService is the global rate-limit service's gRPC address,
+	// "host:port" (gatewayapi.Options.RateLimitService), that the
+	// TrafficPolicies' global limits go through. Empty: none, and such
+	// policies are Accepted=False.
+	RateLimitService string
 	// Log receives operational messages (default slog.Default()).
 	Log *slog.Logger
 }

@@ -452,6 +452,7 @@ func (p *pipeline) run(ctx context.Context) {
 	}
 	opts := TranslateOptions(p.cfg.ControllerName, resolver)
 	opts.DNSResolvers = p.cfg.DNSResolvers
+	opts.RateLimitService = p.cfg.RateLimitService
 	p.oidcOptions(ctx, res, &opts)
 	out, err := p.translations.Run(res, opts, translate.WithIngress(p.cfg.Ingress),
 		translate.WithHolds(p.quarantine.Holds()))

@@ -1,0 +1,280 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkFanout measures what one route change costs the controller in
+// standalone mode when N proxies are connected (issue 30 item 1): N
+// simulated proxies (simProxy: delta ADS on mutual TLS with the Envoy SVID,
+// subscribing and ACKing as Envoy does) against the shared benchmark input
+// of R routes, for N = 10, 100, 1000 and R = 1000, 3000 (FANOUT_PROXIES
+// and FANOUT_ROUTES, comma-separated, choose others). Each iteration adds
+// one HTTPRoute to an existing Service (one route configuration changes),
+// after a pause of benchQuiet, and waits until every proxy has ACKed a
+// route configuration response. Reported per iteration:
+//
+//   - ack-median-ms, ack-p99-ms: from the first proxy's receipt of the new
+//     route configuration (the publish, within a millisecond) to the last
+//     proxy's ACK;
+//
+//   - write-median-ms: from the file's write (standalone's debounce and
+//     the translation included) to the last ACK;
+//
+//   - cpu-ms/change: the controller process's CPU time (user and system,
+//     /proc/PID/stat) from the write until 300 ms after the last ACK;
+//
+//   - MB/change: the encoded size of every response the proxies received
+//     in that window (payload only: no gRPC framing nor TLS);
+//
+//   - KiB/proxy: the controller's resident memory with the N proxies
+//     synced, less before they connected, divided by N.
+//
+//     FANOUT_PROXIES=10,100 go test ./test/e2e -run '^$' -bench Fanout -benchtime 20x -timeout 60m
+//
+// (make bench-fanout). The proxies run in the benchmark's process, on the
+// same cores as the controller: at N = 1000 their decoding of the initial
+// clusters slows the start, not the measured changes (route
+// configurations are never decoded).
+func BenchmarkFanout(b *testing.B) {
+	for _, n := range envInts("FANOUT_PROXIES", 10, 100, 1000) {
+		for _, r := range envInts("FANOUT_ROUTES", 1000, 3000) {
+			b.Run(fmt.Sprintf("proxies=%d/routes=%d", n, r), func(b *testing.B) { fanout(b, n, r) })
+		}
+	}
+}
+
+func fanout(b *testing.B, n, routes int) {
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
+	f := startWith(b, func(f *fixture) {
+		f.noEnvoy = true
+		f.args = append(f.args, "--pprof-address", pprofAddr)
+		if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, routes, f.gwPort), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		// The Service of the added routes (nothing listens on its
+		// port, no traffic is sent), and a route to it from the start:
+		// its cluster is there before the changes, which change one
+		// route configuration only.
+		render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
+			map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: freePort(b)}}})
+		render(b, filepath.Join(f.dir, "extra-base.yaml"), extraRouteYAML, "base")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	b.Cleanup(func() { cancel(); wg.Wait() })
+	var bytes atomic.Int64
+	errs := make(chan error, n)
+	connect := func(i int) *simProxy {
+		p := &simProxy{id: fmt.Sprintf("sim-%d", i), synced: make(chan struct{}), bytes: &bytes}
+		wg.Go(func() {
+			creds, err := simCredentials(f.state)
+			if err == nil {
+				err = p.run(ctx, f.xds, creds)
+			}
+			if err != nil {
+				errs <- fmt.Errorf("%s: %w", p.id, err)
+			}
+		})
+		return p
+	}
+	// A first proxy until the whole input is translated (a cluster per
+	// Service, extra's included), before the controller's memory
+	// is read without proxies.
+	began := time.Now()
+	var probe *simProxy
+	for probe == nil || probe.clusters.Load() < int64(routes+1) {
+		if time.Since(began) > 3*time.Minute {
+			b.Fatalf("the %d bench routes were not translated after %s", routes, time.Since(began))
+		}
+		if probe == nil {
+			if _, err := os.Stat(filepath.Join(f.state, "sds", "tls.crt")); err == nil {
+				probe = connect(0)
+			}
+		}
+		select {
+		case err := <-errs:
+			b.Fatal(err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	<-probe.synced
+	time.Sleep(time.Second)
+	rss0 := procRSS(b, f.proc.Process.Pid)
+	proxies := []*simProxy{probe}
+	// They connect over a second, as a fleet whose controller came back
+	// does (Envoy's reconnection is jittered).
+	for i := 1; i < n; i++ {
+		proxies = append(proxies, connect(i))
+		time.Sleep(time.Second / time.Duration(n))
+	}
+	for _, p := range proxies {
+		select {
+		case <-p.synced:
+		case err := <-errs:
+			b.Fatal(err)
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("%s not synced after 5 minutes", p.id)
+		}
+	}
+	time.Sleep(time.Second)
+	rss1 := procRSS(b, f.proc.Process.Pid)
+	var reconnects int64
+	failures := map[string]int{}
+	for _, p := range proxies {
+		reconnects += p.reconnects.Load()
+		if e, ok := p.lastErr.Load().(string); ok {
+			failures[e]++
+		}
+	}
+	for e, k := range failures {
+		b.Logf("%d proxies' last stream failure: %s", k, e)
+	}
+	b.Logf("%d proxies synced %s after start (%d streams opened again); controller RSS %d MiB without them, %d MiB with them",
+		n, time.Since(began).Round(time.Millisecond), reconnects, rss0>>20, rss1>>20)
+	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
+		saveProfile(b, pprofAddr, "heap", filepath.Join(dir, fmt.Sprintf("heap-proxies=%d-routes=%d.pb.gz", n, routes)))
+	}
+
+	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
+		// The CPU profile of the first 20 s of changes.
+		wg.Go(func() {
+			saveProfile(b, pprofAddr, "profile?seconds=20", filepath.Join(dir, fmt.Sprintf("cpu-proxies=%d-routes=%d.pb.gz", n, routes)))
+		})
+	}
+	var acks, writes []time.Duration
+	var cpu time.Duration
+	var sent int64
+	i := 0
+	for b.Loop() {
+		time.Sleep(benchQuiet)
+		before := make([]int64, len(proxies))
+		for j, p := range proxies {
+			before[j] = p.rds.Load()
+		}
+		cpu0, bytes0 := procCPU(b, f.proc.Process.Pid), bytes.Load()
+		write := time.Now()
+		render(b, filepath.Join(f.dir, fmt.Sprintf("extra-%d.yaml", i)), extraRouteYAML, i)
+		first, last := int64(0), int64(0)
+		for j, p := range proxies {
+			for p.rds.Load() == before[j] {
+				if time.Since(write) > time.Minute {
+					b.Fatalf("change %d: %s did not ACK a route configuration within a minute", i, p.id)
+				}
+				select {
+				case err := <-errs:
+					b.Fatal(err)
+				case <-time.After(time.Millisecond):
+				}
+			}
+			if r := p.rdsRcv.Load(); first == 0 || r < first {
+				first = r
+			}
+			last = max(last, p.rdsAck.Load())
+		}
+		acks = append(acks, time.Duration(last-first))
+		writes = append(writes, time.Duration(last-write.UnixNano()))
+		time.Sleep(300 * time.Millisecond)
+		cpu += procCPU(b, f.proc.Process.Pid) - cpu0
+		sent += bytes.Load() - bytes0
+		i++
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ms(quantile(acks, 0.5)), "ack-median-ms")
+	b.ReportMetric(ms(quantile(acks, 0.99)), "ack-p99-ms")
+	b.ReportMetric(ms(quantile(writes, 0.5)), "write-median-ms")
+	b.ReportMetric(ms(cpu)/float64(i), "cpu-ms/change")
+	b.ReportMetric(float64(sent)/float64(i)/1e6, "MB/change")
+	b.ReportMetric(float64(rss1-rss0)/1024/float64(n), "KiB/proxy")
+	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
+		saveProfile(b, pprofAddr, "allocs", filepath.Join(dir, fmt.Sprintf("allocs-proxies=%d-routes=%d.pb.gz", n, routes)))
+	}
+}
+
+// saveProfile writes the controller's Go profile name (heap, allocs), read
+// from its --pprof-address addr, to path.
+func saveProfile(b testing.TB, addr, name, path string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("profile %s: %s", name, path)
+}
+
+// envInts reads a comma-separated list of integers from the environment
+// variable name, or returns def when it is unset.
+func envInts(name string, def ...int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, s := range strings.Split(v, ",") {
+		if i, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// procCPU returns the user and system CPU time of process pid so far
+// (/proc/PID/stat fields utime and stime, in clock ticks of 10 ms).
+func procCPU(b testing.TB, pid int) time.Duration {
+	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(s[strings.LastIndexByte(string(s), ')')+1:]))
+	// utime and stime are fields 14 and 15 of the line, 12 and 13 after
+	// the name (state is the first).
+	var ticks int64
+	for _, f := range fields[11:13] {
+		t, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ticks += t
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// procRSS returns the resident memory of process pid in bytes
+// (/proc/PID/status VmRSS).
+func procRSS(b testing.TB, pid int) int64 {
+	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for l := range strings.Lines(string(s)) {
+		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}

@@ -3,7 +3,8 @@
 #
 #   make e2e                    brings the cluster up when it is not (warm: ~30 s),
 #                               builds and imports the controller image (and
-#                               the test servers' image), runs
+#                               the test servers' and the rate-limit service's
+#                               and Redis's images), runs
 #                               test/e2e-cluster (helm install, kubectl apply
 #                               examples/, HTTP in Shared and in
 #                               Dedicated mode) and LEAVES THE CLUSTER RUNNING
@@ -25,6 +26,7 @@ e2e: ## e2e on the local cluster: helm install + kubectl apply -f examples/ in S
 	fi; \
 	$(MAKE) --no-print-directory cluster-controller-image || exit 1; \
 	$(MAKE) --no-print-directory cluster-testservers-image || exit 1; \
+	$(MAKE) --no-print-directory cluster-ratelimit-images || exit 1; \
 	rc=0; \
 	(cd test/e2e-cluster && KUBECONFIG=/var/lib/xds-cluster/admin.kubeconfig \
 	  $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./...) || rc=$$?; \

@@ -4,7 +4,7 @@
 XDS_CLUSTER_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 XDS_CLUSTER := $(XDS_CLUSTER_DIR)/cluster
 
-.PHONY: cluster-unit cluster-up cluster-down cluster-status cluster-smoke cluster-ci cluster-images cluster-check-clean cluster-controller-image cluster-testservers-image
+.PHONY: cluster-unit cluster-up cluster-down cluster-status cluster-smoke cluster-ci cluster-images cluster-check-clean cluster-controller-image cluster-testservers-image cluster-ratelimit-images
 
 cluster-unit: ## Unit tests of the cluster tools (image builder, LoadBalancer allocator); no root needed
 	cd $(XDS_CLUSTER_DIR)/tools && go test ./...
@@ -35,3 +35,6 @@ cluster-controller-image: ## Build the controller image from ./cmd/xds-controlle
 
 cluster-testservers-image: ## Build the e2e test servers' image (ext_authz gRPC/HTTP, OTLP receiver, OpenID provider: internal/testservers/cmd/xds-testservers) and import it into a running cluster
 	$(XDS_CLUSTER) go-image ./internal/testservers/cmd/xds-testservers xds-testservers ghcr.io/xds-controller/xds-testservers:e2e
+
+cluster-ratelimit-images: ## Build the global rate-limit service's and Redis's images (the chart's rateLimit.image and rateLimit.redis.image: hack/install-ratelimit.sh's binary, Debian's redis-server) and import them into a running cluster
+	$(XDS_CLUSTER) ratelimit-images

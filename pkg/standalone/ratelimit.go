@@ -31,6 +31,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -40,10 +41,9 @@ import (
 	"sync"
 
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
-	"google.golang.org/protobuf/encoding/protojson"
-	"sigs.k8s.io/yaml"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
+	"github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
 // RateLimitService is the global rate-limit service standalone mode runs
@@ -179,38 +179,23 @@ func (s *RateLimitService) Run(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// RateLimitConfigYAML is c as the service reads it from a file: the
-// RateLimitConfig's fields under their proto names (domain, descriptors,
-// key, value, rate_limit, unit, requests_per_unit, shadow_mode), the
-// schema of the service's YAML files.
-func RateLimitConfigYAML(c *rlsconfv3.RateLimitConfig) ([]byte, error) {
-	j, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	return yaml.JSONToYAML(j)
-}
-
 // WriteConfigs makes Dir/config hold exactly configs: one file per domain,
-// "<domain>.yaml", written only when its content changed (each write
-// reloads the service), through a rename; other .yaml files are removed.
-// Domains must be distinct and valid (ir.GlobalRateLimits.Validate).
+// as xdstranslator.RateLimitConfigFiles names and renders them (the
+// cluster's ConfigMap holds the same), each written only when its content
+// changed (each write reloads the service), through a rename; other .yaml
+// files are removed. Domains must be distinct and make valid names
+// (RateLimitConfigFiles' error otherwise, and nothing is written).
 func (s *RateLimitService) WriteConfigs(configs ...*rlsconfv3.RateLimitConfig) error {
+	files, err := xdstranslator.RateLimitConfigFiles(configs...)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Join(s.Dir, "config")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	keep := map[string]bool{}
-	for _, c := range configs {
-		name := c.Domain + ".yaml"
-		if keep[name] || c.Domain == "" || strings.ContainsAny(c.Domain, "/") || strings.HasPrefix(c.Domain, ".") {
-			return fmt.Errorf("rate-limit configuration: domain %q twice or not a file name", c.Domain)
-		}
-		keep[name] = true
-		b, err := RateLimitConfigYAML(c)
-		if err != nil {
-			return err
-		}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		b := files[name]
 		path := filepath.Join(dir, name)
 		if old, err := os.ReadFile(path); err == nil && slices.Equal(old, b) {
 			continue
@@ -239,7 +224,7 @@ func (s *RateLimitService) WriteConfigs(configs ...*rlsconfv3.RateLimitConfig) e
 		return err
 	}
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".yaml") && !keep[e.Name()] {
+		if _, keep := files[e.Name()]; strings.HasSuffix(e.Name(), ".yaml") && !keep {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
 				return err
 			}

@@ -5,7 +5,9 @@ package xdstranslator
 //
 //   - the service's configuration of the scope's domain, a RateLimitConfig
 //     (ratelimit.config.ratelimit.v3, the envoyproxy/ratelimit service's
-//     own type): RateLimitConfig;
+//     own type): RateLimitConfig; and the files the service reads them
+//     from, one per domain (RateLimitConfigFiles: standalone mode's
+//     folder and the cluster's ConfigMap hold the same names and bytes);
 //   - Envoy's pieces: the ratelimit HTTP filters (RateLimitFilter), the
 //     service's cluster (RateLimitCluster), and a route's descriptors
 //     (RouteRateLimits, the filters' per-route configuration).
@@ -27,6 +29,7 @@ package xdstranslator
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -37,8 +40,11 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
 	"github.com/xds-controller/xds-controller/pkg/ir"
 )
@@ -90,6 +96,37 @@ func RateLimitConfig(g *ir.GlobalRateLimits) *rlsconfv3.RateLimitConfig {
 		c.Descriptors = append(c.Descriptors, root)
 	}
 	return c
+}
+
+// RateLimitConfigFiles renders configs as the files the service reads
+// (CONFIG_TYPE=FILE), keyed by file name: "<domain>.yaml" holds the
+// domain's RateLimitConfig in the service's YAML schema (the proto's
+// fields under their proto names: domain, descriptors, key, value,
+// rate_limit, unit, requests_per_unit, shadow_mode). Standalone mode
+// writes them into its folder and the controller into a ConfigMap that
+// the service's pod mounts, so a name must also be a ConfigMap key
+// ([-._a-zA-Z0-9], at most 253 characters) and must not start with "."
+// (the service skips dotfiles: RUNTIME_IGNOREDOTFILES). An error names a
+// domain twice or a domain that makes no such name.
+func RateLimitConfigFiles(configs ...*rlsconfv3.RateLimitConfig) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(configs))
+	for _, c := range configs {
+		name := c.Domain + ".yaml"
+		if c.Domain == "" || strings.HasPrefix(name, ".") || len(validation.IsConfigMapKey(name)) > 0 {
+			return nil, fmt.Errorf("rate-limit configuration: domain %q makes no file name or ConfigMap key (letters, digits, '-', '_', '.'; not first '.')", c.Domain)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("rate-limit configuration: domain %q twice", c.Domain)
+		}
+		j, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("rate-limit configuration of domain %q: %w", c.Domain, err)
+		}
+		if out[name], err = yaml.JSONToYAML(j); err != nil {
+			return nil, fmt.Errorf("rate-limit configuration of domain %q: %w", c.Domain, err)
+		}
+	}
+	return out, nil
 }
 
 // RateLimitFilterName is the name of the ratelimit filter of the rules

@@ -158,6 +158,37 @@ func TestRouteRateLimits(t *testing.T) {
 	}
 }
 
+// The service's files: one per domain, "<domain>.yaml", in its YAML
+// schema (proto names, the unit's name); names that are no ConfigMap key
+// (the cluster mounts them from one), dotfiles (the service skips them)
+// and a domain twice are refused.
+func TestRateLimitConfigFiles(t *testing.T) {
+	g := testGlobalRateLimits()
+	other := &ir.GlobalRateLimits{Domain: "gateway.apps.web"}
+	files, err := RateLimitConfigFiles(RateLimitConfig(g), RateLimitConfig(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || files["gateway.apps.web.yaml"] == nil {
+		t.Fatalf("files %v", files)
+	}
+	got := string(files["standalone.yaml"])
+	for _, want := range []string{"domain: standalone\n", "  key: rule\n  value: a/by-client\n", "requests_per_unit: 5\n", "unit: SECOND\n", "shadow_mode: true\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("standalone.yaml lacks %q:\n%s", want, got)
+		}
+	}
+	for _, bad := range [][]string{{"a:b"}, {"../x"}, {".hidden"}, {""}, {"a", "a"}, {strings.Repeat("d", 250)}} {
+		var cs []*rlsconfv3.RateLimitConfig
+		for _, d := range bad {
+			cs = append(cs, &rlsconfv3.RateLimitConfig{Name: d, Domain: d})
+		}
+		if _, err := RateLimitConfigFiles(cs...); err == nil {
+			t.Errorf("domains %q: no error", bad)
+		}
+	}
+}
+
 // A route's global limits (ir.Traffic GlobalRateLimit) in a scope's
 // translation: the per-route configuration of each mode's filter, the
 // filters (the scope's domain, disabled but on their routes) and the

@@ -92,6 +92,42 @@ build_envoy_image() {
   echo "$out"
 }
 
+# image_from_dynamic_binary TARNAME BIN DST IMAGE...: a dynamically linked
+# binary as DST (its entrypoint), with the shared libraries (and loader)
+# that ldd lists, as build_envoy_image does for Envoy; cached by the
+# binary's content and the image names.
+image_from_dynamic_binary() {
+  local tarname=$1 bin=$2 dst=$3; shift 3
+  local key out args=() lib i
+  key=$( { sha256sum "$bin" | cut -d' ' -f1; echo "$dst $*"; sha256sum "$TOOLS_BIN/imgbuild" | cut -d' ' -f1; } | sha256sum | cut -c1-12)
+  out=$IMAGES_DIR/$tarname-$key.tar
+  if [[ ! -f $out ]]; then
+    mkdir -p "$IMAGES_DIR"; rm -f "$IMAGES_DIR/$tarname"-*.tar
+    for i in "$@"; do args+=(-image "$i"); done
+    args+=(-file "$bin=$dst")
+    while read -r lib; do
+      [[ -n $lib ]] && args+=(-file "$lib=$lib")
+    done < <(ldd "$bin" | grep -oE '/[^ ]+' | sort -u)
+    "$TOOLS_BIN/imgbuild" -out "$out" "${args[@]}" -entrypoint "$dst" >&2 || die "imgbuild $tarname failed"
+    log "image $tarname: $* (from $bin)"
+  fi
+  echo "$out"
+}
+
+# build_ratelimit_images: the global rate-limit service and its Redis under
+# the chart's default names ($RATELIMIT_IMAGE, $REDIS_IMAGE): the binary of
+# hack/install-ratelimit.sh as /bin/ratelimit (where envoyproxy/ratelimit's
+# images have it; the chart runs that path) and Debian's redis-server
+# (hack/install-redis.sh) as /usr/bin/redis-server (on PATH; the chart runs
+# `redis-server`). Prints both tarballs.
+build_ratelimit_images() {
+  local rls redis
+  rls=$("$REPO_ROOT/hack/install-ratelimit.sh") || die "hack/install-ratelimit.sh failed"
+  redis=$("$REPO_ROOT/hack/install-redis.sh") || die "hack/install-redis.sh failed"
+  image_from_dynamic_binary ratelimit "$rls" /bin/ratelimit "$RATELIMIT_IMAGE"
+  image_from_dynamic_binary redis "$redis" /usr/bin/redis-server "$REDIS_IMAGE"
+}
+
 # build_images: prints the tarballs of every image the cluster imports at `up`.
 build_images() {
   local coredns echo

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/oidcdiscovery"
 	"github.com/xds-controller/xds-controller/pkg/quarantine"
+	"github.com/xds-controller/xds-controller/pkg/ratelimitconfig"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 	"github.com/xds-controller/xds-controller/pkg/status"
 	"github.com/xds-controller/xds-controller/pkg/translate"
@@ -56,6 +58,9 @@ type pipeline struct {
 	ident       *Identity
 	secrets     *secretCache
 	configMaps  *refCache[*corev1.ConfigMap]
+	// rateLimits writes the rate-limit service's ConfigMap while this
+	// replica leads (writeRateLimits); nil otherwise.
+	rateLimits *ratelimitconfig.Writer
 
 	kick chan struct{}
 
@@ -414,6 +419,35 @@ func (p *pipeline) setReferences(secrets, configMaps []types.NamespacedName) {
 	p.refMu.Unlock()
 }
 
+// writeRateLimits puts the global rate limits of every scope of x (the
+// TrafficPolicies' rateLimit.global, one domain per scope) into the
+// rate-limit service's ConfigMap, ConfigMapName of our ServiceAccount in
+// our namespace (pkg/ratelimitconfig), when the service is configured
+// (--ratelimit-service-address) and this replica leads. A replica that
+// stops leading forgets what it wrote, so that it writes again when it
+// leads (leading triggers a run: the provisioner's again). A failure is
+// logged and tried again at the next run (the service meanwhile answers
+// with the limits it had).
+func (p *pipeline) writeRateLimits(ctx context.Context, x *ir.IR) {
+	if p.cfg.RateLimitService == "" {
+		return
+	}
+	if p.leader == nil || !p.leader.Leading() {
+		p.rateLimits = nil
+		return
+	}
+	if p.rateLimits == nil {
+		p.rateLimits = ratelimitconfig.NewWriter(p.client, p.cfg.Namespace, ratelimitconfig.ConfigMapName(p.cfg.ServiceAccount))
+	}
+	byScope, err := x.GlobalRateLimitsByScope()
+	if err == nil {
+		err = p.rateLimits.Write(ctx, slices.Collect(maps.Values(byScope)))
+	}
+	if err != nil {
+		p.log.Error("writing the global rate limits failed; the service keeps its previous ones", "error", err)
+	}
+}
+
 // retryAfter is the wait before a run that failed to read its inputs is
 // tried again.
 const retryAfter = time.Second
@@ -461,6 +495,8 @@ func (p *pipeline) run(ctx context.Context) {
 		p.log.Error("translation failed (a bug); the previous configuration keeps serving", "error", err)
 		return
 	}
+	// The rate-limit service learns a new rule before Envoy asks it.
+	p.writeRateLimits(ctx, out.Result.IR)
 	p.publish(ctx, testhook.Apply(out.XDS), out.Refused, func(k gatewayapi.RouteKey) (int64, bool) { return translate.Generation(res, k) })
 	p.metrics.observe(res, out.XDS)
 	// Who may subscribe to what, and who may get an SVID: the fleets of

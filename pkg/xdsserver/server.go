@@ -215,15 +215,6 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 	srv := serverv3.NewServer(ctx, s.cache.mux, withAuthorization(s.callbacks(), s.authz, s.log))
 	g := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(tlsConfig)),
-		// Responses are encoded around the snapshot's encoded resources,
-		// not copied per stream (codec.go).
-		grpc.ForceServerCodecV2(newSharingCodec()),
-		// A connection's write buffer goes back to a shared pool after
-		// each flush, and requests (ACKs, subscriptions: small) are
-		// read without a buffer of their own: a connected proxy holds
-		// neither 32 KiB buffer (issue 30: memory per proxy).
-		grpc.SharedWriteBuffer(true),
-		grpc.ReadBufferSize(0),
 		grpc.MaxConcurrentStreams(1_000_000),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 5 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),

@@ -31,16 +31,7 @@ import (
 // hour per client address) on route client. Route ready has none.
 // {{.Prefix}} is the prefix of the route names the policies target (""
 // normally).
-const globalYAML = `{{range .Routes}}apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: {{.}}, namespace: default}
-spec:
-  parentRefs: [{name: gw}]
-  hostnames: [{{.}}.example.com]
-  rules:
-  - backendRefs: [{name: app, port: 80}]
----
-{{end}}apiVersion: gateway.xds-controller.dev/v1alpha1
+const globalYAML = routeEachYAML + `apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: TrafficPolicy
 metadata: {name: closed, namespace: default}
 spec:

@@ -27,14 +27,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// trafficYAML: HTTPRoute limited (limited.example.com: 5 requests per
-// hour per client address), peruser (peruser.example.com: 3 per hour per
-// value of x-user), shadow (shadow.example.com: 2 per hour, shadow: the
-// buckets are not refilled during a test),
-// compress (compress.example.com: Brotli, Zstd, Gzip, text/plain, 100
-// bytes or more) and body (body.example.com: bodies up to 1Ki).
-// {{.Route}} is the route name prefix the policies target ("" normally).
-const trafficYAML = `{{range .Routes}}apiVersion: gateway.networking.k8s.io/v1
+// routeEachYAML is an HTTPRoute of Gateway gw per entry of .Routes, each
+// named after it, for host <name>.example.com, to Service app: the start
+// of the policy tests' inputs.
+const routeEachYAML = `{{range .Routes}}apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: {{.}}, namespace: default}
 spec:
@@ -43,7 +39,16 @@ spec:
   rules:
   - backendRefs: [{name: app, port: 80}]
 ---
-{{end}}apiVersion: gateway.xds-controller.dev/v1alpha1
+{{end}}`
+
+// trafficYAML: HTTPRoute limited (limited.example.com: 5 requests per
+// hour per client address), peruser (peruser.example.com: 3 per hour per
+// value of x-user), shadow (shadow.example.com: 2 per hour, shadow: the
+// buckets are not refilled during a test),
+// compress (compress.example.com: Brotli, Zstd, Gzip, text/plain, 100
+// bytes or more) and body (body.example.com: bodies up to 1Ki).
+// {{.Route}} is the route name prefix the policies target ("" normally).
+const trafficYAML = routeEachYAML + `apiVersion: gateway.xds-controller.dev/v1alpha1
 kind: TrafficPolicy
 metadata: {name: limited, namespace: default}
 spec:

@@ -57,81 +57,18 @@ func BenchmarkFanout(b *testing.B) {
 
 func fanout(b *testing.B, n, routes int) {
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
-	f := startWith(b, func(f *fixture) {
-		f.noEnvoy = true
-		if os.Getenv("FANOUT_PROFILES") != "" {
-			f.args = append(f.args, "--pprof-address", pprofAddr)
-		}
-		if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, routes, f.gwPort), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		// The Service of the added routes (nothing listens on its
-		// port, no traffic is sent), and a route to it from the start:
-		// its cluster is there before the changes, which change one
-		// route configuration only.
-		render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
-			map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: freePort(b)}}})
-		render(b, filepath.Join(f.dir, "extra-base.yaml"), extraRouteYAML, "base")
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	b.Cleanup(func() { cancel(); wg.Wait() })
-	var bytes atomic.Int64
-	errs := make(chan error, n)
-	connect := func(i int) *simProxy {
-		p := &simProxy{id: fmt.Sprintf("sim-%d", i), synced: make(chan struct{}), bytes: &bytes}
-		wg.Go(func() {
-			creds, err := simCredentials(f.state)
-			if err == nil {
-				err = p.run(ctx, f.xds, creds)
-			}
-			if err != nil {
-				errs <- fmt.Errorf("%s: %w", p.id, err)
-			}
-		})
-		return p
+	var args []string
+	if os.Getenv("FANOUT_PROFILES") != "" {
+		args = append(args, "--pprof-address", pprofAddr)
 	}
-	// A first proxy until the whole input is translated (a cluster per
-	// Service, extra's included), before the controller's memory
-	// is read without proxies.
+	f := startFanout(b, routes, args...)
+	fleet := newSimFleet(b, f)
 	began := time.Now()
-	var probe *simProxy
-	for probe == nil || probe.clusters.Load() < int64(routes+1) {
-		if time.Since(began) > 3*time.Minute {
-			b.Fatalf("the %d bench routes were not translated after %s", routes, time.Since(began))
-		}
-		if probe == nil {
-			if _, err := os.Stat(filepath.Join(f.state, "sds", "tls.crt")); err == nil {
-				probe = connect(0)
-			}
-		}
-		select {
-		case err := <-errs:
-			b.Fatal(err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	<-probe.synced
-	time.Sleep(time.Second)
+	fleet.probe(b, routes)
 	rss0 := procRSS(b, f.proc.Process.Pid)
-	proxies := []*simProxy{probe}
-	// They connect over a second, as a fleet whose controller came back
-	// does (Envoy's reconnection is jittered).
-	for i := 1; i < n; i++ {
-		proxies = append(proxies, connect(i))
-		time.Sleep(time.Second / time.Duration(n))
-	}
-	for _, p := range proxies {
-		select {
-		case <-p.synced:
-		case err := <-errs:
-			b.Fatal(err)
-		case <-time.After(5 * time.Minute):
-			b.Fatalf("%s not synced after 5 minutes", p.id)
-		}
-	}
-	time.Sleep(time.Second)
+	fleet.grow(b, n)
 	rss1 := procRSS(b, f.proc.Process.Pid)
+	proxies := fleet.proxies
 	var reconnects int64
 	failures := map[string]int{}
 	for _, p := range proxies {
@@ -151,13 +88,14 @@ func fanout(b *testing.B, n, routes int) {
 
 	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
 		// The CPU profile of the first 20 s of changes.
-		wg.Go(func() {
+		fleet.wg.Go(func() {
 			saveProfile(b, pprofAddr, "profile?seconds=20", filepath.Join(dir, fmt.Sprintf("cpu-proxies=%d-routes=%d.pb.gz", n, routes)))
 		})
 	}
 	var acks, writes []time.Duration
 	var cpu time.Duration
 	var sent int64
+	bytes, errs := &fleet.bytes, fleet.errs
 	i := 0
 	for b.Loop() {
 		time.Sleep(benchQuiet)
@@ -167,7 +105,7 @@ func fanout(b *testing.B, n, routes int) {
 		}
 		cpu0, bytes0 := procCPU(b, f.proc.Process.Pid), bytes.Load()
 		write := time.Now()
-		render(b, filepath.Join(f.dir, fmt.Sprintf("extra-%d.yaml", i)), extraRouteYAML, i)
+		changeRoute(b, f, i)
 		first, last := int64(0), int64(0)
 		for j, p := range proxies {
 			for p.rds.Load() == before[j] {
@@ -202,6 +140,119 @@ func fanout(b *testing.B, n, routes int) {
 	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
 		saveProfile(b, pprofAddr, "allocs", filepath.Join(dir, fmt.Sprintf("allocs-proxies=%d-routes=%d.pb.gz", n, routes)))
 	}
+}
+
+// startFanout starts standalone mode without Envoy (--no-envoy, with
+// args) on the fan-out benchmarks' input: the shared benchmark input of
+// routes HTTPRoutes (benchRoutes), the Service "extra" (nothing listens on
+// its port, no traffic is sent) and a route to it from the start, so that
+// its cluster is there before the changes (changeRoute), which change one
+// route configuration only.
+func startFanout(b *testing.B, routes int, args ...string) *fixture {
+	return startWith(b, func(f *fixture) {
+		f.noEnvoy = true
+		f.args = append(f.args, args...)
+		if err := os.WriteFile(filepath.Join(f.dir, "bench.yaml"), benchRoutes(b, routes, f.gwPort), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		render(b, filepath.Join(f.dir, "extra-backend.yaml"), gatewayYAML[strings.Index(gatewayYAML, "{{range .Backends}}"):],
+			map[string]any{"Backends": []gatewayBackend{{Name: "extra", Port: freePort(b)}}})
+		render(b, filepath.Join(f.dir, "extra-base.yaml"), extraRouteYAML, "base")
+	})
+}
+
+// changeRoute is the fan-out benchmarks' change number i: one more
+// HTTPRoute to the Service "extra" (one route configuration changes).
+func changeRoute(b *testing.B, f *fixture, i int) {
+	render(b, filepath.Join(f.dir, fmt.Sprintf("extra-%d.yaml", i)), extraRouteYAML, i)
+}
+
+// simFleet is the simulated proxies of one benchmark, connected to f's
+// controller from the benchmark's process; they stop in the benchmark's
+// Cleanup.
+type simFleet struct {
+	f   *fixture
+	ctx context.Context
+	wg  sync.WaitGroup
+	// bytes is the encoded size of every response the proxies received;
+	// errs their fatal errors (a refused stream).
+	bytes   atomic.Int64
+	errs    chan error
+	proxies []*simProxy
+}
+
+func newSimFleet(b *testing.B, f *fixture) *simFleet {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &simFleet{f: f, ctx: ctx, errs: make(chan error, 1024)}
+	b.Cleanup(func() { cancel(); s.wg.Wait() })
+	return s
+}
+
+// connect starts simulated proxy "sim-<i>" and adds it to the fleet.
+func (s *simFleet) connect(i int) *simProxy {
+	p := &simProxy{id: fmt.Sprintf("sim-%d", i), synced: make(chan struct{}), bytes: &s.bytes}
+	s.wg.Go(func() {
+		creds, err := simCredentials(s.f.state)
+		if err == nil {
+			err = p.run(s.ctx, s.f.xds, creds)
+		}
+		if err != nil {
+			select {
+			case s.errs <- fmt.Errorf("%s: %w", p.id, err):
+			default:
+			}
+		}
+	})
+	s.proxies = append(s.proxies, p)
+	return p
+}
+
+// probe connects a first proxy once the controller has written Envoy's
+// SVID, and waits until the whole input of routes HTTPRoutes is
+// translated (a cluster per Service, extra's included) and the proxy is
+// synced, and a second more, before the controller's memory is read
+// without proxies.
+func (s *simFleet) probe(b *testing.B, routes int) *simProxy {
+	began := time.Now()
+	var probe *simProxy
+	for probe == nil || probe.clusters.Load() < int64(routes+1) {
+		if time.Since(began) > 3*time.Minute {
+			b.Fatalf("the %d bench routes were not translated after %s", routes, time.Since(began))
+		}
+		if probe == nil {
+			if _, err := os.Stat(filepath.Join(s.f.state, "sds", "tls.crt")); err == nil {
+				probe = s.connect(0)
+			}
+		}
+		select {
+		case err := <-s.errs:
+			b.Fatal(err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	<-probe.synced
+	time.Sleep(time.Second)
+	return probe
+}
+
+// grow connects proxies until the fleet has n, over a second, as a fleet
+// whose controller came back does (Envoy's reconnection is jittered),
+// waits until every one is synced (5 minutes at most), and a second more.
+func (s *simFleet) grow(b *testing.B, n int) {
+	for i := len(s.proxies); i < n; i++ {
+		s.connect(i)
+		time.Sleep(time.Second / time.Duration(n))
+	}
+	for _, p := range s.proxies {
+		select {
+		case <-p.synced:
+		case err := <-s.errs:
+			b.Fatal(err)
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("%s not synced after 5 minutes", p.id)
+		}
+	}
+	time.Sleep(time.Second)
 }
 
 // saveProfile writes the controller's Go profile name (heap, allocs), read

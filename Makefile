@@ -81,8 +81,8 @@ bench: ## translation benchmarks at 100, 1000 and 5000 HTTPRoutes, and of a publ
 bench-fanout: ## fan-out: N simulated proxies (delta ADS, mTLS, ACKs) against standalone mode, one route change at a time: time to the last ACK, controller CPU and bytes per change, memory per proxy (N = FANOUT_PROXIES, default 10,100,1000; routes FANOUT_ROUTES, default 1000,3000; 20 changes each)
 	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench Fanout -benchtime 20x -timeout 90m
 
-bench-fanout-calib: ## the fan-out simulation calibrated against real Envoys: N simulated proxies beside N Envoy processes on loopback (N = FANOUT_ENVOYS, default 10,20, at most 20; 1000 routes), each against its own standalone controller, measured alike from the controller's side (ACK latency histogram, CPU per change, memory per proxy); 20 changes, 3 runs
-	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench FanoutCalibration -benchtime 20x -count 3 -timeout 60m
+bench-fanout-calib: ## the fan-out simulation calibrated against real Envoys: N simulated proxies beside N Envoy processes on loopback (N = FANOUT_ENVOYS, default 10,20, at most 20; 1000 routes), each against its own standalone controller, measured alike from the controller's side (ACK latency histogram, CPU per change, memory per proxy); 20 changes, 3 runs, the simulation and the Envoys alternating
+	envoy=$$(hack/install-envoy.sh) && for run in 1 2 3; do ENVOY=$$envoy $(GO) test ./test/e2e -run '^$$' -bench FanoutCalibration -benchtime 20x -timeout 60m || exit 1; done
 
 bench-standalone: envoy ## standalone propagation: one more route file, and a cluster change (a Service port appProtocol), until Envoy serves it, at 100, 1000 and 3000 routes (20 samples each)
 	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench StandalonePropagation -benchtime 20x -timeout 20m

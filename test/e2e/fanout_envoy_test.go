@@ -45,6 +45,11 @@ import (
 //     until 300 ms after the count grew by N, less the scrapes' own cost
 //     (measured before the changes: scrape-cpu-ms is one scrape's);
 //
+//   - proxy-cpu-ms/change: one proxy's CPU time per change over the same
+//     window: the Envoys' (procCPU), divided by N; for the simulated
+//     proxies the benchmark process's (the proxies, the scrapes' client
+//     side, this loop), divided by N;
+//
 //   - KiB/proxy: the controller's resident memory with the N proxies
 //     synced, less with one, divided by N-1 (the first proxy connects
 //     before, so that the whole input is translated);
@@ -55,9 +60,10 @@ import (
 // change's route configuration (admin /config_dump last_updated),
 // relative to the file's write.
 //
-//	FANOUT_ENVOYS=10,20 go test ./test/e2e -run '^$' -bench FanoutCalibration -benchtime 20x -count 3 -timeout 60m
+//	FANOUT_ENVOYS=10,20 go test ./test/e2e -run '^$' -bench FanoutCalibration -benchtime 20x -timeout 60m
 //
-// (make bench-fanout-calib).
+// (make bench-fanout-calib runs it three times: the simulation and the
+// Envoys alternate, as the sub-benchmarks of one run do).
 func BenchmarkFanoutCalibration(b *testing.B) {
 	for _, n := range envInts("FANOUT_ENVOYS", 10, 20) {
 		if n < 2 || n > maxCalibEnvoys {
@@ -117,15 +123,27 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 	}
 	scrapeCPU := (procCPU(b, pid) - cpu0) / scrapes
 
+	// proxyCPU is the proxies' CPU time so far: the Envoys', or the
+	// benchmark process's (where the simulated proxies run).
+	proxyCPU := func() time.Duration {
+		if fleet == nil {
+			return procCPU(b, os.Getpid())
+		}
+		var sum time.Duration
+		for _, p := range fleet.procs {
+			sum += procCPU(b, p.Process.Pid)
+		}
+		return sum
+	}
 	var all ackHist
 	var lasts, writes []time.Duration
-	var cpu time.Duration
+	var cpu, pcpu time.Duration
 	var write time.Time
 	i := 0
 	for b.Loop() {
 		time.Sleep(benchQuiet)
 		h0 := scrapeAcks(b, metrics)
-		cpu0 := procCPU(b, pid)
+		cpu0, pcpu0 := procCPU(b, pid), proxyCPU()
 		write = time.Now()
 		changeRoute(b, f, i)
 		polls := 0
@@ -143,6 +161,7 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 		writes = append(writes, time.Since(write))
 		time.Sleep(300 * time.Millisecond)
 		cpu += procCPU(b, pid) - cpu0 - time.Duration(polls+1)*scrapeCPU
+		pcpu += proxyCPU() - pcpu0
 		d := h.sub(h0)
 		lasts = append(lasts, d.last())
 		all = all.add(d)
@@ -156,6 +175,7 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 	b.ReportMetric(ms(quantile(writes, 0.5)), "write-last-median-ms")
 	b.ReportMetric(ms(cpu)/float64(i), "cpu-ms/change")
 	b.ReportMetric(ms(scrapeCPU), "scrape-cpu-ms")
+	b.ReportMetric(ms(pcpu)/float64(i*n), "proxy-cpu-ms/change")
 	if fleet != nil {
 		b.ReportMetric(fleet.meanRSS(b)/(1<<20), "envoy-MiB")
 		fleet.logApplied(b, write)

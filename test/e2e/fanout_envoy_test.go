@@ -45,6 +45,12 @@ import (
 //     until 300 ms after the count grew by N, less the scrapes' own cost
 //     (measured before the changes: scrape-cpu-ms is one scrape's);
 //
+//   - idle-cpu-ms/s: the controller's CPU at rest with the proxies
+//     connected, before the changes (ms per second);
+//
+//   - acks/proxy/change: the ACKs of any type (xds_controller_xds_acks_total)
+//     per proxy and change, at the scrape that saw the last route ACK;
+//
 //   - proxy-cpu-ms/change: one proxy's CPU time per change over the same
 //     window: the Envoys' (procCPU), divided by N; for the simulated
 //     proxies the benchmark process's (the proxies, the scrapes' client
@@ -122,6 +128,11 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 		scrapeAcks(b, metrics)
 	}
 	scrapeCPU := (procCPU(b, pid) - cpu0) / scrapes
+	// The controller's CPU at rest with the proxies connected.
+	const rest = 3 * time.Second
+	cpu0 = procCPU(b, pid)
+	time.Sleep(rest)
+	idle := float64(procCPU(b, pid)-cpu0) / float64(rest)
 
 	// proxyCPU is the proxies' CPU time so far: the Envoys', or the
 	// benchmark process's (where the simulated proxies run).
@@ -138,6 +149,7 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 	var all ackHist
 	var lasts, writes []time.Duration
 	var cpu, pcpu time.Duration
+	var requests float64
 	var write time.Time
 	i := 0
 	for b.Loop() {
@@ -163,6 +175,7 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 		cpu += procCPU(b, pid) - cpu0 - time.Duration(polls+1)*scrapeCPU
 		pcpu += proxyCPU() - pcpu0
 		d := h.sub(h0)
+		requests += h.acks - h0.acks
 		lasts = append(lasts, d.last())
 		all = all.add(d)
 		i++
@@ -175,6 +188,8 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 	b.ReportMetric(ms(quantile(writes, 0.5)), "write-last-median-ms")
 	b.ReportMetric(ms(cpu)/float64(i), "cpu-ms/change")
 	b.ReportMetric(ms(scrapeCPU), "scrape-cpu-ms")
+	b.ReportMetric(idle*1000, "idle-cpu-ms/s")
+	b.ReportMetric(requests/float64(i*n), "acks/proxy/change")
 	b.ReportMetric(ms(pcpu)/float64(i*n), "proxy-cpu-ms/change")
 	if fleet != nil {
 		b.ReportMetric(fleet.meanRSS(b)/(1<<20), "envoy-MiB")
@@ -184,10 +199,14 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 
 // ackHist is the RouteConfiguration series of the controller's histogram
 // xds_controller_xds_ack_seconds: the buckets' upper bounds (seconds, the
-// last +Inf) and their cumulative counts.
+// last +Inf) and their cumulative counts; and acks, the sum of
+// xds_controller_xds_acks_total (every scope and type) at the same scrape.
 type ackHist struct {
 	le, counts []float64
+	acks       float64
 }
+
+var ackTotal = regexp.MustCompile(`(?m)^xds_controller_xds_acks_total\{[^}]*\} (\S+)$`)
 
 var ackBucket = regexp.MustCompile(`(?m)^xds_controller_xds_ack_seconds_bucket\{type="RouteConfiguration",le="([^"]+)"\} (\S+)$`)
 
@@ -211,6 +230,13 @@ func scrapeAcks(b *testing.B, addr string) ackHist {
 			b.Fatalf("bucket %q", m[0])
 		}
 		h.le, h.counts = append(h.le, le), append(h.counts, c)
+	}
+	for _, m := range ackTotal.FindAllStringSubmatch(string(body), -1) {
+		c, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			b.Fatalf("acks %q", m[0])
+		}
+		h.acks += c
 	}
 	return h
 }

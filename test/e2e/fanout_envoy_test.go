@@ -62,6 +62,9 @@ import (
 //
 //   - envoy-MiB (Envoys only): an Envoy's mean resident memory.
 //
+// FANOUT_PROFILES=DIR writes the controller's CPU profile of the first
+// 10 s of changes of each kind into DIR (--pprof-address).
+//
 // For the Envoys it also logs, after the run, when each applied the last
 // change's route configuration (admin /config_dump last_updated),
 // relative to the file's write.
@@ -92,8 +95,13 @@ const maxCalibEnvoys = 20
 const ackPoll = 10 * time.Millisecond
 
 func calibrate(b *testing.B, kind string, n, routes int) {
-	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(b))
-	f := startFanout(b, routes, "--metrics-address", metrics)
+	metrics, pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(b)), fmt.Sprintf("127.0.0.1:%d", freePort(b))
+	args := []string{"--metrics-address", metrics}
+	profiles := os.Getenv("FANOUT_PROFILES")
+	if profiles != "" {
+		args = append(args, "--pprof-address", pprofAddr)
+	}
+	f := startFanout(b, routes, args...)
 	pid := f.proc.Process.Pid
 	var fleet *envoyFleet
 	switch kind {
@@ -145,6 +153,15 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 			sum += procCPU(b, p.Process.Pid)
 		}
 		return sum
+	}
+	if profiles != "" {
+		// The controller's CPU profile of the first 10 s of changes.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			saveProfile(b, pprofAddr, "profile?seconds=10", filepath.Join(profiles, fmt.Sprintf("cpu-calib-proxies=%d-routes=%d-%s.pb.gz", n, routes, kind)))
+		}()
+		b.Cleanup(func() { <-done })
 	}
 	var all ackHist
 	var lasts, writes []time.Duration

@@ -57,11 +57,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // unrelatedNamespaces is the number of namespaces the unrelated objects
@@ -70,6 +72,7 @@ const unrelatedNamespaces = 30
 
 func BenchmarkUnrelatedObjects(b *testing.B) {
 	requireAPIServer(b)
+	ctrllog.SetLogger(logr.Discard()) // the test's client would print the stack of the first warning
 	n := envInt(b, "BENCH_UNRELATED_N", 30000)
 	rounds := envInt(b, "BENCH_UNRELATED_ROUNDS", 2)
 	bins := benchBinaries(b)
@@ -376,6 +379,9 @@ func createInParallel(b *testing.B, n int, add func(ctx context.Context, i int) 
 	for range 8 {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if i > 0 && i%5000 == 0 {
+					fmt.Printf("unrelated: %d of %d at %s\n", i, n, time.Now().Format(time.TimeOnly))
+				}
 				for _, o := range add(ctx, i) {
 					if err := k8sClient.Create(ctx, o); err != nil {
 						errs <- fmt.Errorf("create %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
@@ -471,7 +477,9 @@ func smallWorld(b *testing.B) string {
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	indent := func(s []byte) string { return "    " + strings.ReplaceAll(strings.TrimSpace(string(s)), "\n", "\n    ") }
+	indent := func(s []byte) string {
+		return "    " + strings.ReplaceAll(strings.TrimSpace(string(s)), "\n", "\n    ")
+	}
 	var routes strings.Builder
 	for i := range 3 {
 		fmt.Fprintf(&routes, `---

@@ -5,8 +5,10 @@ package kubernetes
 // change must reach Envoy at once, so they stay informers of full objects
 // rather than metadata with on-demand reads), but each is kept with only
 // the fields that the translation (pkg/gatewayapi backends.go, policy.go,
-// incremental.go) and the Gateway addresses (pkg/status addresses.go,
-// routability.go, ingress.go) read. A cluster's thousands of Services and
+// incremental.go), the Gateway addresses (pkg/status addresses.go,
+// routability.go, ingress.go) and the provisioner (pkg/provisioner
+// resolve.go, plan.go and pkg/infra bindport.go: a Service's labels,
+// annotations, owner references and ports) read. A cluster's thousands of Services and
 // EndpointSlices that no route names then cost their identity and
 // addresses, not their selectors, topology and bookkeeping.
 

@@ -72,6 +72,17 @@ type translator struct {
 	// EndpointSlices or to a Pod an XBackend of them selects translates
 	// everything again (Cache.update).
 	gatewayReads map[depKey]bool
+	// secretReads records, while recording is set (a Cache's Translate,
+	// not an Ingress's lookups through Refs), the Secrets read (found or
+	// not) other than for listener certificates: a change to one
+	// translates everything again. certReads records, by Secret, the
+	// listeners whose certificateRefs read it (certListener is the one
+	// being resolved): a change to one loads their certificates again
+	// (Cache.rotate).
+	secretReads  map[types.NamespacedName]bool
+	certReads    map[types.NamespacedName][]*listenerState
+	certListener *listenerState
+	recording    bool
 	// rule is the context of the rule being translated (translateRules).
 	rule ruleContext
 }
@@ -192,6 +203,21 @@ func (t *translator) indexPods() {
 func (t *translator) service(k types.NamespacedName) *corev1.Service {
 	t.recordRead(depKey{resources.ServiceKind.Name(), k})
 	return t.services[k]
+}
+
+// secret returns the Secret k (nil when there is none) and records the
+// read (secretReads, certReads) while recording.
+func (t *translator) secret(k types.NamespacedName) *corev1.Secret {
+	switch {
+	case !t.recording:
+	case t.certListener != nil:
+		if !slices.Contains(t.certReads[k], t.certListener) {
+			t.certReads[k] = append(t.certReads[k], t.certListener)
+		}
+	default:
+		t.secretReads[k] = true
+	}
+	return t.secrets[k]
 }
 
 // recordRead records that k is read: by the route being read (its memo's

@@ -64,6 +64,16 @@ type classMemo struct {
 	gateway  *ir.Gateway
 	later    map[*ir.Listener]int
 	statuses []*Status
+	// routes are the class's IR routes (classState routes), which its
+	// next translation keeps where it makes equal ones.
+	routes map[routeKey]*ir.HTTPRoute
+}
+
+// routeKey names an IR route of a class: its listener (HTTP, where
+// redirects to HTTPS are), virtual host and name.
+type routeKey struct {
+	http           bool
+	hostname, name string
 }
 
 // read is a Service (with its EndpointSlices) or a Secret a class read.
@@ -113,7 +123,7 @@ func (c *Cache) Translate(res *resources.Resources, opts gatewayapi.Options, cfg
 			}
 			return refs.ServiceChanged(r.k)
 		}) {
-			m = translateClass(cl, ings, key, opts, cfg, refs)
+			m = translateClass(cl, ings, key, opts, cfg, refs, m)
 			c.translated++
 		}
 		next[name] = m
@@ -143,16 +153,22 @@ func classKey(cl *Class, opts gatewayapi.Options, cfg Config) string {
 }
 
 // translateClass translates class cl and its Ingresses ings (in the order
-// of the snapshot).
-func translateClass(cl *Class, ings []*networkingv1.Ingress, key string, opts gatewayapi.Options, cfg Config, refs *gatewayapi.Refs) *classMemo {
+// of the snapshot). An IR route equal to one of the class's last
+// translation (prev, nil for none) is that one, the same object, so that
+// the later stages (IR validation, xDS, pre-validation) take it as
+// unchanged: a change to one Ingress costs them its own routes.
+func translateClass(cl *Class, ings []*networkingv1.Ingress, key string, opts gatewayapi.Options, cfg Config, refs *gatewayapi.Refs, prev *classMemo) *classMemo {
 	t := &translator{opts: opts, cfg: cfg, refs: refs, out: &Result{later: map[*ir.Listener]int{}, served: map[*ir.Gateway][]*Status{}}}
-	cs := &classState{class: cl, hosts: map[string][]*entry{}, claims: map[string]*entry{}}
+	cs := &classState{class: cl, hosts: map[string][]*entry{}, claims: map[string]*entry{}, kept: map[routeKey]*ir.HTTPRoute{}}
+	if prev != nil {
+		cs.prev = prev.routes
+	}
 	for _, ing := range ings {
 		cs.ingresses = append(cs.ingresses, &ingressState{obj: ing, st: &Status{Class: cl.Obj.Name, Generation: ing.Generation,
 			key: types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}}})
 	}
 	t.translateClass(cs)
-	m := &classMemo{obj: cl.Obj, params: cl.Params, ingresses: ings, key: key, reads: t.reads, later: t.out.later}
+	m := &classMemo{obj: cl.Obj, params: cl.Params, ingresses: ings, key: key, reads: t.reads, later: t.out.later, routes: cs.kept}
 	if len(t.out.Gateways) > 0 {
 		m.gateway = t.out.Gateways[0]
 	}

@@ -37,6 +37,7 @@ package ingress
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -116,6 +117,9 @@ type classState struct {
 	// Ingress with a spec.defaultBackend.
 	defaultBackend *entry
 	certs          []*ir.Certificate
+	// prev are the IR routes of the class's last translation, kept those
+	// of this one (cache.go): routes keeps an equal route of prev.
+	prev, kept map[routeKey]*ir.HTTPRoute
 }
 
 type ingressState struct {
@@ -405,6 +409,13 @@ func (cs *classState) routes(toHTTPS *ir.Redirect) []*ir.HTTPRoute {
 		}
 		if r.SessionPersistence != nil && toHTTPS == nil {
 			r.SessionPersistence.Secure = true // as an HTTPRoute's on an HTTPS listener
+		}
+		k := routeKey{http: toHTTPS != nil, hostname: r.Hostname, name: r.Name}
+		if p := cs.prev[k]; p != nil && reflect.DeepEqual(p, r) {
+			r = p
+		}
+		if cs.kept != nil && cs.kept[k] == nil {
+			cs.kept[k] = r
 		}
 		out = append(out, r)
 	}

@@ -9,13 +9,17 @@ import (
 	"encoding/pem"
 	"math/big"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
+	"github.com/xds-controller/xds-controller/pkg/ir"
 	"github.com/xds-controller/xds-controller/pkg/provider/file"
 	"github.com/xds-controller/xds-controller/pkg/resources"
 )
@@ -95,6 +99,82 @@ func TestSecretRotationIsIncremental(t *testing.T) {
 			want, wantErr := Run(r, gatewayapi.Options{})
 			if d := diffOutputs(got, want, gotErr, wantErr); d != "" {
 				t.Fatalf("%s: incremental and full differ: %s", in, d)
+			}
+		}
+	}
+}
+
+// TestIngressChangeCostsItsClass: with the Ingresses of one class beside
+// a Gateway API route, a run after the route's change translates no class
+// (ingress.Cache LastRun) and hands out the same Ingress IR routes and
+// statuses; a run after one Ingress's change translates its class again,
+// and the IR routes of the other Ingresses stay the same objects. Every
+// run equals Run's.
+func TestIngressChangeCostsItsClass(t *testing.T) {
+	res, _, err := file.Load("testdata/01-basic-http.in.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.IngressClasses = []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "xds-controller"},
+		Spec: networkingv1.IngressClassSpec{Controller: ingress.ControllerName}}}
+	res.Ingresses = benchIngresses(3)
+	res.Sort()
+	c := NewCache()
+	first, err := c.Run(res, gatewayapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routesOf := func(out *Output) map[string]*ir.HTTPRoute {
+		m := map[string]*ir.HTTPRoute{}
+		for _, g := range out.Result.IR.Gateways {
+			for _, l := range g.Listeners {
+				for _, r := range l.HTTPRoutes {
+					if r.Origin.Object.Kind == gatewayapi.KindIngress {
+						m[l.Name+" "+r.Name] = r
+					}
+				}
+			}
+		}
+		return m
+	}
+	before := routesOf(first)
+	if len(before) != 3 {
+		t.Fatalf("%d Ingress routes, want 3", len(before))
+	}
+	route := *res
+	route.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+	hr := route.HTTPRoutes[0].DeepCopy()
+	hr.Spec.Hostnames = append(hr.Spec.Hostnames, "more.example.com")
+	route.HTTPRoutes[0] = hr
+	edited := route
+	edited.Ingresses = slices.Clone(res.Ingresses)
+	ing := edited.Ingresses[1].DeepCopy()
+	ing.Spec.Rules[0].HTTP.Paths[0].Path = "/v2"
+	edited.Ingresses[1] = ing
+	for _, step := range []struct {
+		res     *resources.Resources
+		classes int
+		changed string // the Ingress whose routes are new objects
+	}{{&route, 0, ""}, {&edited, 1, ing.Name}} {
+		got, gotErr := c.Run(step.res, gatewayapi.Options{})
+		want, wantErr := Run(step.res, gatewayapi.Options{})
+		if d := diffOutputs(got, want, gotErr, wantErr); d != "" {
+			t.Fatalf("incremental and full differ: %s", d)
+		}
+		if n := c.ing.LastRun(); n != step.classes {
+			t.Errorf("%d classes translated, want %d", n, step.classes)
+		}
+		for k, r := range routesOf(got) {
+			mine := strings.Contains(k, "/"+step.changed+"/")
+			if same := before[k] == r; same == (mine && step.changed != "") {
+				t.Errorf("route %s: same object %v", k, same)
+			}
+		}
+		if step.changed == "" {
+			for k, st := range got.Result.Ingresses {
+				if first.Result.Ingresses[k] != st {
+					t.Errorf("Ingress %s: status is another object", k)
+				}
 			}
 		}
 	}

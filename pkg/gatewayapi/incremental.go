@@ -9,6 +9,11 @@ package gatewayapi
 //     kind (policy.go),
 //     the options' effect) changed: everything, from scratch (reset). They
 //     are few and change rarely, and every route reads them.
+//   - A Namespace or a ReferenceGrant changed: the routes that read the
+//     Namespace's labels (a listener's allowedRoutes selector) or asked a
+//     ReferenceGrant of its namespace (a cross-namespace backendRef) are
+//     translated again, as for a Service (rotate.go reindex); when
+//     Gateway-level state read them, everything.
 //   - A Secret changed: nothing when no Gateway-level state read it (an
 //     Ingress's Secret is pkg/ingress's to follow); the certificates of
 //     the listeners whose certificateRefs read it, loaded again, when
@@ -182,13 +187,12 @@ func (c *Cache) Translate(res *resources.Resources, opts Options) *Result {
 }
 
 // sameGatewayInputs says whether a and b hold the same Gateway-level
-// objects (same pointers, same order), Secrets left out (update follows
-// them: rotate).
+// objects (same pointers, same order), Secrets, Namespaces and
+// ReferenceGrants left out (update follows them: rotate.go).
 func sameGatewayInputs(a, b *resources.Resources) bool {
 	return a != nil && slices.Equal(a.GatewayClasses, b.GatewayClasses) && slices.Equal(a.Gateways, b.Gateways) &&
-		slices.Equal(a.ListenerSets, b.ListenerSets) && slices.Equal(a.Namespaces, b.Namespaces) &&
-		slices.Equal(a.ConfigMaps, b.ConfigMaps) &&
-		slices.Equal(a.ReferenceGrants, b.ReferenceGrants) && samePolicies(a, b) &&
+		slices.Equal(a.ListenerSets, b.ListenerSets) &&
+		slices.Equal(a.ConfigMaps, b.ConfigMaps) && samePolicies(a, b) &&
 		slices.Equal(a.ClusterTrustBundles, b.ClusterTrustBundles)
 }
 
@@ -258,7 +262,7 @@ func compareNN(a, b types.NamespacedName) int {
 // route object to translate, in the order of compareRouteKeys.
 func (c *Cache) reset(res *resources.Resources, opts Options, key string) []routeChange {
 	t := newTranslator(res, opts)
-	t.secretReads, t.certReads, t.recording = map[types.NamespacedName]bool{}, map[types.NamespacedName][]*listenerState{}, true
+	t.levelReads, t.certReads, t.recording = map[depKey]bool{}, map[types.NamespacedName][]*listenerState{}, true
 	n := 0
 	for _, k := range routeKindTable {
 		n += k.Kind.Len(res)
@@ -311,7 +315,12 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 	var xbs []xbChange
 	var pods []podChange
 	var secrets []secretChange
+	var level []depKey
 	ok = diffSorted(c.res.Secrets, res.Secrets, func(k types.NamespacedName, o, n *corev1.Secret) { secrets = append(secrets, secretChange{k, o, n}) }) &&
+		diffSorted(c.res.Namespaces, res.Namespaces, func(k types.NamespacedName, _, _ *corev1.Namespace) { level = append(level, depKey{namespaceKind, k}) }) &&
+		diffSorted(c.res.ReferenceGrants, res.ReferenceGrants, func(k types.NamespacedName, _, _ *gwapiv1.ReferenceGrant) {
+			level = append(level, depKey{referenceGrantKind, nn(k.Namespace, "")})
+		}) &&
 		diffSorted(c.res.Services, res.Services, func(k types.NamespacedName, o, n *corev1.Service) { svcs = append(svcs, svcChange{k, o, n}) }) &&
 		diffSorted(c.res.EndpointSlices, res.EndpointSlices, func(k types.NamespacedName, o, n *discoveryv1.EndpointSlice) {
 			eps = append(eps, sliceChange{k, o, n})
@@ -343,7 +352,7 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		}
 	}
 	t.recording = true
-	if c.readByGateways(svcs, eps, xbs, pods) || !c.rotate(secrets) {
+	if c.readByGateways(svcs, eps, xbs, pods) || !c.rotate(secrets) || !c.reindex(res, level) {
 		return nil, false // Gateway-level state read it: start over
 	}
 	t.res, t.opts = res, opts
@@ -356,6 +365,9 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 				}
 			}
 		}
+	}
+	for _, k := range level {
+		readers(k.Kind, k.NamespacedName)
 	}
 	for _, ch := range svcs {
 		if ch.new == nil {

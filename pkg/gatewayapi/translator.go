@@ -72,14 +72,15 @@ type translator struct {
 	// EndpointSlices or to a Pod an XBackend of them selects translates
 	// everything again (Cache.update).
 	gatewayReads map[depKey]bool
-	// secretReads records, while recording is set (a Cache's Translate,
+	// levelReads records, while recording is set (a Cache's Translate,
 	// not an Ingress's lookups through Refs), the Secrets read (found or
-	// not) other than for listener certificates: a change to one
-	// translates everything again. certReads records, by Secret, the
-	// listeners whose certificateRefs read it (certListener is the one
+	// not) other than for listener certificates, and the Namespaces and
+	// ReferenceGrants (of a namespace) read outside any route: a change
+	// to one translates everything again. certReads records, by Secret,
+	// the listeners whose certificateRefs read it (certListener is the one
 	// being resolved): a change to one loads their certificates again
 	// (Cache.rotate).
-	secretReads  map[types.NamespacedName]bool
+	levelReads   map[depKey]bool
 	certReads    map[types.NamespacedName][]*listenerState
 	certListener *listenerState
 	recording    bool
@@ -215,7 +216,7 @@ func (t *translator) secret(k types.NamespacedName) *corev1.Secret {
 			t.certReads[k] = append(t.certReads[k], t.certListener)
 		}
 	default:
-		t.secretReads[k] = true
+		t.levelReads[depKey{secretKind, k}] = true
 	}
 	return t.secrets[k]
 }
@@ -229,6 +230,8 @@ func (t *translator) recordRead(k depKey) {
 		t.reading.services = append(t.reading.services, k)
 	case t.gatewayReads != nil:
 		t.gatewayReads[k] = true
+	case t.recording && (k.Kind == namespaceKind || k.Kind == referenceGrantKind):
+		t.levelReads[k] = true
 	}
 }
 

@@ -79,12 +79,19 @@ func BenchmarkTranslate(b *testing.B) {
 // (change=endpointslice); ingressclass=1: the same HTTPRoute change with
 // an IngressClass of ours that has no Ingresses, as the chart installs;
 // ingress=1: with that class and one Ingress of it, which resolves a
-// Service backend (gatewayapi.Refs) at every run.
+// Service backend (gatewayapi.Refs); ingress=1000: with 1000 Ingresses
+// of it, one host and Service each (benchIngresses), and
+// change=ingress: one of them whose path changed; change=secret: the
+// certificate Secret of an HTTPS listener of the Gateway (https=1,
+// withHTTPSListener) given a new key pair, also at 3000 routes.
 // BenchmarkTranslate is the full translation the figures compare with.
 func BenchmarkTranslateChange(b *testing.B) {
-	for _, n := range []int{1000, 5000} {
+	for _, n := range []int{1000, 3000, 5000} {
 		for _, change := range []string{"httproute", "endpointslice", "httproute/ingressclass=1", "httproute/ingress=1",
 			"httproute/ingress=1000", "ingress/ingress=1000", "secret/https=1"} {
+			if n == 3000 && change != "secret/https=1" {
+				continue
+			}
 			b.Run(fmt.Sprintf("routes=%d/change=%s", n, change), func(b *testing.B) {
 				res := benchInput(b, n, true)
 				if _, withIngress, ok := strings.Cut(change, "/ingress"); ok {

@@ -179,3 +179,57 @@ func TestIngressChangeCostsItsClass(t *testing.T) {
 		}
 	}
 }
+
+// TestNamespaceAndGrantChangesAreIncremental: a Namespace's labels that a
+// listener's allowedRoutes selector reads (golden 18), and a
+// ReferenceGrant that a cross-namespace backendRef asks (golden 25),
+// changed back and forth: no run starts over (the routes that read them
+// are translated again), and every run equals Run's (the route attaches
+// or not, its backend is allowed or not). With the indexes not updated
+// (rotate.go reindex) the comparison fails (tried).
+func TestNamespaceAndGrantChangesAreIncremental(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		edit func(*resources.Resources) *resources.Resources
+	}{
+		{"testdata/18-allowed-routes-selector.in.yaml", func(res *resources.Resources) *resources.Resources {
+			alt := *res
+			alt.Namespaces = slices.Clone(res.Namespaces)
+			for i, n := range alt.Namespaces {
+				n = n.DeepCopy()
+				if n.Labels["gateway-access"] == "true" {
+					n.Labels["gateway-access"] = "false"
+				} else {
+					n.Labels["gateway-access"] = "true"
+				}
+				alt.Namespaces[i] = n
+			}
+			return &alt
+		}},
+		{"testdata/25-backend-cross-namespace-granted.in.yaml", func(res *resources.Resources) *resources.Resources {
+			alt := *res
+			alt.ReferenceGrants = nil
+			return &alt
+		}},
+	} {
+		res, _, err := file.Load(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewCache()
+		if _, err := c.Run(res, gatewayapi.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		alt := tc.edit(res)
+		for _, r := range []*resources.Resources{alt, res, alt} {
+			got, gotErr := c.Run(r, gatewayapi.Options{})
+			if full, n := c.gw.LastRun(); full || n == 0 {
+				t.Errorf("%s: the run started over (%v) or translated no route (%d)", tc.in, full, n)
+			}
+			want, wantErr := Run(r, gatewayapi.Options{})
+			if d := diffOutputs(got, want, gotErr, wantErr); d != "" {
+				t.Fatalf("%s: incremental and full differ: %s", tc.in, d)
+			}
+		}
+	}
+}

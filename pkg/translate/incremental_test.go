@@ -260,7 +260,7 @@ func (w *world) edit(o object) string {
 			v.Labels = nil
 			return "no labels"
 		}
-		v.Labels = map[string]string{"shared": "true", "env": w.oneOf([]string{"prod", "dev"})}
+		v.Labels = map[string]string{"shared": "true", "env": w.oneOf([]string{"prod", "dev"}), "gateway-access": w.oneOf([]string{"true", "false"})}
 		return "labels"
 	case *corev1.Secret:
 		return w.editSecret(v) // incremental_ingress_test.go

@@ -18,7 +18,7 @@ include hack/cluster/cluster.mk
 include hack/e2e.mk
 include hack/conformance.mk
 
-.PHONY: help run build envoy test unit golden fuzz generate bench bench-fanout bench-fanout-calib bench-standalone translate clean generate-conformance-images test-conformance-images test-conformance-unit
+.PHONY: help run build envoy test unit golden fuzz generate bench bench-fanout bench-fanout-calib bench-standalone bench-unrelated translate clean generate-conformance-images test-conformance-images test-conformance-unit
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
@@ -86,6 +86,9 @@ bench-fanout-calib: ## the fan-out simulation calibrated against real Envoys: N 
 
 bench-standalone: envoy ## standalone propagation: one more route file, and a cluster change (a Service port appProtocol), until Envoy serves it, at 100, 1000 and 3000 routes (20 samples each)
 	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench StandalonePropagation -benchtime 20x -timeout 20m
+
+bench-unrelated: ## memory against unrelated objects: the controller (a process, on envtest) with a small world, then +30,000 Secrets and ConfigMaps, then +30,000 Services and EndpointSlices that nothing references: VmRSS, VmHWM, Go heap (BENCH_UNRELATED_N, BENCH_UNRELATED_ROUNDS, BENCH_UNRELATED_BINS=name=path,..., BENCH_UNRELATED_PROFILES=dir)
+	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test ./test/integration -run '^$$' -bench Unrelated -benchtime 1x -timeout 60m
 
 translate: build ## translate F=path offline (O=ir|xds)
 	bin/xds-controller translate -f $(F) -o $(or $(O),ir)

@@ -38,10 +38,27 @@ func (t *translator) listenerTLS(l *listenerState) {
 		l.certProblem = &problem{string(gwapiv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf("a %s listener that terminates TLS needs tls.certificateRefs", l.protocol)}
 		return
 	}
+	certs, p := t.listenerCertificates(l)
+	if p != nil {
+		l.certProblem = p
+		return
+	}
+	l.tls = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: certs, ClientValidation: t.frontendValidation(l)}
+}
+
+// listenerCertificates loads the certificates of the certificateRefs of l,
+// a listener that terminates TLS (certificate), in the order of the refs,
+// or the problem of every ref that cannot be used (the first one's
+// reason, every message). The Secrets it reads are recorded as l's
+// (translator certReads), so that a Secret's rotation loads them again
+// without a full translation (Cache.rotate).
+func (t *translator) listenerCertificates(l *listenerState) ([]*ir.Certificate, *problem) {
+	t.certListener = l
+	defer func() { t.certListener = nil }()
 	var certs []*ir.Certificate
 	var first *problem
 	var msgs []string
-	for _, ref := range cfg.CertificateRefs {
+	for _, ref := range l.spec.TLS.CertificateRefs {
 		c, p := t.certificate(l.ownerKind(), l.namespace(), "certificateRef", string(gwapiv1.ListenerReasonInvalidCertificateRef), ref)
 		if p != nil {
 			if first == nil {
@@ -53,10 +70,9 @@ func (t *translator) listenerTLS(l *listenerState) {
 		certs = append(certs, c)
 	}
 	if first != nil {
-		l.certProblem = &problem{first.reason, joinMessages(msgs)}
-		return
+		return nil, &problem{first.reason, joinMessages(msgs)}
 	}
-	l.tls = &ir.ListenerTLS{Mode: ir.TLSTerminate, Certificates: certs, ClientValidation: t.frontendValidation(l)}
+	return certs, nil
 }
 
 // certificate resolves a reference to a certificate made by an object of
@@ -88,7 +104,7 @@ func (t *translator) certificate(fromKind, gwNS, field, invalid string, ref gwap
 		return nil, &problem{string(gwapiv1.ListenerReasonRefNotPermitted),
 			fmt.Sprintf("%s %s: no ReferenceGrant in namespace %s allows %ss of namespace %s to use it", field, name, ns, fromKind, gwNS)}
 	}
-	s := t.secrets[nn(ns, string(ref.Name))]
+	s := t.secret(nn(ns, string(ref.Name)))
 	if s == nil {
 		return bad("Secret not found")
 	}

@@ -5,10 +5,21 @@ package gatewayapi
 //
 // What a run redoes:
 //   - Gateway-level inputs (GatewayClasses, Gateways, ListenerSets,
-//     Namespaces, Secrets, ConfigMaps, ClusterTrustBundles, ReferenceGrants, policies of every
+//     Namespaces, ConfigMaps, ClusterTrustBundles, ReferenceGrants, policies of every
 //     kind (policy.go),
 //     the options' effect) changed: everything, from scratch (reset). They
 //     are few and change rarely, and every route reads them.
+//   - A Namespace or a ReferenceGrant changed: the routes that read the
+//     Namespace's labels (a listener's allowedRoutes selector) or asked a
+//     ReferenceGrant of its namespace (a cross-namespace backendRef) are
+//     translated again, as for a Service (rotate.go reindex); when
+//     Gateway-level state read them, everything.
+//   - A Secret changed: nothing when no Gateway-level state read it (an
+//     Ingress's Secret is pkg/ingress's to follow); the certificates of
+//     the listeners whose certificateRefs read it, loaded again, when
+//     each listener's certificates stay usable (a rotation: rotate.go);
+//     else (another reader, or a listener whose certificates become or
+//     stop being usable) everything, from scratch.
 //   - Otherwise the Gateways, listeners and policies of the last run stay,
 //     and only the routes that changed are translated again: a route object
 //     that is new, gone or another pointer; a route that read a Service
@@ -78,6 +89,10 @@ type Cache struct {
 	// finished again), full says whether it started over.
 	translated int
 	full       bool
+	// changed are the Services (their objects or EndpointSlices) and
+	// Secrets that changed in the last Translate that did not start over
+	// (Refs ServiceChanged, SecretChanged).
+	changed map[depKey]bool
 }
 
 // LastRun says what the last Translate did: whether it started over (a
@@ -153,6 +168,7 @@ func (c *Cache) Translate(res *resources.Resources, opts Options) *Result {
 		res = &resources.Resources{}
 	}
 	key := optionsKey(res, opts)
+	c.changed = nil
 	var dirty []routeChange
 	full := c.t == nil || key != c.optsKey || !sameGatewayInputs(c.res, res)
 	if !full {
@@ -165,16 +181,18 @@ func (c *Cache) Translate(res *resources.Resources, opts Options) *Result {
 	}
 	c.translateRoutes(dirty, full)
 	c.res, c.full = res, full
-	return c.result()
+	out := c.result()
+	c.t.recording = false // Refs' lookups after this are an Ingress's
+	return out
 }
 
 // sameGatewayInputs says whether a and b hold the same Gateway-level
-// objects (same pointers, same order).
+// objects (same pointers, same order), Secrets, Namespaces and
+// ReferenceGrants left out (update follows them: rotate.go).
 func sameGatewayInputs(a, b *resources.Resources) bool {
 	return a != nil && slices.Equal(a.GatewayClasses, b.GatewayClasses) && slices.Equal(a.Gateways, b.Gateways) &&
-		slices.Equal(a.ListenerSets, b.ListenerSets) && slices.Equal(a.Namespaces, b.Namespaces) &&
-		slices.Equal(a.Secrets, b.Secrets) && slices.Equal(a.ConfigMaps, b.ConfigMaps) &&
-		slices.Equal(a.ReferenceGrants, b.ReferenceGrants) && samePolicies(a, b) &&
+		slices.Equal(a.ListenerSets, b.ListenerSets) &&
+		slices.Equal(a.ConfigMaps, b.ConfigMaps) && samePolicies(a, b) &&
 		slices.Equal(a.ClusterTrustBundles, b.ClusterTrustBundles)
 }
 
@@ -244,6 +262,7 @@ func compareNN(a, b types.NamespacedName) int {
 // route object to translate, in the order of compareRouteKeys.
 func (c *Cache) reset(res *resources.Resources, opts Options, key string) []routeChange {
 	t := newTranslator(res, opts)
+	t.levelReads, t.certReads, t.recording = map[depKey]bool{}, map[types.NamespacedName][]*listenerState{}, true
 	n := 0
 	for _, k := range routeKindTable {
 		n += k.Kind.Len(res)
@@ -295,7 +314,14 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 	var eps []sliceChange
 	var xbs []xbChange
 	var pods []podChange
-	ok = diffSorted(c.res.Services, res.Services, func(k types.NamespacedName, o, n *corev1.Service) { svcs = append(svcs, svcChange{k, o, n}) }) &&
+	var secrets []secretChange
+	var level []depKey
+	ok = diffSorted(c.res.Secrets, res.Secrets, func(k types.NamespacedName, o, n *corev1.Secret) { secrets = append(secrets, secretChange{k, o, n}) }) &&
+		diffSorted(c.res.Namespaces, res.Namespaces, func(k types.NamespacedName, _, _ *corev1.Namespace) { level = append(level, depKey{namespaceKind, k}) }) &&
+		diffSorted(c.res.ReferenceGrants, res.ReferenceGrants, func(k types.NamespacedName, _, _ *gwapiv1.ReferenceGrant) {
+			level = append(level, depKey{referenceGrantKind, nn(k.Namespace, "")})
+		}) &&
+		diffSorted(c.res.Services, res.Services, func(k types.NamespacedName, o, n *corev1.Service) { svcs = append(svcs, svcChange{k, o, n}) }) &&
 		diffSorted(c.res.EndpointSlices, res.EndpointSlices, func(k types.NamespacedName, o, n *discoveryv1.EndpointSlice) {
 			eps = append(eps, sliceChange{k, o, n})
 		}) &&
@@ -311,7 +337,22 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 		return nil, false
 	}
 	t := c.t
-	if c.readByGateways(svcs, eps, xbs, pods) {
+	c.changed = map[depKey]bool{}
+	for _, ch := range secrets {
+		c.changed[depKey{secretKind, ch.k}] = true
+	}
+	for _, ch := range svcs {
+		c.changed[depKey{resources.ServiceKind.Name(), ch.k}] = true
+	}
+	for _, ch := range eps {
+		for _, es := range []*discoveryv1.EndpointSlice{ch.old, ch.new} {
+			if k, ok := sliceService(es); ok {
+				c.changed[depKey{resources.ServiceKind.Name(), k}] = true
+			}
+		}
+	}
+	t.recording = true
+	if c.readByGateways(svcs, eps, xbs, pods) || !c.rotate(secrets) || !c.reindex(res, level) {
 		return nil, false // Gateway-level state read it: start over
 	}
 	t.res, t.opts = res, opts
@@ -324,6 +365,9 @@ func (c *Cache) update(res *resources.Resources, opts Options) (dirty []routeCha
 				}
 			}
 		}
+	}
+	for _, k := range level {
+		readers(k.Kind, k.NamespacedName)
 	}
 	for _, ch := range svcs {
 		if ch.new == nil {

@@ -12,6 +12,7 @@ import (
 // (ReferenceGrant spec.from and spec.to; a "to" entry without a name
 // allows every object of its kind).
 func (t *translator) grantAllows(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName string) bool {
+	t.recordRead(depKey{referenceGrantKind, nn(toNS, "")})
 	for _, g := range t.grants[toNS] {
 		from := slices.ContainsFunc(g.Spec.From, func(f gwapiv1.ReferenceGrantFrom) bool {
 			return string(f.Group) == fromGroup && string(f.Kind) == fromKind && string(f.Namespace) == fromNS
@@ -34,6 +35,7 @@ func (t *translator) grantAllows(fromGroup, fromKind, fromNS, toGroup, toKind, t
 // which the API server sets on every namespace. A namespace with no object
 // in the snapshot has no labels at all.
 func (t *translator) namespaceLabels(ns string) labels.Set {
+	t.recordRead(depKey{namespaceKind, nn("", ns)})
 	n := t.namespaces[ns]
 	if n == nil {
 		return nil

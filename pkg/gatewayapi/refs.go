@@ -92,6 +92,7 @@ func CompareHosts(a, b string) int { return compareHosts(a, b) }
 // (Cache.Refs); it only reads, and is not safe for concurrent use.
 type Refs struct {
 	t *translator
+	c *Cache
 }
 
 // Refs is a view over the indexes of c's last translation (its
@@ -105,7 +106,26 @@ func (c *Cache) Refs() *Refs {
 	if c.t == nil {
 		return &Refs{t: newTranslator(&resources.Resources{}, Options{})}
 	}
-	return &Refs{t: c.t}
+	return &Refs{t: c.t, c: c}
+}
+
+// StartedOver says whether the Cache's last Translate started over (a
+// full translation: any answer of r may have changed since the run
+// before), or r answers for no Cache's translation.
+func (r *Refs) StartedOver() bool { return r.c == nil || r.c.full }
+
+// ServiceChanged says whether the Service ns/name, or one of its
+// EndpointSlices, changed (appeared, went, or is another object) in the
+// Cache's last Translate, when it did not start over (StartedOver): what
+// ServiceBackend answers for it may differ from the run before.
+func (r *Refs) ServiceChanged(k types.NamespacedName) bool {
+	return r.c != nil && r.c.changed[depKey{resources.ServiceKind.Name(), k}]
+}
+
+// SecretChanged says the same of the Secret ns/name (Certificate,
+// BasicAuthUsers).
+func (r *Refs) SecretChanged(k types.NamespacedName) bool {
+	return r.c != nil && r.c.changed[depKey{secretKind, k}]
 }
 
 // OurGatewayClass says whether name is a GatewayClass of our controller

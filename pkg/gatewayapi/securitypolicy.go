@@ -186,7 +186,7 @@ func (t *translator) policySecret(p *v1alpha1.SecurityPolicy, field string, ref 
 	if ns != p.Namespace && !t.grantAllows(v1alpha1.GroupVersion.Group, v1alpha1.SecurityPolicyKind, p.Namespace, "", "Secret", ns, string(ref.Name)) {
 		return nil, &problem{reasonRefNotPermitted, fmt.Sprintf("%s: no ReferenceGrant in namespace %s allows SecurityPolicies of namespace %s to use it", name, ns, p.Namespace)}
 	}
-	s := t.secrets[nn(ns, string(ref.Name))]
+	s := t.secret(nn(ns, string(ref.Name)))
 	if s == nil {
 		return nil, &problem{reasonSecretNotFound, name + ": Secret not found"}
 	}

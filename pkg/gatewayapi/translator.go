@@ -72,6 +72,18 @@ type translator struct {
 	// EndpointSlices or to a Pod an XBackend of them selects translates
 	// everything again (Cache.update).
 	gatewayReads map[depKey]bool
+	// levelReads records, while recording is set (a Cache's Translate,
+	// not an Ingress's lookups through Refs), the Secrets read (found or
+	// not) other than for listener certificates, and the Namespaces and
+	// ReferenceGrants (of a namespace) read outside any route: a change
+	// to one translates everything again. certReads records, by Secret,
+	// the listeners whose certificateRefs read it (certListener is the one
+	// being resolved): a change to one loads their certificates again
+	// (Cache.rotate).
+	levelReads   map[depKey]bool
+	certReads    map[types.NamespacedName][]*listenerState
+	certListener *listenerState
+	recording    bool
 	// rule is the context of the rule being translated (translateRules).
 	rule ruleContext
 }
@@ -194,6 +206,21 @@ func (t *translator) service(k types.NamespacedName) *corev1.Service {
 	return t.services[k]
 }
 
+// secret returns the Secret k (nil when there is none) and records the
+// read (secretReads, certReads) while recording.
+func (t *translator) secret(k types.NamespacedName) *corev1.Secret {
+	switch {
+	case !t.recording:
+	case t.certListener != nil:
+		if !slices.Contains(t.certReads[k], t.certListener) {
+			t.certReads[k] = append(t.certReads[k], t.certListener)
+		}
+	default:
+		t.levelReads[depKey{secretKind, k}] = true
+	}
+	return t.secrets[k]
+}
+
 // recordRead records that k is read: by the route being read (its memo's
 // services), or by Gateway-level state (gatewayReads); a read outside
 // both (an Ingress's, through Cache.Refs) is not recorded.
@@ -203,6 +230,8 @@ func (t *translator) recordRead(k depKey) {
 		t.reading.services = append(t.reading.services, k)
 	case t.gatewayReads != nil:
 		t.gatewayReads[k] = true
+	case t.recording && (k.Kind == namespaceKind || k.Kind == referenceGrantKind):
+		t.levelReads[k] = true
 	}
 }
 

@@ -94,13 +94,21 @@ func newAnnotationReader(is *ingressState, class *Class) *annotationReader {
 
 // get returns the value of our key name, else of the first of the
 // ingress-nginx keys, and the full key it came from.
+// Every key of ours it was asked for that the Ingress has counts as read
+// (readSettings reports the others); without annotations it looks up
+// nothing.
 func (a *annotationReader) get(name string, nginx ...string) (string, string, bool) {
+	if len(a.values) == 0 {
+		return "", "", false
+	}
 	keys := []string{Prefix + name}
 	for _, n := range nginx {
 		keys = append(keys, NginxPrefix+n)
 	}
 	for _, k := range keys {
-		a.read[k] = true
+		if _, ok := a.values[k]; ok {
+			a.read[k] = true
+		}
 	}
 	for _, k := range keys {
 		if v, ok := a.values[k]; ok {

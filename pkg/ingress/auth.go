@@ -196,6 +196,7 @@ func (t *translator) authBasic(a *annotationReader, s *settings, fail func(strin
 		fail(secretKey, "%s", msg)
 		return
 	}
+	t.reads = append(t.reads, read{secret: true, k: ref})
 	users, msg := t.refs.BasicAuthUsers(ref.Namespace, ref.Name, authMap)
 	if msg != "" {
 		fail(secretKey, "%s", msg)

@@ -37,6 +37,7 @@ package ingress
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -78,52 +79,9 @@ const FailureStatus = 503
 // translation: a bad path, backend or certificate is reported on its
 // Ingress and the rest is served. The listeners are not checked against
 // the Gateway API translation's: the caller does so when it merges the
-// two (Result.Unbind).
+// two (Result.Unbind). It is the run of an empty Cache.
 func Translate(res *resources.Resources, opts gatewayapi.Options, cfg Config, refs *gatewayapi.Refs) *Result {
-	out := &Result{}
-	if res == nil {
-		res = &resources.Resources{}
-	}
-	classes := Classes(res, cfg)
-	if len(classes) == 0 {
-		return out
-	}
-	t := &translator{opts: opts, cfg: cfg, refs: refs, out: out}
-	byClass := map[string]*classState{}
-	for _, ing := range res.Ingresses {
-		if ing == nil {
-			continue
-		}
-		c := ClassOf(ing, classes)
-		if c == nil {
-			continue
-		}
-		cs := byClass[c.Obj.Name]
-		if cs == nil {
-			cs = &classState{class: c, hosts: map[string][]*entry{}, claims: map[string]*entry{}}
-			byClass[c.Obj.Name] = cs
-		}
-		cs.ingresses = append(cs.ingresses, &ingressState{obj: ing, st: &Status{Class: c.Obj.Name, Generation: ing.Generation}})
-	}
-	out.Status = map[types.NamespacedName]*Status{}
-	out.served, out.later = map[*ir.Gateway][]*Status{}, map[*ir.Listener]int{}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range classes {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
-		cs := byClass[name]
-		if cs == nil {
-			cs = &classState{class: classes[name], hosts: map[string][]*entry{}, claims: map[string]*entry{}}
-		}
-		t.translateClass(cs)
-		for _, is := range cs.ingresses {
-			out.Status[types.NamespacedName{Namespace: is.obj.Namespace, Name: is.obj.Name}] = is.st
-		}
-	}
-	return out
+	return NewCache().Translate(res, opts, cfg, refs)
 }
 
 type translator struct {
@@ -131,6 +89,9 @@ type translator struct {
 	cfg  Config
 	refs *gatewayapi.Refs
 	out  *Result
+	// reads are the Services and Secrets the class read through refs
+	// (cache.go).
+	reads []read
 }
 
 // classState is one class during translation.
@@ -156,6 +117,9 @@ type classState struct {
 	// Ingress with a spec.defaultBackend.
 	defaultBackend *entry
 	certs          []*ir.Certificate
+	// prev are the IR routes of the class's last translation, kept those
+	// of this one (cache.go): routes keeps an equal route of prev.
+	prev, kept map[routeKey]*ir.HTTPRoute
 }
 
 type ingressState struct {
@@ -308,6 +272,7 @@ func (t *translator) readIngress(cs *classState, is *ingressState) {
 			is.problemf(ReasonInvalidCertificate, "%s has no secretName; its hosts are served with the class's other certificates", where)
 			continue
 		}
+		t.reads = append(t.reads, read{secret: true, k: types.NamespacedName{Namespace: ing.Namespace, Name: tls.SecretName}})
 		c, msg := t.refs.Certificate(gatewayapi.KindIngress, ing.Namespace, where+".secretName", tls.SecretName)
 		if msg != "" {
 			is.problemf(ReasonInvalidCertificate, "%s; the class's HTTPS listener does not serve it", msg)
@@ -386,6 +351,7 @@ func (t *translator) backend(is *ingressState, b networkingv1.IngressBackend, wh
 		return fail
 	}
 	port := gatewayapi.ServicePort{Number: b.Service.Port.Number, Name: b.Service.Port.Name}
+	t.reads = append(t.reads, read{k: types.NamespacedName{Namespace: is.obj.Namespace, Name: b.Service.Name}})
 	be, msg := t.refs.ServiceBackend(gatewayapi.KindIngress, is.obj.Namespace, is.obj.Name, b.Service.Name, port)
 	switch {
 	case msg != "":
@@ -443,6 +409,13 @@ func (cs *classState) routes(toHTTPS *ir.Redirect) []*ir.HTTPRoute {
 		}
 		if r.SessionPersistence != nil && toHTTPS == nil {
 			r.SessionPersistence.Secure = true // as an HTTPRoute's on an HTTPS listener
+		}
+		k := routeKey{http: toHTTPS != nil, hostname: r.Hostname, name: r.Name}
+		if p := cs.prev[k]; p != nil && reflect.DeepEqual(p, r) {
+			r = p
+		}
+		if cs.kept != nil && cs.kept[k] == nil {
+			cs.kept[k] = r
 		}
 		out = append(out, r)
 	}

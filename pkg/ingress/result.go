@@ -54,6 +54,8 @@ type Status struct {
 	// Problems are what could not be served as written, each with a
 	// reason (an Event reason) and a message, in a deterministic order.
 	Problems []Problem `json:"problems,omitempty"`
+	// key is the Ingress's namespace/name (its key in Result.Status).
+	key types.NamespacedName
 }
 
 // Problem is one problem of an Ingress: Reason is CamelCase (an Event
@@ -67,14 +69,22 @@ type Problem struct {
 // listener binds its port in its scope (why says which), and reports it on
 // every Ingress g serves: a problem of reason NotServed, in the order of
 // g's listeners among the class's other listener problems, and l leaves
-// their Listeners.
+// their Listeners. The statuses it changes it copies first (in r.Status):
+// a Cache shares them between Results.
 func (r *Result) Unbind(g *ir.Gateway, l *ir.Listener, why string) {
 	g.Listeners = slices.DeleteFunc(g.Listeners, func(x *ir.Listener) bool { return x == l })
 	line := listenerLine(l)
 	p := Problem{Reason: ReasonNotServed, Message: fmt.Sprintf("not served on %s: %s", strings.ToUpper(listenerSection(l)), why)}
-	for _, st := range r.served[g] {
-		st.Listeners = slices.DeleteFunc(st.Listeners, func(s string) bool { return s == line })
-		st.Problems = slices.Insert(st.Problems, len(st.Problems)-r.later[l], p)
+	served := slices.Clone(r.served[g])
+	r.served[g] = served
+	for i, st := range served {
+		cp := *st
+		cp.Listeners = slices.DeleteFunc(slices.Clone(st.Listeners), func(s string) bool { return s == line })
+		cp.Problems = slices.Insert(slices.Clone(st.Problems), len(st.Problems)-r.later[l], p)
+		served[i] = &cp
+		if r.Status[st.key] == st {
+			r.Status[st.key] = &cp
+		}
 	}
 }
 

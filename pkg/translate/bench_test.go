@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,19 +79,33 @@ func BenchmarkTranslate(b *testing.B) {
 // (change=endpointslice); ingressclass=1: the same HTTPRoute change with
 // an IngressClass of ours that has no Ingresses, as the chart installs;
 // ingress=1: with that class and one Ingress of it, which resolves a
-// Service backend (gatewayapi.Refs) at every run.
+// Service backend (gatewayapi.Refs); ingress=1000: with 1000 Ingresses
+// of it, one host and Service each (benchIngresses), and
+// change=ingress: one of them whose path changed; change=secret: the
+// certificate Secret of an HTTPS listener of the Gateway (https=1,
+// withHTTPSListener) given a new key pair, also at 3000 routes.
 // BenchmarkTranslate is the full translation the figures compare with.
 func BenchmarkTranslateChange(b *testing.B) {
-	for _, n := range []int{1000, 5000} {
-		for _, change := range []string{"httproute", "endpointslice", "httproute/ingressclass=1", "httproute/ingress=1"} {
+	for _, n := range []int{1000, 3000, 5000} {
+		for _, change := range []string{"httproute", "endpointslice", "httproute/ingressclass=1", "httproute/ingress=1",
+			"httproute/ingress=1000", "ingress/ingress=1000", "secret/https=1"} {
+			if n == 3000 && change != "secret/https=1" {
+				continue
+			}
 			b.Run(fmt.Sprintf("routes=%d/change=%s", n, change), func(b *testing.B) {
 				res := benchInput(b, n, true)
 				if _, withIngress, ok := strings.Cut(change, "/ingress"); ok {
 					res.IngressClasses = []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "xds-controller"},
 						Spec: networkingv1.IngressClassSpec{Controller: ingress.ControllerName}}}
-					if withIngress == "=1" {
+					switch withIngress {
+					case "=1":
 						res.Ingresses = []*networkingv1.Ingress{benchIngress()}
+					case "=1000":
+						res.Ingresses = benchIngresses(1000)
 					}
+				}
+				if strings.HasSuffix(change, "/https=1") {
+					withHTTPSListener(res)
 				}
 				alt := *res
 				switch kind, _, _ := strings.Cut(change, "/"); kind {
@@ -100,6 +115,17 @@ func BenchmarkTranslateChange(b *testing.B) {
 					r.Generation++
 					r.Spec.Rules[0].Matches = []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Value: ptrTo("/v2")}}}
 					alt.HTTPRoutes[n/2] = r
+				case "ingress":
+					alt.Ingresses = slices.Clone(res.Ingresses)
+					ing := alt.Ingresses[len(res.Ingresses)/2].DeepCopy()
+					ing.Generation++
+					ing.Spec.Rules[0].HTTP.Paths[0].Path = "/v2"
+					alt.Ingresses[len(res.Ingresses)/2] = ing
+				case "secret":
+					alt.Secrets = slices.Clone(res.Secrets)
+					s := alt.Secrets[0].DeepCopy()
+					s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey] = newKeyPair(7)
+					alt.Secrets[0] = s
 				case "endpointslice":
 					alt.EndpointSlices = slices.Clone(res.EndpointSlices)
 					es := alt.EndpointSlices[n/2].DeepCopy()
@@ -126,6 +152,33 @@ func BenchmarkTranslateChange(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchIngresses are n Ingresses like benchIngress, each of its own host
+// (ingress-<i>.example.com) and Service of the benchmark input (svc-<i>).
+func benchIngresses(n int) []*networkingv1.Ingress {
+	out := make([]*networkingv1.Ingress, n)
+	for i := range out {
+		ing := benchIngress()
+		ing.Name = fmt.Sprintf("bench-%04d", i)
+		ing.Spec.Rules[0].Host = fmt.Sprintf("ingress-%d.example.com", i)
+		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = fmt.Sprintf("svc-%d", i)
+		out[i] = ing
+	}
+	return out
+}
+
+// withHTTPSListener gives the benchmark input's Gateway an HTTPS listener
+// on port 443 whose certificate is the kubernetes.io/tls Secret
+// default/bench-tls (a new key pair), beside its HTTP listener.
+func withHTTPSListener(res *resources.Resources) {
+	gw := res.Gateways[0].DeepCopy()
+	gw.Spec.Listeners = append(gw.Spec.Listeners, gwapiv1.Listener{Name: "https", Port: 443, Protocol: gwapiv1.HTTPSProtocolType,
+		TLS: &gwapiv1.ListenerTLSConfig{CertificateRefs: []gwapiv1.SecretObjectReference{{Name: "bench-tls"}}}})
+	res.Gateways = []*gwapiv1.Gateway{gw}
+	cert, key := newKeyPair(1)
+	res.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: gw.Namespace, Name: "bench-tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}}}
 }
 
 // benchIngress is an Ingress of IngressClass xds-controller whose one

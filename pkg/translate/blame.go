@@ -79,10 +79,9 @@ func (ref ruleRef) failureStatus() uint32 {
 // checked again).
 //
 // What it changes it copies first: the IR routes, the listeners' route
-// lists, the route statuses and their map in res may be shared with
-// earlier results (translate.Cache); only res.IR's listeners and the
-// Ingresses' status (pkg/ingress translates them at every run) are res's
-// own.
+// lists, the route statuses and their map, the Ingresses' statuses in res
+// may be shared with earlier results (translate.Cache); only res.IR's
+// listeners and the map of the Ingresses' statuses are res's own.
 func blame(res *Result, found map[string][]xdsvalidate.Problem) bool {
 	type verdict struct {
 		ref     ruleRef
@@ -152,9 +151,12 @@ func blame(res *Result, found map[string][]xdsvalidate.Problem) bool {
 		v := rules[unit]
 		if v.ref.route.Kind == gatewayapi.KindIngress {
 			if st := res.Ingresses[v.ref.route.NamespacedName()]; st != nil {
+				cp := *st // shared with earlier results (ingress.Cache)
+				cp.Problems = slices.Clip(cp.Problems)
 				for _, m := range v.msgs {
-					st.Problems = append(st.Problems, ingress.Problem{Reason: ingress.ReasonInvalidConfiguration, Message: m})
+					cp.Problems = append(cp.Problems, ingress.Problem{Reason: ingress.ReasonInvalidConfiguration, Message: m})
 				}
+				res.Ingresses[v.ref.route.NamespacedName()] = &cp
 			}
 			continue
 		}

@@ -59,8 +59,8 @@ func WithHolds(h Holds) Option {
 // or ListenerSets of its Gateways) get Accepted=False reason Rejected
 // with the hold's message, a culprit Ingress a problem of that reason.
 // Like blame, it copies what it changes that earlier results may share
-// (route statuses and their map); listeners and Ingress statuses are
-// out's own.
+// (route statuses and their map, Ingress statuses); listeners and the map
+// of Ingress statuses are out's own.
 func hold(res *resources.Resources, out *Result, holds Holds) {
 	if len(holds) == 0 {
 		return
@@ -120,7 +120,9 @@ func hold(res *resources.Resources, out *Result, holds Holds) {
 			}
 			if key.Kind == gatewayapi.KindIngress {
 				if st := out.Ingresses[key.NamespacedName()]; st != nil {
-					st.Problems = append(st.Problems, ingress.Problem{Reason: ReasonRejected, Message: h.Message})
+					cp := *st // shared with earlier results (ingress.Cache)
+					cp.Problems = append(slices.Clip(cp.Problems), ingress.Problem{Reason: ReasonRejected, Message: h.Message})
+					out.Ingresses[key.NamespacedName()] = &cp
 				}
 				continue
 			}

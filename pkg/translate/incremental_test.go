@@ -260,10 +260,10 @@ func (w *world) edit(o object) string {
 			v.Labels = nil
 			return "no labels"
 		}
-		v.Labels = map[string]string{"shared": "true", "env": w.oneOf([]string{"prod", "dev"})}
+		v.Labels = map[string]string{"shared": "true", "env": w.oneOf([]string{"prod", "dev"}), "gateway-access": w.oneOf([]string{"true", "false"})}
 		return "labels"
 	case *corev1.Secret:
-		return w.swap(o, "Data")
+		return w.editSecret(v) // incremental_ingress_test.go
 	case *corev1.ConfigMap:
 		return w.swap(o, "Data")
 	case *gwapiv1.Gateway:
@@ -743,7 +743,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	t.Logf("changes by kind: %v; %d incremental runs", changed, incremental)
-	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod", "SecurityPolicy", "TrafficPolicy", "BackendPolicy", "ListenerPolicy"} {
+	for _, kind := range []string{"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "Service", "EndpointSlice", "Secret", "Gateway", "ReferenceGrant", "XBackendTrafficPolicy", "XTelemetryPolicy", "XBackend", "Pod", "SecurityPolicy", "TrafficPolicy", "BackendPolicy", "ListenerPolicy", "Ingress", "Namespace"} {
 		if changed[kind] < 10 {
 			t.Errorf("only %d changes of %ss were tried", changed[kind], kind)
 		}
@@ -772,9 +772,7 @@ func objectsOf(res *resources.Resources) []object {
 
 // deepCopyResult copies r so that a later change to r shows.
 func deepCopyResult(r *Result) *Result {
-	// Ingresses are made anew at every run (pkg/ingress), never shared:
-	// the same objects.
-	out := &Result{IR: r.IR.DeepCopy(), Ingresses: maps.Clone(r.Ingresses)}
+	out := &Result{IR: r.IR.DeepCopy(), Ingresses: copyMap(r.Ingresses, copyIngressStatus)}
 	if st := r.Status; st != nil {
 		out.Status = &gatewayapi.Status{Warnings: slices.Clone(st.Warnings)}
 		out.Status.GatewayClasses = copyMap(st.GatewayClasses, (*gwapiv1.GatewayClassStatus).DeepCopy)

@@ -86,6 +86,7 @@ func Run(res *resources.Resources, opts gatewayapi.Options, more ...Option) (*Ou
 // the zero value is not usable (NewCache).
 type Cache struct {
 	gw  *gatewayapi.Cache
+	ing *ingress.Cache
 	irv *ir.Validator
 	xds *xdstranslator.Cache
 	// checks are the pre-validation caches, by scope.
@@ -94,7 +95,7 @@ type Cache struct {
 
 // NewCache returns an empty cache: its first run translates everything.
 func NewCache() *Cache {
-	return &Cache{gw: gatewayapi.NewCache(), irv: ir.NewValidator(), xds: xdstranslator.NewCache(), checks: map[string]*xdsvalidate.Cache{}}
+	return &Cache{gw: gatewayapi.NewCache(), ing: ingress.NewCache(), irv: ir.NewValidator(), xds: xdstranslator.NewCache(), checks: map[string]*xdsvalidate.Cache{}}
 }
 
 // check pre-validates the xDS of every scope of x (xdsvalidate), and
@@ -124,7 +125,8 @@ func (c *Cache) check(x map[string]*xdstranslator.Resources) map[string][]xdsval
 
 // Run translates res (sorted) with opts and more, like the package's Run,
 // reusing what the previous run of c computed for the objects that did not
-// change (Ingresses are translated again at every run, resolving their
+// change (the Ingresses of a class are translated again when the class,
+// one of them or what they read changed: ingress.Cache, resolving their
 // references in the Gateway API translation's indexes: Refs). The output is
 // identical to Run's on the same input (the property test checks it).
 // After a failure c starts over: the next run translates everything again.
@@ -142,7 +144,7 @@ func (c *Cache) Run(res *resources.Resources, opts gatewayapi.Options, more ...O
 		o(&rc)
 	}
 	gw := c.gw.Translate(res, opts)
-	out = &Output{Result: merge(gw, ingress.Translate(res, opts, rc.ingress, c.gw.Refs()))}
+	out = &Output{Result: merge(gw, c.ing.Translate(res, opts, rc.ingress, c.gw.Refs()))}
 	// Objects whose Envoy routes Envoy refused (pkg/quarantine) leave
 	// their scope before xDS is rendered.
 	hold(res, out.Result, rc.holds)

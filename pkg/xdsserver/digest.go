@@ -22,6 +22,7 @@ import (
 	"slices"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -45,12 +46,17 @@ func lists(r *xdstranslator.Resources) [5][]types.Resource {
 // validates, its protoc-gen-validate verdict. A virtual host's digest also
 // keeps its deterministic encoding (wire), and a route configuration's the
 // digests of its virtual hosts, in order (parts), and, once made, the
-// form of it that snapshots serve (served: wireForm).
+// form of it that snapshots serve (served: wireForm). enc is the encoding
+// delta responses carry (encoding): the deterministic encoding the digest
+// was computed from, or a route configuration's served form's; entry is
+// the last delta entry made of it (deltaEntry).
 type digest struct {
 	sum     [32]byte
 	version string
 	invalid error
 	wire    []byte
+	enc     []byte
+	entry   *discoveryv3.Resource
 	parts   []*digest
 	served  *routev3.RouteConfiguration
 	// cluster is the version of the cluster a ClusterLoadAssignment's
@@ -110,10 +116,11 @@ type keptList struct {
 	// sum is the SHA-256 of the digests, in order (version).
 	sum [32]byte
 	// items are the list's resources by name as a snapshot holds them,
-	// versions their VersionMap and typeSum its typeSum (snapshot; nil
-	// until made).
+	// versions their VersionMap, wire their delta entries (wireEntry) and
+	// typeSum its typeSum (snapshot; nil until made).
 	items    map[string]types.ResourceWithTTL
 	versions map[string]string
+	wire     map[string]*discoveryv3.Resource
 	typeSum  uint64
 }
 
@@ -155,10 +162,43 @@ func (d *digester) resource(res types.Resource) (*digest, error) {
 		return &digest{}, err
 	}
 	dg := newDigest(sha256.Sum256(b))
+	dg.enc = b
 	if d.validate {
 		dg.invalid = validate(res, "")
 	}
 	return dg, nil
+}
+
+// encoding returns the encoding of served, the resource of digest dg as
+// snapshots serve it, made once per digest: the one the digest was
+// computed from, or for a route configuration that of its served form
+// (wireForm; a copy of its virtual hosts' encodings).
+func (dg *digest) encoding(served types.Resource) ([]byte, error) {
+	if dg.enc == nil {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(served)
+		if err != nil {
+			return nil, err
+		}
+		dg.enc = b
+	}
+	return dg.enc, nil
+}
+
+// deltaEntry returns the delta entry (wireEntry) of served, the resource
+// name of type typeURL whose digest is dg, at version: the one made last
+// time when the version is the same (a ClusterLoadAssignment's changes
+// with its cluster's), so that every list that holds the resource holds
+// the same entry.
+func (dg *digest) deltaEntry(typeURL, name, version string, served types.Resource) (*discoveryv3.Resource, error) {
+	if e := dg.entry; e != nil && e.GetVersion() == version && e.GetName() == name {
+		return e, nil
+	}
+	enc, err := dg.encoding(served)
+	if err != nil {
+		return nil, err
+	}
+	dg.entry = wireEntry(typeURL, name, version, enc)
+	return dg.entry, nil
 }
 
 // config computes the digest of a route configuration from that of its
@@ -358,13 +398,16 @@ func invalid(r *xdstranslator.Resources, ds [5][]*digest) error {
 // snapshot is the snapshot of r (whose digests are ds) at version: what
 // cachev3.NewSnapshot makes of r's lists, with route configurations in
 // their served form (servedRoutes), and its VersionMap (type URL -> name
-// -> version, which delta xDS compares). Call it after version with the
-// same digests: a list that is the very same as in the last publish
-// keeps its resources by name and its versions (the snapshots share
-// those maps; nobody modifies them): at 3000 clusters and
-// ClusterLoadAssignments, indexing them again took about a third of a
-// publish's time and most of its allocations.
-func (d *digester) snapshot(version string, r *xdstranslator.Resources, ds [5][]*digest) *cachev3.Snapshot {
+// -> version, which delta xDS compares), with the delta entries of its
+// resources by type index and name (wire: typeCaches.set). Call it after
+// version with the same digests: a list that is the very same as in the
+// last publish keeps its resources by name, its versions and its entries
+// (the snapshots share those maps; nobody modifies them): at 3000
+// clusters and ClusterLoadAssignments, indexing them again took about a
+// third of a publish's time and most of its allocations. It fails when a
+// resource cannot be encoded.
+func (d *digester) snapshot(version string, r *xdstranslator.Resources, ds [5][]*digest) (*cachev3.Snapshot, *[5]map[string]*discoveryv3.Resource, error) {
+	var wire [5]map[string]*discoveryv3.Resource
 	snap := &cachev3.Snapshot{VersionMap: make(map[string]map[string]string, len(typeURLs))}
 	// newClusters: the clusters' versions were made anew, and with them
 	// those of the ClusterLoadAssignments (claVersion).
@@ -377,23 +420,32 @@ func (d *digester) snapshot(version string, r *xdstranslator.Resources, ds [5][]
 			if i == 1 {
 				served = servedRoutes(l, ds[i])
 			}
-			k.items = make(map[string]types.ResourceWithTTL, len(l))
-			k.versions = make(map[string]string, len(l))
+			items := make(map[string]types.ResourceWithTTL, len(l))
+			versions := make(map[string]string, len(l))
+			entries := make(map[string]*discoveryv3.Resource, len(l))
 			for j, res := range served {
 				name := cachev3.GetResourceName(res)
-				k.items[name] = types.ResourceWithTTL{Resource: res}
+				items[name] = types.ResourceWithTTL{Resource: res}
+				v := ds[i][j].version
 				if i == 3 {
-					k.versions[name] = ds[i][j].claVersion(d.kept[2].versions[name])
-				} else {
-					k.versions[name] = ds[i][j].version
+					v = ds[i][j].claVersion(d.kept[2].versions[name])
 				}
+				versions[name] = v
+				entry, err := ds[i][j].deltaEntry(typeURLs[i], name, v, res)
+				if err != nil {
+					k.items = nil
+					return nil, nil, fmt.Errorf("encoding %s %s: %w", typeName(typeURLs[i]), name, err)
+				}
+				entries[name] = entry
 			}
+			k.items, k.versions, k.wire = items, versions, entries
 			k.typeSum = typeSum(k.versions)
 		}
 		snap.Resources[cachev3.GetResponseType(typeURLs[i])] = cachev3.Resources{Version: version, Items: k.items}
 		snap.VersionMap[typeURLs[i]] = k.versions
+		wire[i] = k.wire
 	}
-	return snap
+	return snap, &wire, nil
 }
 
 // typeSums are the typeSum of each VersionMap of the last snapshot, by

@@ -441,7 +441,7 @@ func (s *Server) withdraw(scope, rejected string) {
 		s.log.Warn("no accepted configuration is known; falling back to the newest one no proxy rejected",
 			"scope", scope, "rejected", rejected, "fallback", good)
 	}
-	if err := s.cache.set(context.Background(), scope, good, st.snaps[good]); err != nil {
+	if err := s.cache.set(context.Background(), scope, good, st.snaps[good], nil); err != nil {
 		s.log.Error("serving the last accepted configuration again failed", "scope", scope, "version", good, "error", err)
 		return
 	}

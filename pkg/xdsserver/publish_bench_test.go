@@ -27,11 +27,13 @@ import (
 // clusters with their ClusterLoadAssignments and one route configuration
 // of 3000 virtual hosts, after one virtual host changed, as the
 // translation hands it over: the same cluster and assignment lists, the
-// listener rebuilt equal. proxies=0: nobody subscribed; proxies=2: two
-// proxies hold delta watches of every type, answered (and watched again)
-// as go-control-plane's server does, so the cache's responses count too.
+// listener rebuilt equal. proxies=0: nobody subscribed; proxies=2 and
+// 100: that many proxies hold delta watches of every type, answered (and
+// watched again) as go-control-plane's server does, each response encoded
+// as gRPC's codec encodes it, so the cache's responses and their encoding
+// per stream count too.
 func BenchmarkPublishRouteChange(b *testing.B) {
-	for _, proxies := range []int{0, 2} {
+	for _, proxies := range []int{0, 2, 100} {
 		b.Run(fmt.Sprintf("proxies=%d", proxies), func(b *testing.B) { benchPublish(b, proxies, false) })
 	}
 }
@@ -43,7 +45,7 @@ func BenchmarkPublishRouteChange(b *testing.B) {
 // route configurations. Delta proxies receive the cluster and its
 // ClusterLoadAssignment again (claVersion).
 func BenchmarkPublishClusterChange(b *testing.B) {
-	for _, proxies := range []int{0, 2} {
+	for _, proxies := range []int{0, 2, 100} {
 		b.Run(fmt.Sprintf("proxies=%d", proxies), func(b *testing.B) { benchPublish(b, proxies, true) })
 	}
 }
@@ -91,7 +93,7 @@ func benchPublish(b *testing.B, proxies int, cluster bool) {
 	}
 	publish(0)
 	// The proxies' delta watches, by request.
-	responses := make(chan cachev3.DeltaResponse, 64)
+	responses := make(chan cachev3.DeltaResponse, 64+10*proxies)
 	watchers := map[*discoveryv3.DeltaDiscoveryRequest]*stream.Subscription{}
 	watch := func(req *discoveryv3.DeltaDiscoveryRequest) {
 		if _, err := s.cache.mux.CreateDeltaWatch(req, watchers[req], responses); err != nil {
@@ -112,6 +114,15 @@ func benchPublish(b *testing.B, proxies int, cluster bool) {
 		for {
 			select {
 			case resp := <-responses:
+				// What the server sends: the response, encoded as
+				// gRPC's codec encodes it, per stream.
+				d, err := resp.GetDeltaDiscoveryResponse()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := proto.Marshal(d); err != nil {
+					b.Fatal(err)
+				}
 				req := resp.GetDeltaRequest()
 				watchers[req].SetReturnedResources(resp.GetReturnedResources())
 				watch(req)

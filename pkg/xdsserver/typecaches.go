@@ -2,11 +2,15 @@ package xdsserver
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync/atomic"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-controller/xds-controller/pkg/memo"
 )
@@ -16,12 +20,14 @@ import (
 // resource of the watch's type, comparing versions, and builds a map of
 // all of them, even when nothing of that type changed. At 3000 clusters
 // and ClusterLoadAssignments with two proxies, that was about half of a
-// publish's time and a good share of its garbage. So delta watches are
-// served by one snapshot cache per type (go-control-plane's MuxCache,
-// keyed by type URL), each holding that type of the scope's snapshot (a
-// part), and a publish sets only the parts whose resources changed.
-// State-of-the-world watches, and delta watches of types we do not serve,
-// go to a cache of whole snapshots, set at every publish as before.
+// publish's time and a good share of its garbage. So delta watches of the
+// five types we publish are served per type (deltawatch.go): each scope
+// has a part per type, and a publish sets only the parts whose resources
+// changed, which answers only the watches of those types. State-of-the-
+// world watches, and delta watches of types we do not serve, go to
+// go-control-plane's snapshot cache of whole snapshots, set at every
+// publish as before (go-control-plane's MuxCache sends each request to
+// one or the other by type URL).
 //
 // Versions stay what they were: a response carries the scope's snapshot
 // version (system_version_info), and every part is labelled with the
@@ -39,22 +45,22 @@ var adsOrder = [5]int{2, 3, 0, 1, 4}
 // wholeKey is the MuxCache key of the cache of whole snapshots.
 const wholeKey = "whole"
 
-// typeCaches are the snapshot caches the ADS server reads: one of whole
-// snapshots and one per type of typeURLs. Not safe for concurrent use
-// (Server's mutex guards it); the caches themselves are.
+// typeCaches are the caches the ADS server reads: a snapshot cache of
+// whole snapshots, and the parts and delta watches of the types of
+// typeURLs. Not safe for concurrent use (Server's mutex guards it); the
+// caches themselves are.
 type typeCaches struct {
 	whole cachev3.SnapshotCache
-	types [5]cachev3.SnapshotCache
+	delta *deltaWatches
 	mux   *cachev3.MuxCache
 	parts map[string]*[5]*part // by scope
 }
 
 func newTypeCaches() *typeCaches {
-	t := &typeCaches{whole: cachev3.NewSnapshotCache(true, ScopeHash{}, nil), parts: map[string]*[5]*part{}}
+	t := &typeCaches{whole: cachev3.NewSnapshotCache(true, ScopeHash{}, nil), delta: newDeltaWatches(), parts: map[string]*[5]*part{}}
 	caches := map[string]cachev3.Cache{wholeKey: t.whole}
-	for i, typ := range typeURLs {
-		t.types[i] = cachev3.NewSnapshotCache(true, ScopeHash{}, nil)
-		caches[typ] = t.types[i]
+	for _, typ := range typeURLs {
+		caches[typ] = t.delta
 	}
 	t.mux = &cachev3.MuxCache{
 		Classify: func(*cachev3.Request) string { return wholeKey },
@@ -74,9 +80,13 @@ func newTypeCaches() *typeCaches {
 // set makes snap (of version) what scope's proxies are served: the whole
 // snapshot for state-of-the-world, and for delta the parts whose
 // resources differ from those served so far (their VersionMap), in ADS
-// order; the other parts take version as their label. It returns the
-// first error of a cache (a cancelled ctx), having set what it could.
-func (t *typeCaches) set(ctx context.Context, scope, version string, snap *cachev3.Snapshot) error {
+// order; the other parts take version as their label. wire, when not
+// nil, holds the delta entries of snap's resources by type index and name
+// (the digester's, made once per resource); without it a new part encodes
+// its resources itself. It returns the error of the whole snapshot's
+// cache (a cancelled ctx), or of encoding a resource, having set what it
+// could.
+func (t *typeCaches) set(ctx context.Context, scope, version string, snap *cachev3.Snapshot, wire *[5]map[string]*discoveryv3.Resource) error {
 	if err := t.whole.SetSnapshot(ctx, scope, snap); err != nil {
 		return err
 	}
@@ -94,10 +104,15 @@ func (t *typeCaches) set(ctx context.Context, scope, version string, snap *cache
 			unchanged = append(unchanged, p)
 			continue
 		}
-		p := newPart(typ, version, items, versions)
-		if err := t.types[i].SetSnapshot(ctx, scope, p); err != nil {
+		var w map[string]*discoveryv3.Resource
+		if wire != nil {
+			w = wire[i]
+		}
+		p, err := newPart(typ, version, items, versions, w)
+		if err != nil {
 			return err
 		}
+		t.delta.set(scope, i, p)
 		held[i] = p
 	}
 	for _, p := range unchanged {
@@ -109,9 +124,7 @@ func (t *typeCaches) set(ctx context.Context, scope, version string, snap *cache
 // clear drops scope from every cache.
 func (t *typeCaches) clear(scope string) {
 	t.whole.ClearSnapshot(scope)
-	for _, c := range t.types {
-		c.ClearSnapshot(scope)
-	}
+	t.delta.clear(scope)
 	delete(t.parts, scope)
 }
 
@@ -132,64 +145,42 @@ func sameVersions(a, b map[string]string) bool {
 	return memo.SameMap(a, b) || maps.Equal(a, b)
 }
 
-// part is one type of a scope's snapshot as its type's cache serves it
-// (a cachev3.ResourceSnapshot): the resources by name, their versions,
-// and the label, the snapshot version responses carry. Its maps are never
-// modified; the label changes to a newer version of the same resources.
+// part is one type of a scope's snapshot as delta watches are served it
+// (deltawatch.go): the resources' versions by name, their delta entries
+// by name, and the label, the snapshot version responses carry. Its maps
+// are never modified; the label changes to a newer version of the same
+// resources.
 type part struct {
-	typeURL   string
-	items     map[string]types.ResourceWithTTL
-	resources map[string]types.Resource
-	versions  map[string]string
-	label     atomic.Pointer[string]
+	typeURL  string
+	versions map[string]string
+	wire     map[string]*discoveryv3.Resource
+	label    atomic.Pointer[string]
 }
 
-var _ cachev3.ResourceSnapshot = (*part)(nil)
-
-func newPart(typeURL, version string, items map[string]types.ResourceWithTTL, versions map[string]string) *part {
-	p := &part{typeURL: typeURL, items: items, versions: versions, resources: make(map[string]types.Resource, len(items))}
-	for name, r := range items {
-		p.resources[name] = r.Resource
+// newPart is the part of type typeURL with the resources items (by name)
+// at versions, labelled version. wire holds their delta entries (as
+// wireEntry makes them); when nil, newPart makes them, and fails when a
+// resource cannot be encoded.
+func newPart(typeURL, version string, items map[string]types.ResourceWithTTL, versions map[string]string, wire map[string]*discoveryv3.Resource) (*part, error) {
+	if wire == nil {
+		wire = make(map[string]*discoveryv3.Resource, len(items))
+		for name, r := range items {
+			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r.Resource)
+			if err != nil {
+				return nil, fmt.Errorf("encoding %s %s: %w", typeName(typeURL), name, err)
+			}
+			wire[name] = wireEntry(typeURL, name, versions[name], b)
+		}
 	}
+	p := &part{typeURL: typeURL, versions: versions, wire: wire}
 	p.label.Store(&version)
-	return p
+	return p, nil
 }
 
-// GetVersion is the label for the part's type, "" for another.
-func (p *part) GetVersion(typeURL string) string {
-	if typeURL != p.typeURL {
-		return ""
-	}
-	return *p.label.Load()
-}
-
-// GetResourcesAndTTL returns the part's resources for its type, nil for
-// another.
-func (p *part) GetResourcesAndTTL(typeURL string) map[string]types.ResourceWithTTL {
-	if typeURL != p.typeURL {
-		return nil
-	}
-	return p.items
-}
-
-// GetResources is GetResourcesAndTTL without TTLs (a map made once per
-// part, where cachev3.Snapshot makes one per call).
-func (p *part) GetResources(typeURL string) map[string]types.Resource {
-	if typeURL != p.typeURL {
-		return nil
-	}
-	return p.resources
-}
-
-// ConstructVersionMap does nothing: the versions are the digests, known
-// before.
-func (p *part) ConstructVersionMap() error { return nil }
-
-// GetVersionMap returns the versions of the part's resources (name ->
-// version) for its type, nil for another.
-func (p *part) GetVersionMap(typeURL string) map[string]string {
-	if typeURL != p.typeURL {
-		return nil
-	}
-	return p.versions
+// wireEntry is the entry of a delta response (DeltaDiscoveryResponse's
+// resources) for the resource name of type typeURL at version, encoded
+// as enc. Entries are shared by every response that carries them, and
+// never modified.
+func wireEntry(typeURL, name, version string, enc []byte) *discoveryv3.Resource {
+	return &discoveryv3.Resource{Name: name, Version: version, Resource: &anypb.Any{TypeUrl: typeURL, Value: enc}}
 }

@@ -68,10 +68,11 @@ type simProxy struct {
 	lastErr atomic.Value
 	once    sync.Once
 	// versions are the resources held, per type URL, name to version;
-	// subscribed the names asked for, per type URL (run's goroutine
-	// only).
+	// subscribed the names asked for, per type URL; answered the types
+	// that had a response (run's goroutine only).
 	versions   map[string]map[string]string
 	subscribed map[string]map[string]bool
+	answered   map[string]bool
 }
 
 // envoyWindow is Envoy's default HTTP/2 stream and connection window.
@@ -105,6 +106,7 @@ func simCredentials(state string) (*tls.Config, error) {
 func (p *simProxy) run(ctx context.Context, addr string, creds *tls.Config) error {
 	p.versions = map[string]map[string]string{}
 	p.subscribed = map[string]map[string]bool{}
+	p.answered = map[string]bool{}
 	backoff := 500 * time.Millisecond
 	for {
 		err := p.stream(ctx, addr, creds)
@@ -161,8 +163,11 @@ func (p *simProxy) stream(ctx context.Context, addr string, creds *tls.Config) e
 		}
 		node = nil
 	}
-	// answered are the types that had a response on this stream.
-	answered := map[string]bool{}
+	// answered are the types that had a response on any stream of the
+	// proxy: a stream resumed with the versions held is sent nothing of
+	// a type subscribed by name whose versions did not change (the xDS
+	// protocol's "Incremental xDS": the server need not answer them).
+	answered := p.answered
 	for {
 		resp, err := stream.Recv()
 		if err != nil {

@@ -133,7 +133,7 @@ func TestGoldenCaseStatus(t *testing.T) {
 // a namespace go to "default"; namespaces are created as needed and never
 // deleted, since envtest runs no namespace controller). The objects are
 // deleted when the test ends.
-func applyFile(t *testing.T, path string) []*unstructured.Unstructured {
+func applyFile(t testing.TB, path string) []*unstructured.Unstructured {
 	t.Helper()
 	ctx := context.Background()
 	data, err := os.ReadFile(path)
@@ -193,7 +193,7 @@ func applyFile(t *testing.T, path string) []*unstructured.Unstructured {
 }
 
 // deleteAll deletes objs and waits until they are gone.
-func deleteAll(t *testing.T, objs []*unstructured.Unstructured) {
+func deleteAll(t testing.TB, objs []*unstructured.Unstructured) {
 	t.Helper()
 	ctx := context.Background()
 	for _, o := range objs {

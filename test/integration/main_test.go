@@ -45,6 +45,9 @@ var (
 	restConfig *rest.Config
 	k8sClient  client.Client
 	skipReason string
+	// kubeConfig is a kubeconfig file's content for the API server, for
+	// the controller run as a process (unrelated_bench_test.go).
+	kubeConfig []byte
 )
 
 const controllerNamespace = "xds-controller-system"
@@ -75,7 +78,7 @@ func run(m *testing.M) int {
 }
 
 // requireAPIServer skips the test when the API server could not start.
-func requireAPIServer(t *testing.T) {
+func requireAPIServer(t testing.TB) {
 	t.Helper()
 	if skipReason != "" {
 		t.Skip("no kube-apiserver/etcd for envtest: " + skipReason)
@@ -130,7 +133,7 @@ func setup() (*envtest.Environment, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	restConfig, k8sClient = cfg, c
+	restConfig, k8sClient, kubeConfig = cfg, c, env.KubeConfig
 	if err := ensureNamespace(context.Background(), controllerNamespace); err != nil {
 		_ = env.Stop()
 		return nil, err
@@ -331,7 +334,7 @@ func (l *lockedBuffer) String() string {
 }
 
 // eventually polls f until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+func eventually(t testing.TB, timeout time.Duration, what string, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var err error

@@ -29,7 +29,7 @@ import (
 
 // applyYAML applies a YAML document set like applyFile (deleted when the
 // test ends).
-func applyYAML(t *testing.T, doc string) {
+func applyYAML(t testing.TB, doc string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "objects.yaml")
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {

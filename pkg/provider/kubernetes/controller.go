@@ -523,7 +523,8 @@ func (everywhere) NeedLeaderElection() bool          { return false }
 func cacheOptions(extra map[client.Object]cache.ByObject, namespaces []string) cache.Options {
 	hasService, _ := labels.NewRequirement(discoveryv1.LabelServiceName, selection.Exists, nil)
 	byObject := map[client.Object]cache.ByObject{
-		&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*hasService)},
+		&corev1.Service{}:            {Transform: stripService},
+		&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*hasService), Transform: stripEndpointSlice},
 		&corev1.Secret{}:             {Transform: stripToIdentity, Field: fields.OneTermEqualSelector(secretTypeField, string(corev1.SecretTypeTLS))},
 		&corev1.ConfigMap{}:          {Transform: stripToIdentity},
 	}

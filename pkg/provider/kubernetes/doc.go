@@ -34,8 +34,12 @@
 //
 // # Caches
 //
-// Gateway API objects, Services and EndpointSlices (only those labelled
-// kubernetes.io/service-name) are cached in full, without managedFields.
+// Gateway API objects are cached in full, without managedFields. Services
+// and EndpointSlices (only those labelled kubernetes.io/service-name) are
+// informers of whole objects too (an endpoint change reaches Envoy without
+// a read of its own), each slimmed to the fields the translation, the
+// Gateway addresses and the provisioner read (services.go: no selector, IP
+// families, target Pods, nodes or zones).
 // Secrets and ConfigMaps are watched as metadata only (PartialObjectMetadata
 // with labels and annotations dropped), Secrets only of type
 // kubernetes.io/tls (a field selector: the only type the translation

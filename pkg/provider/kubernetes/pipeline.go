@@ -649,9 +649,13 @@ func setAddresses(st *gatewayapi.Status, ings map[types.NamespacedName]*ingress.
 	}
 	// An Ingress's status.loadBalancer is the address of the Service of
 	// its class's Gateway (left empty while the class is not served).
-	for _, is := range ings {
+	// The statuses may be shared with earlier results (ingress.Cache):
+	// copied, the map is this run's own.
+	for k, is := range ings {
 		if is.Gateway != nil {
-			is.LoadBalancer = status.IngressLoadBalancer(svc(r.ServiceFor(is.Gateway)))
+			cp := *is
+			cp.LoadBalancer = status.IngressLoadBalancer(svc(r.ServiceFor(is.Gateway)))
+			ings[k] = &cp
 		}
 	}
 }

@@ -43,7 +43,9 @@ import (
 //
 //   - cpu-ms/change: the controller's CPU time (procCPU) from the write
 //     until 300 ms after the count grew by N, less the scrapes' own cost
-//     (measured before the changes: scrape-cpu-ms is one scrape's);
+//     (measured before the changes: scrape-cpu-ms is one scrape's); CPU
+//     is read in ticks of 10 ms, so with a small input (100 routes, a few
+//     proxies) the figure is noise and can fall below 0;
 //
 //   - idle-cpu-ms/s: the controller's CPU at rest with the proxies
 //     connected, before the changes (ms per second);

@@ -18,7 +18,7 @@ include hack/cluster/cluster.mk
 include hack/e2e.mk
 include hack/conformance.mk
 
-.PHONY: help run build envoy test unit golden fuzz generate bench bench-fanout bench-standalone translate clean generate-conformance-images test-conformance-images test-conformance-unit
+.PHONY: help run build envoy test unit golden fuzz generate bench bench-fanout bench-standalone bench-world translate clean generate-conformance-images test-conformance-images test-conformance-unit
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
@@ -80,6 +80,10 @@ bench: ## translation benchmarks at 100, 1000 and 5000 HTTPRoutes, and of a publ
 
 bench-fanout: ## fan-out: N simulated proxies (delta ADS, mTLS, ACKs) against standalone mode, one route change at a time: time to the last ACK, controller CPU and bytes per change, memory per proxy (N = FANOUT_PROXIES, default 10,100,1000; routes FANOUT_ROUTES, default 1000,3000; 20 changes each)
 	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench Fanout -benchtime 20x -timeout 90m
+
+bench-world: ## large worlds (issue 30 item 4, hack/gen-world.py): 20,000 routes over 10,000 Services, 2,500 ListenerSets with 40,000 routes; the pure pipeline (full translation, one changed HTTPRoute or EndpointSlice) and standalone mode (load, RSS, one route change to its publish)
+	BENCH_WORLDS=1 $(GO) test ./pkg/translate -run '^$$' -bench World -benchmem -benchtime 5x -timeout 30m
+	ENVOY=$$(hack/install-envoy.sh) BENCH_WORLDS=1 $(GO) test ./test/e2e -run '^$$' -bench StandaloneWorld -benchtime 20x -timeout 30m
 
 bench-standalone: envoy ## standalone propagation: one more route file, and a cluster change (a Service port appProtocol), until Envoy serves it, at 100, 1000 and 3000 routes (20 samples each)
 	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench StandalonePropagation -benchtime 20x -timeout 20m

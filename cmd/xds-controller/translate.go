@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,13 @@ class, listeners and problems). Documents that cannot be loaded are reported on 
 the rest is translated. Exits non-zero when any document failed to load.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Getenv("GOGC") == "" {
+				// A run that ends when its output is printed: the
+				// collector runs a quarter as often (the heap may grow to
+				// five times the live data), a third of the command's CPU
+				// at 5000 routes otherwise. GOGC, when set, decides.
+				debug.SetGCPercent(400)
+			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {

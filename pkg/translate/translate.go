@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/ir"

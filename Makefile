@@ -18,7 +18,7 @@ include hack/cluster/cluster.mk
 include hack/e2e.mk
 include hack/conformance.mk
 
-.PHONY: help run build envoy test unit golden fuzz generate bench bench-fanout bench-fanout-calib bench-standalone bench-unrelated translate clean generate-conformance-images test-conformance-images test-conformance-unit
+.PHONY: help run build envoy test unit golden fuzz generate bench bench-fanout bench-fanout-calib bench-standalone bench-unrelated bench-world translate clean generate-conformance-images test-conformance-images test-conformance-unit
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
@@ -83,6 +83,10 @@ bench-fanout: ## fan-out: N simulated proxies (delta ADS, mTLS, ACKs) against st
 
 bench-fanout-calib: ## the fan-out simulation calibrated against real Envoys: N simulated proxies beside N Envoy processes on loopback (N = FANOUT_ENVOYS, default 10,20, at most 20; 1000 routes), each against its own standalone controller, measured alike from the controller's side (ACK latency histogram, CPU per change, memory per proxy); 20 changes, 3 runs, the simulation and the Envoys alternating
 	envoy=$$(hack/install-envoy.sh) && for run in 1 2 3; do ENVOY=$$envoy $(GO) test ./test/e2e -run '^$$' -bench FanoutCalibration -benchtime 20x -timeout 60m || exit 1; done
+
+bench-world: ## large worlds (issue 30 item 4, hack/gen-world.py): 20,000 routes over 10,000 Services, 2,500 ListenerSets with 40,000 routes; the pure pipeline (full translation, one changed HTTPRoute or EndpointSlice) and standalone mode (load, RSS, one route change to its publish)
+	BENCH_WORLDS=1 $(GO) test ./pkg/translate -run '^$$' -bench World -benchmem -benchtime 5x -timeout 30m
+	ENVOY=$$(hack/install-envoy.sh) BENCH_WORLDS=1 $(GO) test ./test/e2e -run '^$$' -bench StandaloneWorld -benchtime 20x -timeout 30m
 
 bench-standalone: envoy ## standalone propagation: one more route file, and a cluster change (a Service port appProtocol), until Envoy serves it, at 100, 1000 and 3000 routes (20 samples each)
 	ENVOY=$$(hack/install-envoy.sh) $(GO) test ./test/e2e -run '^$$' -bench StandalonePropagation -benchtime 20x -timeout 20m

@@ -56,9 +56,13 @@ func (g *gatewayState) accepted() bool {
 	// A Gateway whose listeners are all not accepted has no listener left
 	// to serve (Gateway spec.listeners, "Handling indistinct Listeners").
 	// The listeners of its ListenerSets count: a Gateway may have none of
-	// its own.
-	for _, l := range g.allListeners() {
-		if l.accepted() {
+	// its own. (Without allListeners' copy: a route's attachment asks
+	// this of its parent, 40,000 times over 2,500 ListenerSets.)
+	if slices.ContainsFunc(g.listeners, (*listenerState).accepted) {
+		return true
+	}
+	for _, s := range g.sets {
+		if slices.ContainsFunc(s.listeners, (*listenerState).accepted) {
 			return true
 		}
 	}

@@ -32,14 +32,22 @@ func benchInput(b *testing.B, n int, endpointSlices bool) *resources.Resources {
 	if script == "" {
 		script = filepath.Join("..", "..", "..", "shared", "bench", "gen-routes.py")
 	}
-	if _, err := os.Stat(script); err != nil {
-		b.Skipf("benchmark input generator not found at %s (set BENCH_GEN_ROUTES)", script)
-	}
-	args := []string{script, fmt.Sprint(n)}
+	args := []string{fmt.Sprint(n)}
 	if endpointSlices {
 		args = append(args, "--endpointslices")
 	}
-	out, err := exec.Command("python3", args...).Output()
+	return benchGenerate(b, script, args...)
+}
+
+// benchGenerate runs the Python input generator script with args and
+// returns the objects it writes, sorted; it skips the benchmark when the
+// script is missing.
+func benchGenerate(b *testing.B, script string, args ...string) *resources.Resources {
+	b.Helper()
+	if _, err := os.Stat(script); err != nil {
+		b.Skipf("benchmark input generator not found at %s (set BENCH_GEN_ROUTES)", script)
+	}
+	out, err := exec.Command("python3", append([]string{script}, args...)...).Output()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,18 +64,23 @@ func benchInput(b *testing.B, n int, endpointSlices bool) *resources.Resources {
 func BenchmarkTranslate(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
-			res := benchInput(b, n, true)
-			b.ReportAllocs()
-			for b.Loop() {
-				out, err := Run(res, gatewayapi.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if got := len(out.Result.IR.Gateways); got != 1 {
-					b.Fatalf("gateways = %d, want 1", got)
-				}
-			}
+			benchFull(b, benchInput(b, n, true))
 		})
+	}
+}
+
+// benchFull measures full translations (Run) of res, which holds one
+// Gateway.
+func benchFull(b *testing.B, res *resources.Resources) {
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := Run(res, gatewayapi.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := len(out.Result.IR.Gateways); got != 1 {
+			b.Fatalf("gateways = %d, want 1", got)
+		}
 	}
 }
 
@@ -107,48 +120,7 @@ func BenchmarkTranslateChange(b *testing.B) {
 				if strings.HasSuffix(change, "/https=1") {
 					withHTTPSListener(res)
 				}
-				alt := *res
-				switch kind, _, _ := strings.Cut(change, "/"); kind {
-				case "httproute":
-					alt.HTTPRoutes = slices.Clone(res.HTTPRoutes)
-					r := alt.HTTPRoutes[n/2].DeepCopy()
-					r.Generation++
-					r.Spec.Rules[0].Matches = []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Value: ptrTo("/v2")}}}
-					alt.HTTPRoutes[n/2] = r
-				case "ingress":
-					alt.Ingresses = slices.Clone(res.Ingresses)
-					ing := alt.Ingresses[len(res.Ingresses)/2].DeepCopy()
-					ing.Generation++
-					ing.Spec.Rules[0].HTTP.Paths[0].Path = "/v2"
-					alt.Ingresses[len(res.Ingresses)/2] = ing
-				case "secret":
-					alt.Secrets = slices.Clone(res.Secrets)
-					s := alt.Secrets[0].DeepCopy()
-					s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey] = newKeyPair(7)
-					alt.Secrets[0] = s
-				case "endpointslice":
-					alt.EndpointSlices = slices.Clone(res.EndpointSlices)
-					es := alt.EndpointSlices[n/2].DeepCopy()
-					es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.200.0.1"}})
-					alt.EndpointSlices[n/2] = es
-				}
-				c := NewCache()
-				if _, err := c.Run(res, gatewayapi.Options{}); err != nil {
-					b.Fatal(err)
-				}
-				snaps := []*resources.Resources{&alt, res}
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					out, err := c.Run(snaps[i%2], gatewayapi.Options{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if got := len(out.Result.IR.Gateways); got != 1+len(res.IngressClasses) {
-						b.Fatalf("gateways = %d, want %d", got, 1+len(res.IngressClasses))
-					}
-					i++
-				}
+				benchChange(b, res, change)
 			})
 		}
 	}
@@ -179,6 +151,61 @@ func withHTTPSListener(res *resources.Resources) {
 	cert, key := newKeyPair(1)
 	res.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: gw.Namespace, Name: "bench-tls"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}}}
+}
+
+// benchChange measures runs of a Cache that alternate between res and a
+// copy of it with one object changed (BenchmarkTranslateChange): change
+// is "httproute" (the path of the HTTPRoute in the middle of the sorted
+// list) or "endpointslice" (one more endpoint in the EndpointSlice in the
+// middle), "ingress" (the path of the Ingress in the middle) or "secret"
+// (the first Secret given a new key pair), optionally followed by "/" and
+// a variant of the input that res already has.
+func benchChange(b *testing.B, res *resources.Resources, change string) {
+	alt := *res
+	switch kind, _, _ := strings.Cut(change, "/"); kind {
+	case "httproute":
+		alt.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+		k := len(alt.HTTPRoutes) / 2
+		r := alt.HTTPRoutes[k].DeepCopy()
+		r.Generation++
+		r.Spec.Rules[0].Matches = []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Value: ptrTo("/v2")}}}
+		alt.HTTPRoutes[k] = r
+	case "ingress":
+		alt.Ingresses = slices.Clone(res.Ingresses)
+		k := len(alt.Ingresses) / 2
+		ing := alt.Ingresses[k].DeepCopy()
+		ing.Generation++
+		ing.Spec.Rules[0].HTTP.Paths[0].Path = "/v2"
+		alt.Ingresses[k] = ing
+	case "secret":
+		alt.Secrets = slices.Clone(res.Secrets)
+		sec := alt.Secrets[0].DeepCopy()
+		sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey] = newKeyPair(7)
+		alt.Secrets[0] = sec
+	case "endpointslice":
+		alt.EndpointSlices = slices.Clone(res.EndpointSlices)
+		k := len(alt.EndpointSlices) / 2
+		es := alt.EndpointSlices[k].DeepCopy()
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.200.0.1"}})
+		alt.EndpointSlices[k] = es
+	}
+	c := NewCache()
+	if _, err := c.Run(res, gatewayapi.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	snaps := []*resources.Resources{&alt, res}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		out, err := c.Run(snaps[i%2], gatewayapi.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := len(out.Result.IR.Gateways); got != 1+len(res.IngressClasses) {
+			b.Fatalf("gateways = %d, want %d", got, 1+len(res.IngressClasses))
+		}
+		i++
+	}
 }
 
 // benchIngress is an Ingress of IngressClass xds-controller whose one

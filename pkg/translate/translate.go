@@ -20,8 +20,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-
 	"github.com/xds-controller/xds-controller/pkg/gatewayapi"
 	"github.com/xds-controller/xds-controller/pkg/ingress"
 	"github.com/xds-controller/xds-controller/pkg/ir"
@@ -242,44 +240,6 @@ func MarshalIR(r *Result, showSecrets bool) ([]byte, error) {
 		out["warnings"] = r.Status.Warnings
 	}
 	return marshalYAML(out)
-}
-
-// MarshalXDS renders xDS resources as YAML in the proto3 JSON mapping of
-// Envoy's API: scope -> type (listeners, routes, clusters, endpoints,
-// secrets) -> list of resources. Secrets' private keys read Redacted
-// and routes' credentials read Redacted unless showSecrets is set
-// (Redact).
-func MarshalXDS(x map[string]*xdstranslator.Resources, showSecrets bool) ([]byte, error) {
-	scopes := map[string]any{}
-	for scope, r := range x {
-		s := map[string]any{}
-		for _, kind := range []struct {
-			name string
-			list []types.Resource
-		}{
-			{"listeners", r.Listeners}, {"routes", r.Routes}, {"clusters", r.Clusters},
-			{"endpoints", r.Endpoints}, {"secrets", r.Secrets},
-		} {
-			if len(kind.list) == 0 {
-				continue
-			}
-			items := make([]any, 0, len(kind.list))
-			for _, res := range kind.list {
-				if (kind.name == "secrets" || kind.name == "routes") && !showSecrets {
-					res = Redact(res)
-				}
-				v, err := toMap(res)
-				if err != nil {
-					return nil, err
-				}
-				items = append(items, v)
-			}
-			s[kind.name] = items
-		}
-		scopes[scope] = s
-	}
-	// Generic values only (toMap): printed directly (marshalYAML).
-	return goyaml.Marshal(map[string]any{"scopes": scopes})
 }
 
 // toMap returns m in the proto3 JSON mapping as generic values

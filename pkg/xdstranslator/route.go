@@ -46,8 +46,24 @@ func (s *scopeBuilder) routeConfig(name string, ls []*ir.Listener, misdirected [
 		bySpecificity = slices.Clone(ls)
 		slices.SortStableFunc(bySpecificity, func(a, b *ir.Listener) int { return compareHostSpecificity(a.Hostname, b.Hostname) })
 	}
+	// A listener's own hostname is the most specific one that covers
+	// it; only "" and "*." wildcards cover other hosts. (A scan of every
+	// listener per host was quadratic: 2,500 ListenerSets on one port.)
+	named := make(map[string]*ir.Listener, len(ls))
+	var wide []*ir.Listener
+	for _, l := range bySpecificity {
+		if _, ok := named[l.Hostname]; !ok {
+			named[l.Hostname] = l
+		}
+		if l.Hostname == "" || strings.HasPrefix(l.Hostname, "*.") {
+			wide = append(wide, l)
+		}
+	}
 	owner := func(host string) *ir.Listener {
-		for _, l := range bySpecificity {
+		if l := named[host]; l != nil {
+			return l
+		}
+		for _, l := range wide {
 			if covers(l.Hostname, host) {
 				return l
 			}

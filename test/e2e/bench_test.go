@@ -15,19 +15,28 @@ import (
 
 // benchRoutes is the shared benchmark input for n HTTPRoutes (one Gateway
 // "bench", n Services and HTTPRoutes), written by the workspace's
-// shared/bench/gen-routes.py (BENCH_GEN_ROUTES overrides its path), with
-// the Gateway's listener moved to port and bound to 127.0.0.1 and the
-// Services' cluster IPs moved to 127.96.0.0/16.
+// shared/bench/gen-routes.py (BENCH_GEN_ROUTES overrides its path), made
+// local (benchLocal).
 func benchRoutes(b *testing.B, n, port int) []byte {
 	b.Helper()
 	script := os.Getenv("BENCH_GEN_ROUTES")
 	if script == "" {
 		script = filepath.Join("..", "..", "..", "shared", "bench", "gen-routes.py")
 	}
+	return benchLocal(b, port, script, fmt.Sprint(n))
+}
+
+// benchLocal is the output of the Python input generator script with args
+// (the shape of gen-routes.py: Gateway "bench" whose listeners, and those
+// of its ListenerSets, are on port 80) with the listeners moved to port,
+// the Gateway bound to 127.0.0.1 and the Services' cluster IPs moved to
+// 127.96.0.0/16. It skips the benchmark when the script is missing.
+func benchLocal(b *testing.B, port int, script string, args ...string) []byte {
+	b.Helper()
 	if _, err := os.Stat(script); err != nil {
 		b.Skipf("benchmark input generator not found at %s (set BENCH_GEN_ROUTES)", script)
 	}
-	out, err := exec.Command("python3", script, fmt.Sprint(n)).Output()
+	out, err := exec.Command("python3", append([]string{script}, args...)...).Output()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,16 +48,15 @@ func benchRoutes(b *testing.B, n, port int) []byte {
 	if !strings.Contains(s, "  clusterIP: 127.96.") {
 		b.Fatal("benchmark input: no clusterIP in 10.96.0.0/16 to move to loopback")
 	}
-	for _, r := range []struct{ old, new string }{
-		{"      port: 80\n", fmt.Sprintf("      port: %d\n", port)},
-		{"  gatewayClassName: bench\n", "  gatewayClassName: bench\n  addresses: [{type: IPAddress, value: 127.0.0.1}]\n"},
-	} {
-		if strings.Count(s, r.old) != 1 {
-			b.Fatalf("benchmark input: %q appears %d times, want once", r.old, strings.Count(s, r.old))
-		}
-		s = strings.Replace(s, r.old, r.new, 1)
+	if !strings.Contains(s, "      port: 80\n") {
+		b.Fatal("benchmark input: no listener on port 80")
 	}
-	return []byte(s)
+	s = strings.ReplaceAll(s, "      port: 80\n", fmt.Sprintf("      port: %d\n", port))
+	const class = "  gatewayClassName: bench\n"
+	if strings.Count(s, class) != 1 {
+		b.Fatalf("benchmark input: %q appears %d times, want once", class, strings.Count(s, class))
+	}
+	return []byte(strings.Replace(s, class, class+"  addresses: [{type: IPAddress, value: 127.0.0.1}]\n", 1))
 }
 
 // extraRouteYAML is one more HTTPRoute of the bench Gateway, for hostname

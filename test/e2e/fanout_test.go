@@ -314,13 +314,17 @@ func procCPU(b testing.TB, pid int) time.Duration {
 
 // procRSS returns the resident memory of process pid in bytes
 // (/proc/PID/status VmRSS).
-func procRSS(b testing.TB, pid int) int64 {
+func procRSS(b testing.TB, pid int) int64 { return procStatus(b, pid, "VmRSS") }
+
+// procStatus returns the memory figure field (VmRSS, VmHWM: the peak
+// resident memory) of /proc/PID/status, in bytes.
+func procStatus(b testing.TB, pid int, field string) int64 {
 	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for l := range strings.Lines(string(s)) {
-		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(l, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
 				b.Fatal(err)
@@ -328,6 +332,6 @@ func procRSS(b testing.TB, pid int) int64 {
 			return kb << 10
 		}
 	}
-	b.Fatal("no VmRSS")
+	b.Fatal("no " + field)
 	return 0
 }

@@ -173,20 +173,23 @@ func vhost(w where, vh *routev3.VirtualHost) *vhostFindings {
 
 // filterChains finds two filter chains with equal matches: Envoy refuses
 // the listener ("multiple filter chains with the same matching rules").
+// Matches are compared by their deterministic encoding (an unset match is
+// the empty one), one map lookup per chain: a port shared by thousands of
+// HTTPS listeners (ListenerSets) has a chain per listener, and comparing
+// every pair was quadratic.
 func (c *checker) filterChains(w where, l *listenerv3.Listener) {
-	for i, a := range l.FilterChains {
-		for _, b := range l.FilterChains[:i] {
-			ma, mb := a.GetFilterChainMatch(), b.GetFilterChainMatch()
-			if ma == nil {
-				ma = &listenerv3.FilterChainMatch{}
-			}
-			if mb == nil {
-				mb = &listenerv3.FilterChainMatch{}
-			}
-			if proto.Equal(ma, mb) {
-				c.add(w, "filter chains %q and %q have the same filter_chain_match", b.Name, a.Name)
-			}
+	seen := make(map[string]string, len(l.FilterChains))
+	for _, a := range l.FilterChains {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(a.GetFilterChainMatch())
+		if err != nil {
+			c.add(w, "filter chain %q: encoding its filter_chain_match: %v", a.Name, err)
+			continue
 		}
+		if first, dup := seen[string(b)]; dup {
+			c.add(w, "filter chains %q and %q have the same filter_chain_match", first, a.Name)
+			continue
+		}
+		seen[string(b)] = a.Name
 	}
 }
 

@@ -165,7 +165,7 @@ func translateClass(cl *Class, ings []*networkingv1.Ingress, key string, opts ga
 	}
 	for _, ing := range ings {
 		cs.ingresses = append(cs.ingresses, &ingressState{obj: ing, st: &Status{Class: cl.Obj.Name, Generation: ing.Generation,
-			key: types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}}})
+			Key: types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}}})
 	}
 	t.translateClass(cs)
 	m := &classMemo{obj: cl.Obj, params: cl.Params, ingresses: ings, key: key, reads: t.reads, later: t.out.later, routes: cs.kept}
@@ -182,7 +182,7 @@ func translateClass(cl *Class, ings []*networkingv1.Ingress, key string, opts ga
 // its Gateway and listeners.
 func (m *classMemo) emit(out *Result) {
 	for _, st := range m.statuses {
-		out.Status[st.key] = st
+		out.Status[st.Key] = st
 	}
 	if m.gateway == nil {
 		return

@@ -54,8 +54,11 @@ type Status struct {
 	// Problems are what could not be served as written, each with a
 	// reason (an Event reason) and a message, in a deterministic order.
 	Problems []Problem `json:"problems,omitempty"`
-	// key is the Ingress's namespace/name (its key in Result.Status).
-	key types.NamespacedName
+	// Key is the Ingress's namespace/name (its key in Result.Status). It
+	// is exported, and not printed, so that the status writer's
+	// equality.Semantic.DeepEqual of two statuses, which refuses
+	// unexported fields, can compare them.
+	Key types.NamespacedName `json:"-"`
 }
 
 // Problem is one problem of an Ingress: Reason is CamelCase (an Event
@@ -82,8 +85,8 @@ func (r *Result) Unbind(g *ir.Gateway, l *ir.Listener, why string) {
 		cp.Listeners = slices.DeleteFunc(slices.Clone(st.Listeners), func(s string) bool { return s == line })
 		cp.Problems = slices.Insert(slices.Clone(st.Problems), len(st.Problems)-r.later[l], p)
 		served[i] = &cp
-		if r.Status[st.key] == st {
-			r.Status[st.key] = &cp
+		if r.Status[st.Key] == st {
+			r.Status[st.Key] = &cp
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -301,6 +302,11 @@ type runner struct {
 	// refresh on the xDS server's notifications.
 	mu        sync.Mutex
 	lastLines map[string]string
+	// summaries are the objects' status lines last printed; otherLines
+	// the other lines of the last printStatus (load problems, warnings,
+	// refusals, Ingresses).
+	summaries  status.Summaries
+	otherLines map[string]string
 	// loadLines are the last reload's load problems and warnings; out its
 	// translation (nil when it failed).
 	loadLines map[string]string
@@ -442,16 +448,27 @@ func (r *runner) printStatus() {
 			n.NodeID, n.Scope, n.Generation, n.TypeURL, n.Detail)
 		r.nackSeq = n.Seq
 	}
-	lines := maps.Clone(r.loadLines)
+	var st *gatewayapi.Status
+	other := maps.Clone(r.loadLines)
 	if r.out != nil && r.out.Result != nil {
-		st := r.out.Result.Status
+		st = r.out.Result.Status
 		if r.out.XDS != nil {
 			st = status.WithDataPlane(st, r.out.Result.IR, r.out.XDS, r.quarantine.View(r.srv.View()))
 		}
-		maps.Copy(lines, status.Summary(st))
-		maps.Copy(lines, status.IngressSummary(r.out.Result.Ingresses))
+		maps.Copy(other, status.IngressSummary(r.out.Result.Ingresses))
 	}
-	r.printChanges(lines)
+	// The objects' lines: those of the objects whose status changed
+	// (status.Summaries); the others' (load problems, warnings,
+	// Ingresses: few) are compared whole.
+	lines, gone := r.summaries.Update(st)
+	for k := range r.otherLines {
+		if _, ok := other[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	maps.Copy(lines, other)
+	r.otherLines = other
+	r.printChanges(lines, gone)
 }
 
 func (r *runner) print(key, line string) {
@@ -465,12 +482,20 @@ func (r *runner) print(key, line string) {
 	}
 }
 
-func (r *runner) printChanges(lines map[string]string) {
+// printChanges prints the lines that differ from what was printed last, in
+// the order of their keys, then the keys of the lines that went away (the
+// keys of gone that were printed), in the order of their keys. lines need
+// only hold the lines that may have changed, not every line.
+func (r *runner) printChanges(lines map[string]string, gone []string) {
 	for _, k := range status.Keys(lines) {
 		r.print(k, lines[k])
 	}
-	for _, k := range status.Keys(r.lastLines) {
-		if _, ok := lines[k]; !ok && k != "config" {
+	slices.Sort(gone)
+	for _, k := range slices.Compact(gone) {
+		if _, ok := r.lastLines[k]; ok && k != "config" {
+			if _, back := lines[k]; back {
+				continue
+			}
 			// A load problem that went away was fixed; an object's line
 			// that went away is the object gone.
 			what := "gone"

@@ -22,37 +22,74 @@ import (
 // Ingresses' lines are IngressSummary's.
 func Summary(st *gatewayapi.Status) map[string]string {
 	out := map[string]string{}
+	eachObject(st, func(any) bool { return true }, func(_ any, ls []line) {
+		for _, l := range ls {
+			out[l.key] = l.text
+		}
+	})
+	return out
+}
+
+// line is one line of Summary: its key and its text.
+type line struct{ key, text string }
+
+// eachObject calls lines with the lines of Summary of every object status
+// of st for which render says yes. An object is its status (a pointer,
+// the object's identity: the translate.Cache hands an unchanged object's
+// status on as the same pointer).
+func eachObject(st *gatewayapi.Status, render func(obj any) bool, lines func(obj any, ls []line)) {
 	if st == nil {
-		return out
+		return
 	}
 	for name, s := range st.GatewayClasses {
-		out["GatewayClass "+name] = conditions(s.Conditions)
+		if render(s) {
+			lines(s, []line{{"GatewayClass " + name, conditions(s.Conditions)}})
+		}
 	}
 	for nn, s := range st.Gateways {
-		key := "Gateway " + nn.String()
-		out[key] = conditions(s.Conditions)
-		for _, l := range s.Listeners {
-			out[key+" listener "+string(l.Name)] = fmt.Sprintf("attachedRoutes=%d %s", l.AttachedRoutes, conditions(l.Conditions))
+		if render(s) {
+			key := "Gateway " + nn.String()
+			ls := []line{{key, conditions(s.Conditions)}}
+			for _, l := range s.Listeners {
+				ls = append(ls, listenerLine(key, string(l.Name), l.AttachedRoutes, l.Conditions))
+			}
+			lines(s, ls)
 		}
 	}
 	for nn, s := range st.ListenerSets {
-		key := "ListenerSet " + nn.String()
-		out[key] = conditions(s.Conditions)
-		for _, l := range s.Listeners {
-			out[key+" listener "+string(l.Name)] = fmt.Sprintf("attachedRoutes=%d %s", l.AttachedRoutes, conditions(l.Conditions))
+		if render(s) {
+			key := "ListenerSet " + nn.String()
+			ls := []line{{key, conditions(s.Conditions)}}
+			for _, l := range s.Listeners {
+				ls = append(ls, listenerLine(key, string(l.Name), l.AttachedRoutes, l.Conditions))
+			}
+			lines(s, ls)
 		}
 	}
 	for k, s := range st.Routes {
-		for _, p := range s.Parents {
-			out[k.String()+" -> "+parentName(p.ParentRef, k.Namespace)] = conditions(p.Conditions)
+		if render(s) {
+			ls := make([]line, 0, len(s.Parents))
+			for _, p := range s.Parents {
+				ls = append(ls, line{k.String() + " -> " + parentName(p.ParentRef, k.Namespace), conditions(p.Conditions)})
+			}
+			lines(s, ls)
 		}
 	}
 	for k, s := range st.Policies {
-		for _, a := range s.Ancestors {
-			out[k.String()+" -> "+parentName(a.AncestorRef, k.Namespace)] = conditions(a.Conditions)
+		if render(s) {
+			ls := make([]line, 0, len(s.Ancestors))
+			for _, a := range s.Ancestors {
+				ls = append(ls, line{k.String() + " -> " + parentName(a.AncestorRef, k.Namespace), conditions(a.Conditions)})
+			}
+			lines(s, ls)
 		}
 	}
-	return out
+}
+
+// listenerLine is the line of listener name of the Gateway or ListenerSet
+// whose line's key is key.
+func listenerLine(key, name string, attached int32, conds []metav1.Condition) line {
+	return line{key + " listener " + name, fmt.Sprintf("attachedRoutes=%d %s", attached, conditions(conds))}
 }
 
 // Keys returns the keys of a summary, sorted.

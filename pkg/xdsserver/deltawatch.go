@@ -101,6 +101,17 @@ func (w *deltaWatches) set(scope string, i int, p *part) {
 	}
 }
 
+// parts returns the parts scope is served, by index of typeURLs (nil: none
+// yet).
+func (w *deltaWatches) parts(scope string) [5]*part {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.scopes[scope]; s != nil {
+		return s.parts
+	}
+	return [5]*part{}
+}
+
 // clear forgets scope's parts; its open watches stay open, for the
 // scope's next parts.
 func (w *deltaWatches) clear(scope string) {
@@ -160,13 +171,10 @@ func (w *deltaWatches) Fetch(context.Context, *cachev3.Request) (cachev3.Respons
 func deltaAnswer(p *part, ow openWatch) bool {
 	sub := ow.sub
 	held := sub.ReturnedResources()
+	wildcard := sub.IsWildcard()
 	var resources []*discoveryv3.Resource
 	var removed []string
-	var next map[string]string
-	if sub.IsWildcard() {
-		// A copy of the part's versions: the stream's subscription
-		// changes the map it is given (an unsubscribed name is deleted).
-		next = maps.Clone(p.versions)
+	if wildcard {
 		for name, version := range p.versions {
 			if v, ok := held[name]; !ok || v != version {
 				resources = append(resources, p.wire[name])
@@ -178,21 +186,34 @@ func deltaAnswer(p *part, ow openWatch) bool {
 			}
 		}
 	} else {
-		next = make(map[string]string, len(sub.SubscribedResources()))
 		for name := range sub.SubscribedResources() {
 			v, had := held[name]
 			if version, ok := p.versions[name]; ok {
 				if !had || v != version {
 					resources = append(resources, p.wire[name])
 				}
-				next[name] = version
 			} else if had {
 				removed = append(removed, name)
 			}
 		}
 	}
-	if len(resources) == 0 && len(removed) == 0 && !(sub.IsWildcard() && ow.req.GetResponseNonce() == "") {
+	if len(resources) == 0 && len(removed) == 0 && !(wildcard && ow.req.GetResponseNonce() == "") {
+		// Nothing to send (most requests are ACKs): no map is made.
 		return false
+	}
+	// What the stream holds once it has the response, in a map of its
+	// own: the stream's subscription changes the map it is given (an
+	// unsubscribed name is deleted).
+	var next map[string]string
+	if wildcard {
+		next = maps.Clone(p.versions)
+	} else {
+		next = make(map[string]string, len(sub.SubscribedResources()))
+		for name := range sub.SubscribedResources() {
+			if version, ok := p.versions[name]; ok {
+				next[name] = version
+			}
+		}
 	}
 	ow.out <- &cachev3.DeltaPassthroughResponse{
 		DeltaRequest:   ow.req,

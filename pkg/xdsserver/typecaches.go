@@ -53,11 +53,10 @@ type typeCaches struct {
 	whole cachev3.SnapshotCache
 	delta *deltaWatches
 	mux   *cachev3.MuxCache
-	parts map[string]*[5]*part // by scope
 }
 
 func newTypeCaches() *typeCaches {
-	t := &typeCaches{whole: cachev3.NewSnapshotCache(true, ScopeHash{}, nil), delta: newDeltaWatches(), parts: map[string]*[5]*part{}}
+	t := &typeCaches{whole: cachev3.NewSnapshotCache(true, ScopeHash{}, nil), delta: newDeltaWatches()}
 	caches := map[string]cachev3.Cache{wholeKey: t.whole}
 	for _, typ := range typeURLs {
 		caches[typ] = t.delta
@@ -65,10 +64,8 @@ func newTypeCaches() *typeCaches {
 	t.mux = &cachev3.MuxCache{
 		Classify: func(*cachev3.Request) string { return wholeKey },
 		ClassifyDelta: func(req *cachev3.DeltaRequest) string {
-			for _, typ := range typeURLs {
-				if req.GetTypeUrl() == typ {
-					return typ
-				}
+			if typeIndex(req.GetTypeUrl()) >= 0 {
+				return req.GetTypeUrl()
 			}
 			return wholeKey
 		},
@@ -90,11 +87,7 @@ func (t *typeCaches) set(ctx context.Context, scope, version string, snap *cache
 	if err := t.whole.SetSnapshot(ctx, scope, snap); err != nil {
 		return err
 	}
-	held := t.parts[scope]
-	if held == nil {
-		held = &[5]*part{}
-		t.parts[scope] = held
-	}
+	held := t.delta.parts(scope)
 	var unchanged []*part
 	for _, i := range adsOrder {
 		typ := typeURLs[i]
@@ -113,7 +106,6 @@ func (t *typeCaches) set(ctx context.Context, scope, version string, snap *cache
 			return err
 		}
 		t.delta.set(scope, i, p)
-		held[i] = p
 	}
 	for _, p := range unchanged {
 		p.label.Store(&version)
@@ -125,7 +117,6 @@ func (t *typeCaches) set(ctx context.Context, scope, version string, snap *cache
 func (t *typeCaches) clear(scope string) {
 	t.whole.ClearSnapshot(scope)
 	t.delta.clear(scope)
-	delete(t.parts, scope)
 }
 
 // snapshot is the whole snapshot scope is served, or nil.

@@ -109,7 +109,7 @@ func calibrate(b *testing.B, kind string, n, routes int) {
 	switch kind {
 	case "sim":
 		sims := newSimFleet(b, f)
-		sims.probe(b, routes)
+		sims.probe(b, routes+1, 3*time.Minute)
 		rss0 := procRSS(b, pid)
 		sims.grow(b, n)
 		defer func(rss0 int64) {

@@ -64,7 +64,8 @@ func fanout(b *testing.B, n, routes int) {
 	f := startFanout(b, routes, args...)
 	fleet := newSimFleet(b, f)
 	began := time.Now()
-	fleet.probe(b, routes)
+	// A cluster per Service, extra's included.
+	fleet.probe(b, routes+1, 3*time.Minute)
 	rss0 := procRSS(b, f.proc.Process.Pid)
 	fleet.grow(b, n)
 	rss1 := procRSS(b, f.proc.Process.Pid)
@@ -208,16 +209,16 @@ func (s *simFleet) connect(i int) *simProxy {
 }
 
 // probe connects a first proxy once the controller has written Envoy's
-// SVID, and waits until the whole input of routes HTTPRoutes is
-// translated (a cluster per Service, extra's included) and the proxy is
-// synced, and a second more, before the controller's memory is read
-// without proxies.
-func (s *simFleet) probe(b *testing.B, routes int) *simProxy {
+// SVID, and waits until it holds clusters clusters (within at most: the
+// whole input translated) and is synced, and a second more, before the
+// controller's memory is read without proxies. It returns the proxy and
+// how long after the call it held the clusters.
+func (s *simFleet) probe(b *testing.B, clusters int, within time.Duration) (*simProxy, time.Duration) {
 	began := time.Now()
 	var probe *simProxy
-	for probe == nil || probe.clusters.Load() < int64(routes+1) {
-		if time.Since(began) > 3*time.Minute {
-			b.Fatalf("the %d bench routes were not translated after %s", routes, time.Since(began))
+	for probe == nil || probe.clusters.Load() < int64(clusters) {
+		if time.Since(began) > within {
+			b.Fatalf("%d clusters were not published after %s", clusters, time.Since(began))
 		}
 		if probe == nil {
 			if _, err := os.Stat(filepath.Join(s.f.state, "sds", "tls.crt")); err == nil {
@@ -227,12 +228,13 @@ func (s *simFleet) probe(b *testing.B, routes int) *simProxy {
 		select {
 		case err := <-s.errs:
 			b.Fatal(err)
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	held := time.Since(began)
 	<-probe.synced
 	time.Sleep(time.Second)
-	return probe
+	return probe, held
 }
 
 // grow connects proxies until the fleet has n, over a second, as a fleet

@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -86,38 +83,8 @@ func BenchmarkStandaloneWorld(b *testing.B) {
 				}
 				routeFile(f, 0)
 			})
-			began := time.Now()
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			b.Cleanup(func() { cancel(); wg.Wait() })
-			p := &simProxy{id: "sim-0", synced: make(chan struct{}), bytes: new(atomic.Int64)}
-			errs := make(chan error, 1)
-			connected := false
-			for !connected || p.clusters.Load() < int64(w.clusters) || p.rds.Load() == 0 {
-				if time.Since(began) > 10*time.Minute {
-					b.Fatalf("the world was not published after %s", time.Since(began))
-				}
-				if _, err := os.Stat(filepath.Join(f.state, "sds", "tls.crt")); err == nil && !connected {
-					connected = true
-					wg.Go(func() {
-						creds, err := simCredentials(f.state)
-						if err == nil {
-							err = p.run(ctx, f.xds, creds)
-						}
-						if err != nil {
-							errs <- err
-						}
-					})
-				}
-				select {
-				case err := <-errs:
-					b.Fatal(err)
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-			load := time.Since(began)
-			<-p.synced
-			time.Sleep(time.Second)
+			fleet := newSimFleet(b, f)
+			p, load := fleet.probe(b, w.clusters, 10*time.Minute)
 			pid := f.proc.Process.Pid
 			rss, hwm := procRSS(b, pid), procStatus(b, pid, "VmHWM")
 			b.Logf("world loaded and published %s after start; controller RSS %d MiB, peak %d MiB", load.Round(time.Millisecond), rss>>20, hwm>>20)
@@ -136,7 +103,7 @@ func BenchmarkStandaloneWorld(b *testing.B) {
 						b.Fatalf("change %d: no route configuration within a minute", i)
 					}
 					select {
-					case err := <-errs:
+					case err := <-fleet.errs:
 						b.Fatal(err)
 					case <-time.After(time.Millisecond):
 					}

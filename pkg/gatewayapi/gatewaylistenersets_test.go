@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -24,20 +25,10 @@ func TestGatewayAcceptedThroughListenerSet(t *testing.T) {
 	res.ListenerSets = []*gwapiv1.ListenerSet{ls}
 	out := Translate(res, Options{})
 	st := out.Status.Gateways[nn(gw.Namespace, gw.Name)]
-	if st == nil || !conditionTrue(st.Conditions, "Accepted") {
+	if st == nil || !meta.IsStatusConditionTrue(st.Conditions, "Accepted") {
 		t.Fatalf("Gateway status %+v, want Accepted=True", st)
 	}
-	if s := out.Status.ListenerSets[nn(ls.Namespace, ls.Name)]; s == nil || !conditionTrue(s.Conditions, "Accepted") {
+	if s := out.Status.ListenerSets[nn(ls.Namespace, ls.Name)]; s == nil || !meta.IsStatusConditionTrue(s.Conditions, "Accepted") {
 		t.Errorf("ListenerSet status %+v, want Accepted=True", s)
 	}
-}
-
-// conditionTrue says whether conditions have typ with status True.
-func conditionTrue(conditions []metav1.Condition, typ string) bool {
-	for _, c := range conditions {
-		if c.Type == typ {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -31,19 +31,23 @@ import (
 // keeps a user on one replica over 20 requests (on fresh connections,
 // whichever Envoy replica takes them) while users spread over both; then
 // one replica's container is killed (SIGKILL, as a crash) 2 s into 8 s of
-// load (50 requests a second on each of /plain, /passive and /active) and
-// the failed requests of each are printed: the Service with outlier
-// detection must lose fewer than the one without, the one with active
-// health checks no more (the kubelet sees the killed container, and the
-// endpoint update follows, within about a second: the probes race it).
-// The kill reaches the container's process from the node (the test runs
-// as root on it, as make e2e does).
+// load (50 requests a second on each of /plain, /passive and /active),
+// and killed again each time the kubelet restarts it until the load
+// ends. The Services publish not-ready addresses, so the dead replica
+// stays in their endpoints: only a policy keeps requests away from it.
+// The Service without a policy must lose at least 50 requests (else the
+// outage did not happen), and those with outlier detection and with
+// active health checks less than a quarter of that. The kill reaches the
+// container's process from the node (the test runs as root on it, as
+// make e2e does).
 func TestBackendPolicyOnTheLocalCluster(t *testing.T) {
 	inBothModes(t, func(e *env, mode string) { e.backendPolicy(e.installExamples(mode)) })
 }
 
 // backendYAML: Deployment pool (2 replicas of echo-basic; a readiness
-// probe every 2 s) behind the Services pool-plain (no policy),
+// probe every 2 s) behind the Services (each with
+// publishNotReadyAddresses, so that a crashed replica keeps its endpoint)
+// pool-plain (no policy),
 // pool-passive (outlier detection: 3 failures in a row eject), pool-active
 // (HTTP probes of /health every 200 ms, one failure makes unhealthy) and
 // pool-hash (RingHash on header x-user), routed from pool.example.com on
@@ -75,6 +79,7 @@ kind: Service
 metadata: {name: pool-{{.}}, namespace: xds-example}
 spec:
   selector: {app: pool}
+  publishNotReadyAddresses: true
   ports: [{name: http, port: 80, targetPort: http}]
 {{end}}---
 apiVersion: gateway.networking.k8s.io/v1
@@ -215,12 +220,14 @@ func (e *env) ringHash(web, host string) {
 }
 
 // failover kills one pool replica's container 2 s into 8 s of load of 50
-// requests a second on each of /plain, /passive and /active, and prints
-// each one's failed requests (an error or a status other than 200) and
-// when they happened after the kill. The kubelet restarts the container
-// and takes the pod out of the Service's endpoints meanwhile: what fails
-// on /plain is what reached the dead replica before the controller's
-// endpoint update did.
+// requests a second on each of /plain, /passive and /active, kills it
+// again whenever the kubelet restarts it until the load ends, and prints
+// each path's failed requests (an error or a status other than 200) and
+// when they happened after the first kill. The Services publish not-ready
+// addresses, so the replica's endpoint stays through the outage: /plain
+// keeps sending it about half its requests, outlier detection ejects it
+// after 3 failures in a row on each Envoy, and active health checks after
+// one failed probe (every 200 ms).
 func (e *env) failover(web, host string) {
 	t := e.t
 	ctx := context.Background()
@@ -271,11 +278,12 @@ func (e *env) failover(web, host string) {
 	}
 	time.Sleep(killAt)
 	killed := time.Now()
-	if err := killPodProcess(victim); err != nil {
+	kills, err := killPodUntil(victim, start.Add(length))
+	if err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	t.Logf("failover: pool replica %s's container killed %s into %s of %d requests a second per path", victim, killed.Sub(start).Round(time.Millisecond), length, rate)
+	t.Logf("failover: pool replica %s's container killed %s into %s of %d requests a second per path, %d times (each restart by the kubelet)", victim, killed.Sub(start).Round(time.Millisecond), length, rate, kills)
 	for i, s := range []string{"plain", "passive", "active"} {
 		r := results[i]
 		span := ""
@@ -285,22 +293,43 @@ func (e *env) failover(web, host string) {
 		}
 		t.Logf("  /%s (%s): failed %d of %d%s", s, map[string]string{"plain": "no policy", "passive": "outlier detection", "active": "active health checks"}[s], r.failed, r.sent, span)
 	}
-	// Outlier detection ejects after 3 failures per Envoy replica, well
-	// before the endpoint update; the probes race it (the kubelet sees a
-	// killed container within about a second), so they must only do no
-	// worse.
 	plain, passive, active := results[0].failed, results[1].failed, results[2].failed
-	if passive >= plain || active > plain {
-		t.Errorf("failed requests: outlier detection %d, active health checks %d, without a policy %d: want fewer, and no more", passive, active, plain)
+	if plain < 50 {
+		t.Fatalf("failover: /plain lost %d requests, want at least 50 (half of 6 s at 50 a second reach the dead replica): the outage did not happen", plain)
+	}
+	if 4*passive >= plain || 4*active >= plain {
+		t.Errorf("failed requests: outlier detection %d, active health checks %d, without a policy %d: want each policy's under a quarter of that without", passive, active, plain)
 	}
 	e.mustKubectl("", "-n", exampleNamespace, "rollout", "status", "deploy/pool", "--timeout=120s")
 }
 
+// killPodUntil kills pod's container process (killPodProcess), then
+// watches this node's processes every 20 ms until deadline and kills each
+// new process of the pod (the kubelet's restart of the container) as it
+// appears. It returns how many processes it killed, and an error when
+// the first kill failed.
+func killPodUntil(pod string, deadline time.Time) (int, error) {
+	pid, err := killPodProcess(pod)
+	if err != nil {
+		return 0, err
+	}
+	kills := 1
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if next, err := killPodProcess(pod); err == nil && next != pid {
+			pid = next
+			kills++
+		}
+	}
+	return kills, nil
+}
+
 // killPodProcess sends SIGKILL to the process of this node whose
-// environment holds POD_NAME=pod (backendYAML's container sets it): the
-// container dies as in a crash, and the kubelet restarts it. It needs
-// root, as the local cluster does.
-func killPodProcess(pod string) error {
+// environment holds POD_NAME=pod (backendYAML's container sets it) and
+// returns its pid: the container dies as in a crash, and the kubelet
+// restarts it. It needs root, as the local cluster does; it fails when
+// not exactly one such process runs.
+func killPodProcess(pod string) (int, error) {
 	want := []byte("POD_NAME=" + pod + "\x00")
 	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	var found []int
@@ -315,7 +344,7 @@ func killPodProcess(pod string) error {
 		}
 	}
 	if len(found) != 1 {
-		return fmt.Errorf("the process of pod %s: found %v (the test must run as root on the cluster's node)", pod, found)
+		return 0, fmt.Errorf("the process of pod %s: found %v (the test must run as root on the cluster's node)", pod, found)
 	}
-	return syscall.Kill(found[0], syscall.SIGKILL)
+	return found[0], syscall.Kill(found[0], syscall.SIGKILL)
 }

@@ -35,6 +35,10 @@ import (
 //     deletes at 10 per second, a steady keep-alive request stream to 20
 //     unchanged routes with a real backend: requests sent and failed; the
 //     same stream during a rolling restart of the Gateway's Envoy fleet;
+//   - fan-out, with E2E_BENCH_PROXIES=P: P simulated proxies join the
+//     Gateway's fleet (benchFanout), and E2E_BENCH_SAMPLES route creates
+//     are timed at every one of them (the controller's memory limit is
+//     then 6 GiB instead of the chart's 512 MiB);
 //   - per phase, the controller's CPU seconds and peak RSS (its own
 //     process_cpu_seconds_total and process_resident_memory_bytes, sampled
 //     every 250 ms and summed over the replicas), and its RSS once the N
@@ -79,6 +83,12 @@ func TestPropagationBenchmark(t *testing.T) {
 	profileDir := os.Getenv("E2E_BENCH_PROFILE")
 	if profileDir != "" {
 		values["extraArgs"] = []any{"--pprof-address=:" + pprofPort}
+	}
+	proxies := envInt("E2E_BENCH_PROXIES", 0)
+	if proxies > 0 {
+		// The chart's 512 MiB limit is for a handful of fleets; the
+		// fan-out phase measures what each connected proxy costs.
+		values["resources"] = map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "128Mi"}, "limits": map[string]any{"memory": "6Gi"}}
 	}
 	e.helmInstallWith(mode, values)
 	ctl := e.controllerSampler()
@@ -206,6 +216,10 @@ func TestPropagationBenchmark(t *testing.T) {
 		fleetNS, fleetName, sent, failed, errs, took.Round(100*time.Millisecond), ph.end())
 	if failed > 0 {
 		t.Errorf("rolling restart: %d of %d requests failed", failed, sent)
+	}
+
+	if proxies > 0 {
+		e.benchFanout(logf, ctl, mode, proxies, samples)
 	}
 
 	if out := os.Getenv("E2E_BENCH_OUT"); out != "" {

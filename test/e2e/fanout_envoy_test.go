@@ -20,7 +20,7 @@ import (
 )
 
 // BenchmarkFanoutCalibration calibrates the fan-out benchmark's simulated
-// proxies (simProxy) against real Envoy processes (issue 30 item 1): for
+// proxies (simproxy.Proxy) against real Envoy processes (issue 30 item 1): for
 // N = 10 and 20 (FANOUT_ENVOYS, at most maxCalibEnvoys) and the shared
 // input of 1000 routes (CALIB_ROUTES), it runs, side by side, N simulated
 // proxies ("sim") and N Envoys on loopback ("envoy"), each against a

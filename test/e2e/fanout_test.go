@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,14 +10,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/xds-controller/xds-controller/pkg/standalone"
+	"github.com/xds-controller/xds-controller/test/simproxy"
 )
 
 // BenchmarkFanout measures what one route change costs the controller in
 // standalone mode when N proxies are connected (issue 30 item 1): N
-// simulated proxies (simProxy: delta ADS on mutual TLS with the Envoy SVID,
+// simulated proxies (simproxy.Proxy: delta ADS on mutual TLS with the Envoy SVID,
 // subscribing and ACKing as Envoy does) against the shared benchmark input
 // of R routes, for N = 10, 100, 1000 and R = 1000, 3000 (FANOUT_PROXIES
 // and FANOUT_ROUTES, comma-separated, choose others). Each iteration adds
@@ -69,15 +71,7 @@ func fanout(b *testing.B, n, routes int) {
 	rss0 := procRSS(b, f.proc.Process.Pid)
 	fleet.grow(b, n)
 	rss1 := procRSS(b, f.proc.Process.Pid)
-	proxies := fleet.proxies
-	var reconnects int64
-	failures := map[string]int{}
-	for _, p := range proxies {
-		reconnects += p.reconnects.Load()
-		if e, ok := p.lastErr.Load().(string); ok {
-			failures[e]++
-		}
-	}
+	reconnects, failures := fleet.Failures()
 	for e, k := range failures {
 		b.Logf("%d proxies' last stream failure: %s", k, e)
 	}
@@ -85,50 +79,34 @@ func fanout(b *testing.B, n, routes int) {
 		n, time.Since(began).Round(time.Millisecond), reconnects, rss0>>20, rss1>>20)
 	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
 		saveProfile(b, pprofAddr, "heap", filepath.Join(dir, fmt.Sprintf("heap-proxies=%d-routes=%d.pb.gz", n, routes)))
-	}
-
-	if dir := os.Getenv("FANOUT_PROFILES"); dir != "" {
 		// The CPU profile of the first 20 s of changes.
-		fleet.wg.Go(func() {
+		var profiled sync.WaitGroup
+		defer profiled.Wait()
+		profiled.Go(func() {
 			saveProfile(b, pprofAddr, "profile?seconds=20", filepath.Join(dir, fmt.Sprintf("cpu-proxies=%d-routes=%d.pb.gz", n, routes)))
 		})
 	}
 	var acks, writes []time.Duration
 	var cpu time.Duration
 	var sent int64
-	bytes, errs := &fleet.bytes, fleet.errs
 	i := 0
 	for b.Loop() {
 		time.Sleep(benchQuiet)
-		before := make([]int64, len(proxies))
-		for j, p := range proxies {
-			before[j] = p.rds.Load()
+		cpu0 := procCPU(b, f.proc.Process.Pid)
+		var write time.Time
+		a, err := fleet.AwaitRoutes(func() error {
+			write = time.Now()
+			changeRoute(b, f, i)
+			return nil
+		}, time.Minute)
+		if err != nil {
+			b.Fatalf("change %d: %v", i, err)
 		}
-		cpu0, bytes0 := procCPU(b, f.proc.Process.Pid), bytes.Load()
-		write := time.Now()
-		changeRoute(b, f, i)
-		first, last := int64(0), int64(0)
-		for j, p := range proxies {
-			for p.rds.Load() == before[j] {
-				if time.Since(write) > time.Minute {
-					b.Fatalf("change %d: %s did not ACK a route configuration within a minute", i, p.id)
-				}
-				select {
-				case err := <-errs:
-					b.Fatal(err)
-				case <-time.After(time.Millisecond):
-				}
-			}
-			if r := p.rdsRcv.Load(); first == 0 || r < first {
-				first = r
-			}
-			last = max(last, p.rdsAck.Load())
-		}
-		acks = append(acks, time.Duration(last-first))
-		writes = append(writes, time.Duration(last-write.UnixNano()))
+		acks = append(acks, a.Spread())
+		writes = append(writes, a.Last.Sub(write))
 		time.Sleep(300 * time.Millisecond)
 		cpu += procCPU(b, f.proc.Process.Pid) - cpu0
-		sent += bytes.Load() - bytes0
+		sent += a.Bytes
 		i++
 	}
 	b.ReportMetric(0, "ns/op")
@@ -168,44 +146,20 @@ func changeRoute(b *testing.B, f *fixture, i int) {
 	render(b, filepath.Join(f.dir, fmt.Sprintf("extra-%d.yaml", i)), extraRouteYAML, i)
 }
 
-// simFleet is the simulated proxies of one benchmark, connected to f's
-// controller from the benchmark's process; they stop in the benchmark's
-// Cleanup.
+// simFleet is the simulated proxies (simproxy.Fleet) of one benchmark,
+// connected to f's controller from the benchmark's process, with
+// standalone mode's Envoy SVID; they stop in the benchmark's Cleanup.
 type simFleet struct {
-	f   *fixture
-	ctx context.Context
-	wg  sync.WaitGroup
-	// bytes is the encoded size of every response the proxies received;
-	// errs their fatal errors (a refused stream).
-	bytes   atomic.Int64
-	errs    chan error
-	proxies []*simProxy
+	*simproxy.Fleet
+	f *fixture
 }
 
 func newSimFleet(b *testing.B, f *fixture) *simFleet {
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &simFleet{f: f, ctx: ctx, errs: make(chan error, 1024)}
-	b.Cleanup(func() { cancel(); s.wg.Wait() })
-	return s
-}
-
-// connect starts simulated proxy "sim-<i>" and adds it to the fleet.
-func (s *simFleet) connect(i int) *simProxy {
-	p := &simProxy{id: fmt.Sprintf("sim-%d", i), synced: make(chan struct{}), bytes: &s.bytes}
-	s.wg.Go(func() {
-		creds, err := simCredentials(s.f.state)
-		if err == nil {
-			err = p.run(s.ctx, s.f.xds, creds)
-		}
-		if err != nil {
-			select {
-			case s.errs <- fmt.Errorf("%s: %w", p.id, err):
-			default:
-			}
-		}
+	fleet := simproxy.NewFleet(f.xds, standalone.Scope, func() (*tls.Config, error) {
+		return simproxy.Credentials(filepath.Join(f.state, "sds"), "/ns/standalone/sa/xds-controller")
 	})
-	s.proxies = append(s.proxies, p)
-	return p
+	b.Cleanup(fleet.Close)
+	return &simFleet{Fleet: fleet, f: f}
 }
 
 // probe connects a first proxy once the controller has written Envoy's
@@ -213,46 +167,35 @@ func (s *simFleet) connect(i int) *simProxy {
 // whole input translated) and is synced, and a second more, before the
 // controller's memory is read without proxies. It returns the proxy and
 // how long after the call it held the clusters.
-func (s *simFleet) probe(b *testing.B, clusters int, within time.Duration) (*simProxy, time.Duration) {
+func (s *simFleet) probe(b *testing.B, clusters int, within time.Duration) (*simproxy.Proxy, time.Duration) {
 	began := time.Now()
-	var probe *simProxy
-	for probe == nil || probe.clusters.Load() < int64(clusters) {
+	var probe *simproxy.Proxy
+	for probe == nil || probe.Clusters.Load() < int64(clusters) {
 		if time.Since(began) > within {
 			b.Fatalf("%d clusters were not published after %s", clusters, time.Since(began))
 		}
 		if probe == nil {
 			if _, err := os.Stat(filepath.Join(s.f.state, "sds", "tls.crt")); err == nil {
-				probe = s.connect(0)
+				probe = s.Connect("sim-0")
 			}
 		}
 		select {
-		case err := <-s.errs:
+		case err := <-s.Errs:
 			b.Fatal(err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	held := time.Since(began)
-	<-probe.synced
+	<-probe.Synced
 	time.Sleep(time.Second)
 	return probe, held
 }
 
-// grow connects proxies until the fleet has n, over a second, as a fleet
-// whose controller came back does (Envoy's reconnection is jittered),
-// waits until every one is synced (5 minutes at most), and a second more.
+// grow connects proxies until the fleet has n (simproxy.Fleet.Grow, 5
+// minutes at most), and waits a second more.
 func (s *simFleet) grow(b *testing.B, n int) {
-	for i := len(s.proxies); i < n; i++ {
-		s.connect(i)
-		time.Sleep(time.Second / time.Duration(n))
-	}
-	for _, p := range s.proxies {
-		select {
-		case <-p.synced:
-		case err := <-s.errs:
-			b.Fatal(err)
-		case <-time.After(5 * time.Minute):
-			b.Fatalf("%s not synced after 5 minutes", p.id)
-		}
+	if err := s.Grow(n, "sim-", 5*time.Minute); err != nil {
+		b.Fatal(err)
 	}
 	time.Sleep(time.Second)
 }

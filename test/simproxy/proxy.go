@@ -1,4 +1,12 @@
-package e2e
+// Package simproxy simulates Envoy proxies on the xDS wire, for the
+// fan-out benchmarks (issue 30; docs/performance.md "Scaling"): a Proxy
+// is one delta ADS stream on mutual TLS that subscribes, ACKs and
+// reconnects as Envoy does, and counts what it receives; a Fleet is many
+// of them, connected to one xDS server, and measures how long a change
+// takes to reach them all. The standalone benchmarks (test/e2e) run
+// fleets in their own process; the cluster benchmark runs the simfleet
+// command on the cluster's node.
+package simproxy
 
 import (
 	"context"
@@ -29,18 +37,16 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
-	"github.com/xds-controller/xds-controller/pkg/standalone"
 
 	// Every extension type the translator writes, so that a listener's
-	// typed configs decode (simProxy walks them for names).
+	// typed configs decode (a Proxy walks them for names).
 	_ "github.com/xds-controller/xds-controller/pkg/xdstranslator"
 )
 
-// simProxy is a simulated Envoy on the wire, for the fan-out benchmark: one
-// gRPC connection with mutual TLS (standalone mode's Envoy SVID from its
-// state folder, the server's SPIFFE ID checked), one delta ADS stream with
-// the node standalone's bootstrap gives (its own id, the scope
-// standalone.Scope). It subscribes as Envoy does: clusters and listeners
+// Proxy is a simulated Envoy on the wire: one gRPC connection with mutual
+// TLS (Credentials), one delta ADS stream with the node Envoy's bootstrap
+// gives (its own id, the fleet's scope as the node's cluster). It
+// subscribes as Envoy does: clusters and listeners
 // as wildcards, then by name the ClusterLoadAssignments of the EDS
 // clusters, the route configurations the connection managers name and the
 // secrets fetched over ADS; it ACKs every response with its nonce, and
@@ -49,23 +55,25 @@ import (
 // configurations, ClusterLoadAssignments and secrets are counted, never
 // decoded, so that the simulation costs the benchmark's process little
 // beside the controller.
-type simProxy struct {
-	id string
-	// rds counts the route configuration responses ACKed; rdsAck is the
-	// time of the last ACK, rdsRecv of the last one's arrival (Unix ns).
-	rds            atomic.Int64
-	rdsAck, rdsRcv atomic.Int64
-	// clusters is how many clusters the proxy holds.
-	clusters atomic.Int64
-	// synced is closed when every type subscribed has had a response.
-	synced chan struct{}
+type Proxy struct {
+	// ID is the node id; scope the node's cluster (the fleet's scope).
+	ID    string
+	scope string
+	// RDS counts the route configuration responses ACKed; RDSAck is the
+	// time of the last ACK, RDSRcv of the last one's arrival (Unix ns).
+	RDS            atomic.Int64
+	RDSAck, RDSRcv atomic.Int64
+	// Clusters is how many clusters the proxy holds.
+	Clusters atomic.Int64
+	// Synced is closed when every type subscribed has had a response.
+	Synced chan struct{}
 	// bytes adds up the encoded size of every response received (all
-	// proxies share one counter).
+	// proxies of a fleet share one counter).
 	bytes *atomic.Int64
-	// reconnects counts the streams opened again after a failure.
-	reconnects atomic.Int64
-	// lastErr is the last stream failure's message (a string).
-	lastErr atomic.Value
+	// Reconnects counts the streams opened again after a failure.
+	Reconnects atomic.Int64
+	// LastErr is the last stream failure's message (a string).
+	LastErr atomic.Value
 	once    sync.Once
 	// versions are the resources held, per type URL, name to version;
 	// subscribed the names asked for, per type URL; answered the types
@@ -78,11 +86,14 @@ type simProxy struct {
 // envoyWindow is Envoy's default HTTP/2 stream and connection window.
 const envoyWindow = 256 << 20
 
-// simCredentials is the TLS configuration simulated proxies connect with:
-// standalone mode's Envoy SVID and bundle in state/sds, and the server's
-// SPIFFE ID.
-func simCredentials(state string) (*tls.Config, error) {
-	sds := filepath.Join(state, "sds")
+// Credentials is the TLS configuration proxies connect with: the SVID and
+// trust bundle in folder sds (the files Envoy's file-based SDS reads:
+// bootstrap.SVIDCertFile, SVIDKeyFile and BundleFile, as the SVID agent
+// and standalone mode write them), and the xDS server authorized by its
+// SPIFFE ID: serverPath (for example "/ns/xds-system/sa/xds-controller")
+// in the SVID's trust domain. It fails when a file is missing or does not
+// parse, or serverPath is not a SPIFFE ID path.
+func Credentials(sds, serverPath string) (*tls.Config, error) {
 	svid, err := x509svid.Load(filepath.Join(sds, bootstrap.SVIDCertFile), filepath.Join(sds, bootstrap.SVIDKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("Envoy's SVID: %w", err)
@@ -92,7 +103,10 @@ func simCredentials(state string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
-	server := spiffeid.RequireFromPath(td, "/ns/standalone/sa/xds-controller")
+	server, err := spiffeid.FromPath(td, serverPath)
+	if err != nil {
+		return nil, fmt.Errorf("the server's SPIFFE ID: %w", err)
+	}
 	cfg := tlsconfig.MTLSClientConfig(svid, bundle, tlsconfig.AuthorizeID(server))
 	cfg.NextProtos = []string{"h2"}
 	return cfg, nil
@@ -103,7 +117,7 @@ func simCredentials(state string) (*tls.Config, error) {
 // (0.5 s doubling to 30 s, as Envoy's gRPC mux), resuming with the
 // versions it holds (initial_resource_versions), as Envoy does; a stream
 // that is refused (PERMISSION_DENIED, a failed handshake) is an error.
-func (p *simProxy) run(ctx context.Context, addr string, creds *tls.Config) error {
+func (p *Proxy) run(ctx context.Context, addr string, creds *tls.Config) error {
 	p.versions = map[string]map[string]string{}
 	p.subscribed = map[string]map[string]bool{}
 	p.answered = map[string]bool{}
@@ -116,8 +130,8 @@ func (p *simProxy) run(ctx context.Context, addr string, creds *tls.Config) erro
 		if s, ok := status.FromError(err); ok && s.Code() == codes.PermissionDenied {
 			return err
 		}
-		p.reconnects.Add(1)
-		p.lastErr.Store(err.Error())
+		p.Reconnects.Add(1)
+		p.LastErr.Store(err.Error())
 		select {
 		case <-ctx.Done():
 			return nil
@@ -129,7 +143,7 @@ func (p *simProxy) run(ctx context.Context, addr string, creds *tls.Config) erro
 
 // stream opens one ADS stream and serves it until it fails (its error)
 // or ctx ends.
-func (p *simProxy) stream(ctx context.Context, addr string, creds *tls.Config) error {
+func (p *Proxy) stream(ctx context.Context, addr string, creds *tls.Config) error {
 	// HTTP/2 windows of 256 MiB, Envoy's defaults for its xDS cluster
 	// (http2_protocol_options initial_stream_window_size and
 	// initial_connection_window_size): the server never waits for a
@@ -148,7 +162,7 @@ func (p *simProxy) stream(ctx context.Context, addr string, creds *tls.Config) e
 	// Envoy's order: clusters first (the node on the first request only,
 	// as set_node_on_first_message_only), then listeners, then what they
 	// name; each with the versions held.
-	node := &corev3.Node{Id: p.id, Cluster: standalone.Scope}
+	node := &corev3.Node{Id: p.ID, Cluster: p.scope}
 	for _, t := range []string{resource.ClusterType, resource.ListenerType, resource.EndpointType, resource.RouteType, resource.SecretType} {
 		wildcard := t == resource.ClusterType || t == resource.ListenerType
 		if !wildcard && len(p.subscribed[t]) == 0 {
@@ -205,15 +219,15 @@ func (p *simProxy) stream(ctx context.Context, addr string, creds *tls.Config) e
 			})
 		}
 		if typ == resource.ClusterType {
-			p.clusters.Store(int64(len(p.versions[typ])))
+			p.Clusters.Store(int64(len(p.versions[typ])))
 		}
 		if err := stream.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: typ, ResponseNonce: resp.GetNonce()}); err != nil {
 			return err
 		}
 		if typ == resource.RouteType {
-			p.rdsRcv.Store(rcv.UnixNano())
-			p.rdsAck.Store(time.Now().UnixNano())
-			p.rds.Add(1)
+			p.RDSRcv.Store(rcv.UnixNano())
+			p.RDSAck.Store(time.Now().UnixNano())
+			p.RDS.Add(1)
 		}
 		for t, names := range need {
 			if err := stream.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResourceNamesSubscribe: names}); err != nil {
@@ -225,7 +239,7 @@ func (p *simProxy) stream(ctx context.Context, addr string, creds *tls.Config) e
 			done = done && answered[t]
 		}
 		if done {
-			p.once.Do(func() { close(p.synced) })
+			p.once.Do(func() { close(p.Synced) })
 		}
 	}
 }

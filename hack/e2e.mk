@@ -43,12 +43,12 @@ e2e: ## e2e on the local cluster: helm install + kubectl apply -f examples/ in S
 # phase; the summary is also written to /tmp/xds-bench-cluster-<mode>-<N>.txt.
 # BENCH_PROFILE=DIR also writes CPU profiles of the controller replicas
 # during the single-route phase into DIR (go tool pprof -top FILE).
-# PROXIES=P adds the fan-out phase (issue 30): P simulated proxies
+# PROXIES=P1,P2,... adds the fan-out phase (issue 30): P1, then P2... simulated proxies
 # (test/simproxy/simfleet, run on this node) join the Gateway's fleet and
 # BENCH_SAMPLES route creates are timed at all of them.
-#   make bench-cluster N=3000 PROXIES=1000 MODE=shared BENCH_SAMPLES=20 BENCH_CHURN=10s
+#   make bench-cluster N=3000 PROXIES=10,100,1000 MODE=shared BENCH_SAMPLES=20 BENCH_CHURN=10s
 N ?= 1000
-PROXIES ?= 0
+PROXIES ?=
 BENCH_SAMPLES ?= 50
 BENCH_CHURN ?= 60s
 BENCH_PROFILE ?=
@@ -56,7 +56,7 @@ BENCH_PROFILE ?=
 .PHONY: bench-cluster
 bench-cluster: ## propagation benchmark on the local cluster: N routes (default 1000), MODE=shared|dedicated, PROXIES=P simulated proxies; prints bulk, single-route, churn, restart (and fan-out) figures
 	@out=/tmp/xds-bench-cluster-$(MODE)-$(N).txt; rm -f $$out; \
-	if [ "$(PROXIES)" != 0 ]; then $(GO) build -o .cache/bin/simfleet ./test/simproxy/simfleet || exit 1; fi; \
+	if [ -n "$(PROXIES)" ]; then $(GO) build -o .cache/bin/simfleet ./test/simproxy/simfleet || exit 1; fi; \
 	E2E_SIMFLEET=$(CURDIR)/.cache/bin/simfleet E2E_BENCH_PROXIES=$(PROXIES) E2E_BENCH_ROUTES=$(N) E2E_BENCH_MODE=$(MODE) E2E_BENCH_SAMPLES=$(BENCH_SAMPLES) E2E_BENCH_CHURN=$(BENCH_CHURN) E2E_BENCH_OUT=$$out E2E_BENCH_PROFILE=$(BENCH_PROFILE) \
 	  $(MAKE) --no-print-directory e2e E2E_RUN='^TestPropagationBenchmark$$' E2E_TIMEOUT=90m; rc=$$?; \
 	echo "== bench-cluster N=$(N) MODE=$(MODE)"; cat $$out 2>/dev/null; exit $$rc

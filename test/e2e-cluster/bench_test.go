@@ -35,9 +35,10 @@ import (
 //     deletes at 10 per second, a steady keep-alive request stream to 20
 //     unchanged routes with a real backend: requests sent and failed; the
 //     same stream during a rolling restart of the Gateway's Envoy fleet;
-//   - fan-out, with E2E_BENCH_PROXIES=P: P simulated proxies join the
-//     Gateway's fleet (benchFanout), and E2E_BENCH_SAMPLES route creates
-//     are timed at every one of them (the controller's memory limit is
+//   - fan-out, with E2E_BENCH_PROXIES=P1,P2,...: P1 simulated proxies
+//     join the Gateway's fleet (benchFanout), then more up to P2, and so
+//     on; at each size E2E_BENCH_SAMPLES route creates are timed at every
+//     one of them (the controller's memory limit is
 //     then 6 GiB instead of the chart's 512 MiB);
 //   - per phase, the controller's CPU seconds and peak RSS (its own
 //     process_cpu_seconds_total and process_resident_memory_bytes, sampled
@@ -84,8 +85,8 @@ func TestPropagationBenchmark(t *testing.T) {
 	if profileDir != "" {
 		values["extraArgs"] = []any{"--pprof-address=:" + pprofPort}
 	}
-	proxies := envInt("E2E_BENCH_PROXIES", 0)
-	if proxies > 0 {
+	proxies := envInts("E2E_BENCH_PROXIES")
+	if len(proxies) > 0 {
 		// The chart's 512 MiB limit is for a handful of fleets; the
 		// fan-out phase measures what each connected proxy costs.
 		values["resources"] = map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "128Mi"}, "limits": map[string]any{"memory": "6Gi"}}
@@ -218,7 +219,7 @@ func TestPropagationBenchmark(t *testing.T) {
 		t.Errorf("rolling restart: %d of %d requests failed", failed, sent)
 	}
 
-	if proxies > 0 {
+	if len(proxies) > 0 {
 		e.benchFanout(logf, ctl, mode, proxies, samples)
 	}
 
@@ -257,6 +258,18 @@ spec:
   selector: {app: steady}
   ports: [{name: http, port: 80, targetPort: 3000}]
 `
+
+// envInts are the increasing positive integers of the comma-separated
+// list in environment variable name (none when it is unset or 0).
+func envInts(name string) []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv(name), ",") {
+		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && v > 0 && (len(out) == 0 || v > out[len(out)-1]) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 // envInt is the integer in environment variable name, or def.
 func envInt(name string, def int) int {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,14 +23,15 @@ import (
 // simEvent is one line of the simfleet command's output
 // (test/simproxy/simfleet).
 type simEvent struct {
-	Event      string  `json:"event"`
-	Error      string  `json:"error"`
-	Proxies    int     `json:"proxies"`
-	Seconds    float64 `json:"seconds"`
-	Reconnects int64   `json:"reconnects"`
-	FirstNS    int64   `json:"first_ns"`
-	LastNS     int64   `json:"last_ns"`
-	Bytes      int64   `json:"bytes"`
+	Event      string         `json:"event"`
+	Error      string         `json:"error"`
+	Proxies    int            `json:"proxies"`
+	Seconds    float64        `json:"seconds"`
+	Reconnects int64          `json:"reconnects"`
+	Failures   map[string]int `json:"failures"`
+	FirstNS    int64          `json:"first_ns"`
+	LastNS     int64          `json:"last_ns"`
+	Bytes      int64          `json:"bytes"`
 }
 
 // bootstrapScope finds the node's cluster (the fleet's scope) in an Envoy
@@ -44,15 +46,16 @@ var bootstrapScope = regexp.MustCompile(`(?m)^  cluster: ("[^"]*")$`)
 // audience (TokenRequest), bound to one of the fleet's Envoy pods (the
 // identity service takes pod-bound tokens only), the trust bundle and scope of the fleet's
 // bootstrap ConfigMap, and the controller Service's xDS and identity
-// ports; it connects proxies simulated proxies beside the fleet's Envoys.
-// Then samples changes (one more HTTPRoute each, to the Service of the
+// ports; it connects fleets[0] simulated proxies beside the fleet's
+// Envoys, then grows to each next size of fleets (fanoutStep). At each,
+// samples changes (one more HTTPRoute each, to the Service of the
 // steady stream: one route configuration changes) are timed at every
 // simulated proxy. It logs, through logf: the controller's RSS before and
 // after the proxies connected (per proxy), and per change the time from
 // the first proxy's receipt to the last proxy's ACK and from the API
 // server's answer to the last ACK (median, p99, max), the controller's
 // CPU seconds and the bytes the proxies received.
-func (e *env) benchFanout(logf func(string, ...any), ctl *controllerSampler, mode string, proxies, samples int) {
+func (e *env) benchFanout(logf func(string, ...any), ctl *controllerSampler, mode string, fleets []int, samples int) {
 	t := e.t
 	ctx := context.Background()
 	bin := os.Getenv("E2E_SIMFLEET")
@@ -114,7 +117,7 @@ func (e *env) benchFanout(logf func(string, ...any), ctl *controllerSampler, mod
 	}
 
 	rss0 := ctl.rss()
-	cmd := exec.Command(bin, "--n", strconv.Itoa(proxies), "--scope", scope,
+	cmd := exec.Command(bin, "--n", strconv.Itoa(fleets[0]), "--scope", scope,
 		"--xds", ports["grpc-xds"], "--identity-address", ports["https-identity"],
 		"--server-id", "spiffe://cluster.local/ns/"+releaseNamespace+"/sa/xds-controller",
 		"--bundle-file", bundle, "--token-file", token)
@@ -127,7 +130,6 @@ func (e *env) benchFanout(logf func(string, ...any), ctl *controllerSampler, mod
 	if err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -150,21 +152,44 @@ func (e *env) benchFanout(logf func(string, ...any), ctl *controllerSampler, mod
 		}
 		return ev
 	}
+	created := 0 // the routes created so far
+	for k, proxies := range fleets {
+		if k > 0 {
+			if _, err := fmt.Fprintf(stdin, "grow %d\n", proxies); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.fanoutStep(logf, ctl, stdin, next, rss0, proxies, samples, &created)
+	}
+}
+
+// fanoutStep is one fleet size of benchFanout: once simfleet says
+// proxies are synced, it logs the controller's memory per proxy (above
+// rss0, its RSS before any simulated proxy), then times samples route
+// creates at every proxy (created counts them over the steps, for their
+// names).
+func (e *env) fanoutStep(logf func(string, ...any), ctl *controllerSampler, stdin io.Writer, next func(string) simEvent, rss0 float64, proxies, samples int, created *int) {
+	t := e.t
 	synced := next("synced")
+	for msg, k := range synced.Failures {
+		logf("fan-out: %d proxies' last stream failure: %s", k, msg)
+	}
 	time.Sleep(time.Second)
 	rss1 := ctl.rss()
-	logf("fan-out: %d simulated proxies synced %s after the start (%d streams opened again); controller RSS %s without them, %s with them: %.0f KiB per proxy",
-		proxies, time.Since(began).Round(time.Millisecond), synced.Reconnects, mib(rss0), mib(rss1), (rss1-rss0)/1024/float64(proxies))
+	logf("fan-out: %d simulated proxies synced %.1fs after the start or the grow (%d streams opened again in all); controller RSS %s without them, %s with them: %.0f KiB per proxy",
+		proxies, synced.Seconds, synced.Reconnects, mib(rss0), mib(rss1), (rss1-rss0)/1024/float64(proxies))
 
 	var spreads, fromAPI []time.Duration
 	var bytes int64
 	cpu0, _ := ctl.mustSample()
-	for i := range samples {
+	for range samples {
 		time.Sleep(500 * time.Millisecond)
 		if _, err := fmt.Fprintln(stdin, "arm"); err != nil {
 			t.Fatal(err)
 		}
 		next("armed")
+		*created++
+		i := *created
 		at := e.createBenchRoute(fmt.Sprintf("fanout-%d", i), "fanout", fmt.Sprintf("fanout-%d.example.com", i), "steady", 80)
 		a := next("arrived")
 		spreads = append(spreads, time.Duration(a.LastNS-a.FirstNS))

@@ -33,7 +33,11 @@ import (
 //     of a reload's cost: 3000 routes take about half a second), so one
 //     more file costs what that file costs. The objects are shared between
 //     reads, so nothing downstream may modify them (the translators never
-//     do).
+//     do). A file's objects are kept sorted by namespace and name, so that
+//     the snapshot is a merge of sorted files, not a sort; and what the Loader remembers per object (first seen,
+//     generation) is forgotten by counting the files that hold each key,
+//     updated for the files that changed, so that a read where one file
+//     changed costs a pass over the objects and no hashing of them.
 //
 // A Loader is not safe for concurrent use.
 type Loader struct {
@@ -45,6 +49,11 @@ type Loader struct {
 	// generations: key -> the generation given and the digest of the
 	// object's content without metadata and status.
 	generations map[string]numbered
+	// held: file -> the keys of the objects it gave at its last read
+	// (kept ones included); holders: key -> how many files hold it.
+	held    map[string][]string
+	holders map[string]int
+	letGo   []string
 }
 
 // numbered is the generation a Loader gave an object, for its content.
@@ -64,11 +73,47 @@ type decodedFile struct {
 // bytes (fresh false).
 func (l *Loader) decode(f string, data []byte) (objs []Object, errs []*LoadError, fresh bool) {
 	if d, ok := l.decoded[f]; ok && bytes.Equal(d.data, data) {
-		return slices.Clone(d.objs), d.errs, false
+		// Capacity = length: an append (kept objects) copies.
+		return d.objs[:len(d.objs):len(d.objs)], d.errs, false
 	}
 	objs, errs = decodeFile(f, data)
-	l.decoded[f] = decodedFile{data: data, objs: slices.Clone(objs), errs: errs}
+	// Stable: of two documents with one key, the first stays first (merge
+	// keeps it).
+	slices.SortStableFunc(objs, byName)
+	objs = objs[:len(objs):len(objs)]
+	l.decoded[f] = decodedFile{data: data, objs: objs, errs: errs}
 	return objs, errs, true
+}
+
+// hold records that file f now gives the objects objs (nil: none): their
+// keys are held at once, the keys f held before are let go at the end of
+// the read (release), so that an object that moved between files stays
+// known.
+func (l *Loader) hold(f string, objs []Object) {
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key
+		l.holders[o.Key]++
+	}
+	l.letGo = append(l.letGo, l.held[f]...)
+	if objs == nil {
+		delete(l.held, f)
+		return
+	}
+	l.held[f] = keys
+}
+
+// release lets go of the keys hold put aside, and forgets the first-seen
+// time and generation of every key no file holds any longer.
+func (l *Loader) release() {
+	for _, k := range l.letGo {
+		if l.holders[k]--; l.holders[k] <= 0 {
+			delete(l.holders, k)
+			delete(l.firstSeen, k)
+			delete(l.generations, k)
+		}
+	}
+	l.letGo = l.letGo[:0]
 }
 
 // number sets the generation of o, freshly decoded without one: that of
@@ -111,7 +156,7 @@ type Result struct {
 func (l *Loader) Load(path string) (*Result, error) {
 	if l.firstSeen == nil {
 		l.firstSeen, l.lastGood, l.decoded = map[string]metav1.Time{}, map[string][]Object{}, map[string]decodedFile{}
-		l.generations = map[string]numbered{}
+		l.generations, l.held, l.holders = map[string]numbered{}, map[string][]string{}, map[string]int{}
 	}
 	now := time.Now
 	if l.Now != nil {
@@ -123,9 +168,6 @@ func (l *Loader) Load(path string) (*Result, error) {
 	}
 	out := &Result{Kept: map[string][]string{}}
 	var all []fileObjects
-	// Sized for the objects of the last read (growing it was a tenth of a
-	// reload's CPU at 40,000 objects).
-	seenNow := make(map[string]bool, len(l.firstSeen))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -133,6 +175,7 @@ func (l *Loader) Load(path string) (*Result, error) {
 			// Its objects are not seen now; when the file comes back they
 			// are new (decoded and stamped again).
 			delete(l.decoded, f)
+			l.hold(f, nil)
 			continue
 		}
 		objs, errs, fresh := l.decode(f, data)
@@ -151,37 +194,44 @@ func (l *Loader) Load(path string) (*Result, error) {
 			}
 			for _, o := range l.lastGood[f] {
 				if !present[o.Key] {
-					objs = append(objs, Object{Key: o.Key, Obj: o.Obj.DeepCopyObject()})
+					objs = append(objs, Object{Key: o.Key, Obj: o.Obj.DeepCopyObject(), ns: o.ns, name: o.name})
 					out.Kept[f] = append(out.Kept[f], o.Key)
 				}
 			}
+			if len(out.Kept[f]) > 0 {
+				slices.SortStableFunc(objs, byName)
+			}
 		}
-		for _, o := range objs {
-			l.stamp(o, now)
-			seenNow[o.Key] = true
+		// A file read as it was, without errors, gives the objects of the
+		// last read: stamped then, and held.
+		if _, known := l.held[f]; fresh || len(errs) > 0 || !known {
+			for _, o := range objs {
+				l.stamp(o, now)
+			}
+			l.hold(f, objs)
 		}
-		all = append(all, fileObjects{file: f, objects: objs})
+		all = append(all, fileObjects{file: f, objects: objs, sorted: true})
 	}
-	// Forget files and objects that are gone, so that a re-created object is
-	// new again.
+	// Forget files that are gone, so that a re-created object is new
+	// again.
+	listed := make(map[string]bool, len(files))
+	for _, f := range files {
+		listed[f] = true
+	}
+	for f := range l.held {
+		if !listed[f] {
+			l.hold(f, nil)
+		}
+	}
+	l.release()
 	for f := range l.lastGood {
-		if !slices.Contains(files, f) {
+		if !listed[f] {
 			delete(l.lastGood, f)
 		}
 	}
 	for f := range l.decoded {
-		if !slices.Contains(files, f) {
+		if !listed[f] {
 			delete(l.decoded, f)
-		}
-	}
-	for k := range l.firstSeen {
-		if !seenNow[k] {
-			delete(l.firstSeen, k)
-		}
-	}
-	for k := range l.generations {
-		if !seenNow[k] {
-			delete(l.generations, k)
 		}
 	}
 	res, dups := merge(all)

@@ -8,8 +8,12 @@
 //
 // Output, one JSON object per line:
 //
-//	{"event":"synced","proxies":N,"seconds":S,"reconnects":R}
-//	    every proxy has had a response of every type it subscribed to;
+//	{"event":"synced","proxies":N,"seconds":S,"reconnects":R,"failures":{"message":K}}
+//	    at the start, and after the line "grow N" on standard input (N
+//	    proxies in all): every proxy has had a response of every type it
+//	    subscribed to, S seconds after the start or the command;
+//	    R streams were opened again after a failure, K proxies last
+//	    failed with each message;
 //	{"event":"armed"}
 //	    after the line "arm" on standard input: the proxies' route
 //	    configuration counts are noted, the caller makes its change now;
@@ -32,6 +36,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spiffe/go-spiffe/v2/bundle/x509bundle"
@@ -56,7 +62,7 @@ func main() {
 	flag.StringVar(&bundleFile, "bundle-file", "", "PEM trust bundle that authenticates the identity service (required)")
 	flag.StringVar(&token, "token-file", "", "a token of the fleet's ServiceAccount with the identity service's audience (required)")
 	flag.StringVar(&prefix, "prefix", "sim-", "node ids are this and a number")
-	flag.IntVar(&n, "n", 10, "how many proxies")
+	flag.IntVar(&n, "n", 10, "how many proxies at the start")
 	flag.DurationVar(&timeout, "timeout", 5*time.Minute, "how long syncing, and each change, may take")
 	flag.Parse()
 	out := json.NewEncoder(os.Stdout)
@@ -107,25 +113,39 @@ func run(out *json.Encoder, xds, scope, serverID, prefix, identityAddr, bundleFi
 
 	fleet := simproxy.NewFleet(xds, scope, func() (*tls.Config, error) { return simproxy.Credentials(dir, id.Path()) })
 	defer fleet.Close()
-	began := time.Now()
-	if err := fleet.Grow(n, prefix, timeout); err != nil {
-		return err
+	grow := func(n int) error {
+		began := time.Now()
+		if err := fleet.Grow(n, prefix, timeout); err != nil {
+			return err
+		}
+		reconnects, failures := fleet.Failures()
+		return out.Encode(map[string]any{"event": "synced", "proxies": len(fleet.Proxies), "seconds": time.Since(began).Seconds(), "reconnects": reconnects, "failures": failures})
 	}
-	reconnects, _ := fleet.Failures()
-	if err := out.Encode(map[string]any{"event": "synced", "proxies": n, "seconds": time.Since(began).Seconds(), "reconnects": reconnects}); err != nil {
+	if err := grow(n); err != nil {
 		return err
 	}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		if in.Text() != "arm" {
-			return fmt.Errorf("unknown command %q on standard input (want arm)", in.Text())
-		}
-		arrival, err := fleet.AwaitRoutes(func() error { return out.Encode(map[string]any{"event": "armed"}) }, timeout)
-		if err != nil {
-			return err
-		}
-		if err := out.Encode(map[string]any{"event": "arrived", "first_ns": arrival.First.UnixNano(), "last_ns": arrival.Last.UnixNano(), "bytes": arrival.Bytes}); err != nil {
-			return err
+		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		switch cmd {
+		case "grow":
+			more, err := strconv.Atoi(arg)
+			if err != nil {
+				return fmt.Errorf("grow %q: %w", arg, err)
+			}
+			if err := grow(more); err != nil {
+				return err
+			}
+		case "arm":
+			arrival, err := fleet.AwaitRoutes(func() error { return out.Encode(map[string]any{"event": "armed"}) }, timeout)
+			if err != nil {
+				return err
+			}
+			if err := out.Encode(map[string]any{"event": "arrived", "first_ns": arrival.First.UnixNano(), "last_ns": arrival.Last.UnixNano(), "bytes": arrival.Bytes}); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("unknown command %q on standard input (want arm, or grow N)", in.Text())
 		}
 	}
 	return in.Err()

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,14 +86,19 @@ func (f *Fleet) Grow(n int, prefix string, timeout time.Duration) error {
 	return nil
 }
 
+// addresses matches the "read tcp A->B: " of a network error, which
+// differs for every connection.
+var addresses = regexp.MustCompile(`(read|write) tcp \S+->\S+: `)
+
 // Failures returns how many streams the proxies opened again after a
-// failure, and how many proxies last failed with each message.
+// failure, and how many proxies last failed with each message (its
+// connection's addresses left out).
 func (f *Fleet) Failures() (reconnects int64, last map[string]int) {
 	last = map[string]int{}
 	for _, p := range f.Proxies {
 		reconnects += p.Reconnects.Load()
 		if e, ok := p.LastErr.Load().(string); ok {
-			last[e]++
+			last[addresses.ReplaceAllString(e, "")]++
 		}
 	}
 	return reconnects, last

@@ -38,8 +38,9 @@ import (
 //   - fan-out, with E2E_BENCH_PROXIES=P1,P2,...: P1 simulated proxies
 //     join the Gateway's fleet (benchFanout), then more up to P2, and so
 //     on; at each size E2E_BENCH_SAMPLES route creates are timed at every
-//     one of them (the controller's memory limit is
-//     then 6 GiB instead of the chart's 512 MiB);
+//     one of them;
+//   - the controller's memory limit is 6 GiB instead of the chart's 512
+//     MiB with the fan-out phase or over 3000 routes;
 //   - per phase, the controller's CPU seconds and peak RSS (its own
 //     process_cpu_seconds_total and process_resident_memory_bytes, sampled
 //     every 250 ms and summed over the replicas), and its RSS once the N
@@ -86,9 +87,10 @@ func TestPropagationBenchmark(t *testing.T) {
 		values["extraArgs"] = []any{"--pprof-address=:" + pprofPort}
 	}
 	proxies := envInts("E2E_BENCH_PROXIES")
-	if len(proxies) > 0 {
-		// The chart's 512 MiB limit is for a handful of fleets; the
-		// fan-out phase measures what each connected proxy costs.
+	if len(proxies) > 0 || n > 3000 {
+		// The chart's 512 MiB limit is for a handful of fleets and a few
+		// thousand routes; the fan-out phase measures what each
+		// connected proxy costs, the large worlds what routes cost.
 		values["resources"] = map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "128Mi"}, "limits": map[string]any{"memory": "6Gi"}}
 	}
 	e.helmInstallWith(mode, values)

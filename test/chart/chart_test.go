@@ -187,6 +187,9 @@ func TestDefaults(t *testing.T) {
 	}
 
 	dep := find(objs, "Deployment", "xds-controller")
+	if v := get(dep, "spec", "template", "spec", "enableServiceLinks"); v != false {
+		t.Errorf("enableServiceLinks %v, want false (thousands of Services' variables overflow exec's limit)", v)
+	}
 	c := get(dep, "spec", "template", "spec", "containers").([]any)[0].(object)
 	if c["image"] != "ghcr.io/xds-controller/xds-controller:dev" || c["imagePullPolicy"] != "IfNotPresent" {
 		t.Errorf("image %v %v", c["image"], c["imagePullPolicy"])
@@ -620,6 +623,9 @@ func TestModeAndEnvoyValues(t *testing.T) {
 	}
 	// The image is the controller's default too (--envoy-image).
 	dep := find(objs, "Deployment", "xds-controller")
+	if v := get(dep, "spec", "template", "spec", "enableServiceLinks"); v != false {
+		t.Errorf("enableServiceLinks %v, want false (thousands of Services' variables overflow exec's limit)", v)
+	}
 	c := get(dep, "spec", "template", "spec", "containers").([]any)[0].(object)
 	if args := fmt.Sprint(c["args"]); !strings.Contains(args, "--envoy-image=docker.io/envoyproxy/envoy:v1.40.0") {
 		t.Errorf("args %s, want --envoy-image", args)

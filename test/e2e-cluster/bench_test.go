@@ -243,6 +243,9 @@ spec:
   template:
     metadata: {labels: {app: steady}}
     spec:
+      # The namespace holds the benchmark's thousands of Services: their
+      # environment variables would overflow exec's limit.
+      enableServiceLinks: false
       containers:
       - name: echo
         image: registry.k8s.io/gateway-api/echo-basic:v1.6.0-dev.3

@@ -33,11 +33,12 @@ import (
 //     of a reload's cost: 3000 routes take about half a second), so one
 //     more file costs what that file costs. The objects are shared between
 //     reads, so nothing downstream may modify them (the translators never
-//     do). A file's objects are kept sorted by namespace and name, so that
-//     the snapshot is a merge of sorted files, not a sort; and what the Loader remembers per object (first seen,
-//     generation) is forgotten by counting the files that hold each key,
-//     updated for the files that changed, so that a read where one file
-//     changed costs a pass over the objects and no hashing of them.
+//     do). A file's objects are kept sorted by namespace and name, so
+//     that the snapshot is a merge of sorted files, not a sort; and what
+//     the Loader remembers per object (first seen, generation) is
+//     forgotten by counting the files that hold each key, updated for the
+//     files that changed, so that a read where one file changed costs a
+//     pass over the objects and no hashing of them.
 //
 // A Loader is not safe for concurrent use.
 type Loader struct {

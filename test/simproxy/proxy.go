@@ -46,10 +46,10 @@ import (
 // Proxy is a simulated Envoy on the wire: one gRPC connection with mutual
 // TLS (Credentials), one delta ADS stream with the node Envoy's bootstrap
 // gives (its own id, the fleet's scope as the node's cluster). It
-// subscribes as Envoy does: clusters and listeners
-// as wildcards, then by name the ClusterLoadAssignments of the EDS
-// clusters, the route configurations the connection managers name and the
-// secrets fetched over ADS; it ACKs every response with its nonce, and
+// subscribes as Envoy does: clusters and listeners as wildcards, then by
+// name the ClusterLoadAssignments of the EDS clusters, the route
+// configurations the connection managers name and the secrets fetched
+// over ADS; it ACKs every response with its nonce, and
 // NACKs none (the controller's configuration is valid). It decodes
 // clusters and listeners only (to find those names): route
 // configurations, ClusterLoadAssignments and secrets are counted, never

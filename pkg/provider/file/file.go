@@ -77,7 +77,7 @@ func Load(path string) (*resources.Resources, []*LoadError, error) {
 			continue
 		}
 		objs, errs := decodeFile(f, data)
-		all = append(all, fileObjects{file: f, objects: objs, failed: len(errs) > 0})
+		all = append(all, fileObjects{file: f, objects: objs})
 		problems = append(problems, errs...)
 	}
 	res, dups := merge(all)
@@ -96,28 +96,21 @@ type Object struct {
 	ns, name string
 }
 
+// fileObjects are the objects of one file, sorted by byName (as
+// decodeFile returns them).
 type fileObjects struct {
 	file    string
 	objects []Object
-	failed  bool
-	// sorted: objects are sorted by byName (the Loader keeps them so).
-	sorted bool
 }
 
 // merge builds the sorted snapshot from the objects of every file, first
-// definition of a key wins. Each file's objects are sorted by namespace
-// and name first (stably; the Loader keeps them sorted and says so), then the files are merged in that order, a tie going to the
-// earlier file: every kind's list comes out sorted, as Resources.Sort
-// would leave it, without sorting the snapshot, and the objects of one
-// namespace and name are next to each other, where duplicates are found.
+// definition of a key wins. The files' objects, each sorted by namespace
+// and name, are merged in that order, a tie going to the earlier file:
+// every kind's list comes out sorted, as Resources.Sort would leave it,
+// without sorting the snapshot, and the objects of one namespace and
+// name are next to each other, where duplicates are found.
 func merge(files []fileObjects) (*resources.Resources, []*LoadError) {
 	res := &resources.Resources{}
-	for i := range files {
-		if !files[i].sorted && !slices.IsSortedFunc(files[i].objects, byName) {
-			files[i].objects = slices.Clone(files[i].objects)
-			slices.SortStableFunc(files[i].objects, byName)
-		}
-	}
 	dup := false
 	var group []Object // the objects of the current namespace and name
 	add := func(o Object) {
@@ -279,7 +272,9 @@ func Decode(file string, data []byte, res *resources.Resources) []*LoadError {
 	return problems
 }
 
-// decodeFile decodes every document of one file.
+// decodeFile decodes every document of one file. The objects are sorted
+// by namespace and name (byName), stably: of two documents with one key,
+// the first stays first, and merge keeps it.
 func decodeFile(file string, data []byte) ([]Object, []*LoadError) {
 	docs := slices.DeleteFunc(splitDocuments(data), func(d document) bool {
 		return len(bytes.TrimSpace(stripComments(d.text))) == 0
@@ -311,6 +306,7 @@ func decodeFile(file string, data []byte) ([]Object, []*LoadError) {
 		}
 		objs = append(objs, r.obj)
 	}
+	slices.SortStableFunc(objs, byName)
 	return objs, problems
 }
 

@@ -78,9 +78,6 @@ func (l *Loader) decode(f string, data []byte) (objs []Object, errs []*LoadError
 		return d.objs[:len(d.objs):len(d.objs)], d.errs, false
 	}
 	objs, errs = decodeFile(f, data)
-	// Stable: of two documents with one key, the first stays first (merge
-	// keeps it).
-	slices.SortStableFunc(objs, byName)
 	objs = objs[:len(objs):len(objs)]
 	l.decoded[f] = decodedFile{data: data, objs: objs, errs: errs}
 	return objs, errs, true
@@ -211,7 +208,7 @@ func (l *Loader) Load(path string) (*Result, error) {
 			}
 			l.hold(f, objs)
 		}
-		all = append(all, fileObjects{file: f, objects: objs, sorted: true})
+		all = append(all, fileObjects{file: f, objects: objs})
 	}
 	// Forget files that are gone, so that a re-created object is new
 	// again.

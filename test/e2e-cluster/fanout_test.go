@@ -44,9 +44,9 @@ var bootstrapScope = regexp.MustCompile(`(?m)^  cluster: ("[^"]*")$`)
 // make bench-cluster) runs on this node as the Gateway bench's fleet,
 // with a token of the fleet's ServiceAccount for the identity service's
 // audience (TokenRequest), bound to one of the fleet's Envoy pods (the
-// identity service takes pod-bound tokens only), the trust bundle and scope of the fleet's
-// bootstrap ConfigMap, and the controller Service's xDS and identity
-// ports; it connects fleets[0] simulated proxies beside the fleet's
+// identity service takes pod-bound tokens only), the trust bundle and
+// scope of the fleet's bootstrap ConfigMap, and the controller Service's
+// xDS and identity ports; it connects fleets[0] simulated proxies beside the fleet's
 // Envoys, then grows to each next size of fleets (fanoutStep). At each,
 // samples changes (one more HTTPRoute each, to the Service of the
 // steady stream: one route configuration changes) are timed at every

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	bootstrap "github.com/xds-controller/xds-controller/envoy-bootstrap"
 	"github.com/xds-controller/xds-controller/pkg/standalone"
 	"github.com/xds-controller/xds-controller/test/simproxy"
 )
@@ -175,7 +176,7 @@ func (s *simFleet) probe(b *testing.B, clusters int, within time.Duration) (*sim
 			b.Fatalf("%d clusters were not published after %s", clusters, time.Since(began))
 		}
 		if probe == nil {
-			if _, err := os.Stat(filepath.Join(s.f.state, "sds", "tls.crt")); err == nil {
+			if _, err := os.Stat(filepath.Join(s.f.state, "sds", bootstrap.SVIDCertFile)); err == nil {
 				probe = s.Connect("sim-0")
 			}
 		}

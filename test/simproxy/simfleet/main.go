@@ -48,39 +48,44 @@ import (
 	"github.com/xds-controller/xds-controller/test/simproxy"
 )
 
+// options are the command's flags.
+type options struct {
+	xds, scope, serverID, prefix    string
+	identityAddr, bundleFile, token string
+	n                               int
+	timeout                         time.Duration
+}
+
 func main() {
-	var (
-		xds, scope, serverID, prefix    string
-		identityAddr, bundleFile, token string
-		n                               int
-		timeout                         time.Duration
-	)
-	flag.StringVar(&xds, "xds", "", "host:port of the xDS server (required)")
-	flag.StringVar(&scope, "scope", "", "the fleet's scope, the node's cluster in Envoy's bootstrap (required)")
-	flag.StringVar(&serverID, "server-id", "", "SPIFFE ID of the controller, for the identity service and the xDS server (required)")
-	flag.StringVar(&identityAddr, "identity-address", "", "host:port of the controller's identity service (required)")
-	flag.StringVar(&bundleFile, "bundle-file", "", "PEM trust bundle that authenticates the identity service (required)")
-	flag.StringVar(&token, "token-file", "", "a token of the fleet's ServiceAccount with the identity service's audience (required)")
-	flag.StringVar(&prefix, "prefix", "sim-", "node ids are this and a number")
-	flag.IntVar(&n, "n", 10, "how many proxies at the start")
-	flag.DurationVar(&timeout, "timeout", 5*time.Minute, "how long syncing, and each change, may take")
+	var o options
+	flag.StringVar(&o.xds, "xds", "", "host:port of the xDS server (required)")
+	flag.StringVar(&o.scope, "scope", "", "the fleet's scope, the node's cluster in Envoy's bootstrap (required)")
+	flag.StringVar(&o.serverID, "server-id", "", "SPIFFE ID of the controller, for the identity service and the xDS server (required)")
+	flag.StringVar(&o.identityAddr, "identity-address", "", "host:port of the controller's identity service (required)")
+	flag.StringVar(&o.bundleFile, "bundle-file", "", "PEM trust bundle that authenticates the identity service (required)")
+	flag.StringVar(&o.token, "token-file", "", "a token of the fleet's ServiceAccount with the identity service's audience (required)")
+	flag.StringVar(&o.prefix, "prefix", "sim-", "node ids are this and a number")
+	flag.IntVar(&o.n, "n", 10, "how many proxies at the start")
+	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long syncing, and each change, may take")
 	flag.Parse()
 	out := json.NewEncoder(os.Stdout)
-	if err := run(out, xds, scope, serverID, prefix, identityAddr, bundleFile, token, n, timeout); err != nil {
+	if err := run(out, o); err != nil {
 		_ = out.Encode(map[string]any{"event": "error", "error": err.Error()})
 		os.Exit(1)
 	}
 }
 
-func run(out *json.Encoder, xds, scope, serverID, prefix, identityAddr, bundleFile, token string, n int, timeout time.Duration) error {
-	if xds == "" || scope == "" || serverID == "" || identityAddr == "" || bundleFile == "" || token == "" {
+// run gets an SVID, connects the fleet and serves the commands of
+// standard input (see the package comment) until it ends.
+func run(out *json.Encoder, o options) error {
+	if o.xds == "" || o.scope == "" || o.serverID == "" || o.identityAddr == "" || o.bundleFile == "" || o.token == "" {
 		return errors.New("--xds, --scope, --server-id, --identity-address, --bundle-file and --token-file are required")
 	}
-	id, err := spiffeid.FromString(serverID)
+	id, err := spiffeid.FromString(o.serverID)
 	if err != nil {
 		return fmt.Errorf("--server-id: %w", err)
 	}
-	pemBundle, err := os.ReadFile(bundleFile)
+	pemBundle, err := os.ReadFile(o.bundleFile)
 	if err != nil {
 		return err
 	}
@@ -96,8 +101,8 @@ func run(out *json.Encoder, xds, scope, serverID, prefix, identityAddr, bundleFi
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client := identity.NewClient(identityAddr, id, roots)
-	a := &agent.Agent{Dir: dir, Signer: agent.TokenSigner(client, token), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Trust: client.Trust}
+	client := identity.NewClient(o.identityAddr, id, roots)
+	a := &agent.Agent{Dir: dir, Signer: agent.TokenSigner(client, o.token), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Trust: client.Trust}
 	failed := make(chan error, 1)
 	go func() { failed <- a.Run(ctx) }()
 	for began := time.Now(); !a.Ready(); time.Sleep(50 * time.Millisecond) {
@@ -111,17 +116,17 @@ func run(out *json.Encoder, xds, scope, serverID, prefix, identityAddr, bundleFi
 		}
 	}
 
-	fleet := simproxy.NewFleet(xds, scope, func() (*tls.Config, error) { return simproxy.Credentials(dir, id.Path()) })
+	fleet := simproxy.NewFleet(o.xds, o.scope, func() (*tls.Config, error) { return simproxy.Credentials(dir, id.Path()) })
 	defer fleet.Close()
 	grow := func(n int) error {
 		began := time.Now()
-		if err := fleet.Grow(n, prefix, timeout); err != nil {
+		if err := fleet.Grow(n, o.prefix, o.timeout); err != nil {
 			return err
 		}
 		reconnects, failures := fleet.Failures()
 		return out.Encode(map[string]any{"event": "synced", "proxies": len(fleet.Proxies), "seconds": time.Since(began).Seconds(), "reconnects": reconnects, "failures": failures})
 	}
-	if err := grow(n); err != nil {
+	if err := grow(o.n); err != nil {
 		return err
 	}
 	in := bufio.NewScanner(os.Stdin)
@@ -137,7 +142,7 @@ func run(out *json.Encoder, xds, scope, serverID, prefix, identityAddr, bundleFi
 				return err
 			}
 		case "arm":
-			arrival, err := fleet.AwaitRoutes(func() error { return out.Encode(map[string]any{"event": "armed"}) }, timeout)
+			arrival, err := fleet.AwaitRoutes(func() error { return out.Encode(map[string]any{"event": "armed"}) }, o.timeout)
 			if err != nil {
 				return err
 			}
